@@ -1,0 +1,205 @@
+package ipatlas
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// FieldSet is a selection of a Record's fields, for the optional "fields"
+// list of a query or batch body: the answer's record then holds only those
+// fields, and "ip" always.
+//
+// The zero FieldSet selects every field. A FieldSet is canonical (a set
+// of every field is the zero value, and "ip" is always in a non-zero one),
+// so two equal selections are equal values and a FieldSet can key a map.
+type FieldSet uint32
+
+// Bits of a FieldSet, in the order of recordKeys (and of Record's fields).
+const (
+	fieldIP FieldSet = 1 << iota
+	fieldContinent
+	fieldContinentCode
+	fieldCountry
+	fieldCountryCode
+	fieldProvince
+	fieldCity
+	fieldDistrict
+	fieldISP
+	fieldASN
+	fieldLatitude
+	fieldLongitude
+	fieldTimeZone
+	fieldCurrency
+	fieldZipCode
+	fieldAreaCode
+
+	allFields = fieldAreaCode<<1 - 1
+)
+
+// RecordFields returns the JSON names of a Record's fields in wire order:
+// the names a "fields" list may hold.
+func RecordFields() []string { return slices.Clone(recordKeys) }
+
+// FieldNamed returns the set of the one Record field with this JSON name
+// ("city", "time_zone"; exact, lower case), plus "ip". ok is false for any
+// other name.
+func FieldNamed(name string) (s FieldSet, ok bool) {
+	for i, k := range recordKeys {
+		if k == name {
+			return canonical(fieldIP | 1<<i), true
+		}
+	}
+	return 0, false
+}
+
+// ParseFields reads a "fields" list. An empty list selects every field;
+// duplicates are harmless. A name that is not a field of Record is an
+// *Error with CodeInvalidRequest that names it.
+func ParseFields(names []string) (FieldSet, error) {
+	var s FieldSet
+	for _, n := range names {
+		f, ok := FieldNamed(n)
+		if !ok {
+			return 0, &Error{Code: CodeInvalidRequest, Message: UnknownFieldText(n, English)}
+		}
+		s |= f
+	}
+	return canonical(s), nil
+}
+
+// UnknownFieldText is the error text for a "fields" entry that names no
+// field, in lang: the name and the names allowed.
+func UnknownFieldText(name string, lang Lang) string {
+	if len(name) > 32 {
+		name = name[:32] + "..."
+	}
+	known := strings.Join(recordKeys, ", ")
+	if lang == Chinese {
+		return `"fields" 中有未知字段 ` + strconv.Quote(name) + "；可用字段：" + known
+	}
+	return "unknown field " + strconv.Quote(name) + ` in "fields"; the record's fields are ` + known
+}
+
+func canonical(s FieldSet) FieldSet {
+	if s == 0 || s|fieldIP == allFields {
+		return 0
+	}
+	return s | fieldIP
+}
+
+// All reports whether s selects every field.
+func (s FieldSet) All() bool { return s == 0 }
+
+// Has reports whether s selects the field with this JSON name.
+func (s FieldSet) Has(name string) bool {
+	f, ok := FieldNamed(name)
+	return ok && (s == 0 || s&f == f)
+}
+
+// Names returns the JSON names of the selected fields in wire order; every
+// name when s selects all.
+func (s FieldSet) Names() []string {
+	if s == 0 {
+		return RecordFields()
+	}
+	var out []string
+	for i, k := range recordKeys {
+		if s&(1<<i) != 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// String is the comma-separated list of the selected names, in wire
+// order; "" when s selects every field.
+func (s FieldSet) String() string {
+	if s == 0 {
+		return ""
+	}
+	return strings.Join(s.Names(), ",")
+}
+
+// Apply returns r with every field outside s cleared (empty strings, nil
+// coordinates).
+func (s FieldSet) Apply(r Record) Record {
+	if s == 0 {
+		return r
+	}
+	p := s.Partial(&r)
+	out := Record{IP: p.IP, Latitude: p.Latitude, Longitude: p.Longitude}
+	for _, f := range []struct {
+		dst *string
+		src *string
+	}{
+		{&out.Continent, p.Continent}, {&out.ContinentCode, p.ContinentCode}, {&out.Country, p.Country},
+		{&out.CountryCode, p.CountryCode}, {&out.Province, p.Province}, {&out.City, p.City},
+		{&out.District, p.District}, {&out.ISP, p.ISP}, {&out.ASN, p.ASN}, {&out.TimeZone, p.TimeZone},
+		{&out.Currency, p.Currency}, {&out.ZipCode, p.ZipCode}, {&out.AreaCode, p.AreaCode},
+	} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	return out
+}
+
+// PartialRecord is the JSON form of a Record restricted to a FieldSet, as
+// the server sends it when a query names "fields": a field outside the set
+// is left out of the object, a field inside it is written even when empty
+// (the coordinates, as in a full record, only when known). Clients decode
+// it into a Record, where the absent fields read as unknown.
+type PartialRecord struct {
+	IP            string   `json:"ip"`
+	Continent     *string  `json:"continent,omitempty"`
+	ContinentCode *string  `json:"continent_code,omitempty"`
+	Country       *string  `json:"country,omitempty"`
+	CountryCode   *string  `json:"country_code,omitempty"`
+	Province      *string  `json:"province,omitempty"`
+	City          *string  `json:"city,omitempty"`
+	District      *string  `json:"district,omitempty"`
+	ISP           *string  `json:"isp,omitempty"`
+	ASN           *string  `json:"asn,omitempty"`
+	Latitude      *float64 `json:"latitude,omitempty"`
+	Longitude     *float64 `json:"longitude,omitempty"`
+	TimeZone      *string  `json:"time_zone,omitempty"`
+	Currency      *string  `json:"currency,omitempty"`
+	ZipCode       *string  `json:"zip_code,omitempty"`
+	AreaCode      *string  `json:"area_code,omitempty"`
+}
+
+// Partial returns r restricted to s, pointing into r (which must outlive
+// it). With the zero FieldSet every field is set.
+func (s FieldSet) Partial(r *Record) *PartialRecord {
+	if s == 0 {
+		s = allFields
+	}
+	p := &PartialRecord{IP: r.IP}
+	str := func(bit FieldSet, f *string) *string {
+		if s&bit != 0 {
+			return f
+		}
+		return nil
+	}
+	p.Continent = str(fieldContinent, &r.Continent)
+	p.ContinentCode = str(fieldContinentCode, &r.ContinentCode)
+	p.Country = str(fieldCountry, &r.Country)
+	p.CountryCode = str(fieldCountryCode, &r.CountryCode)
+	p.Province = str(fieldProvince, &r.Province)
+	p.City = str(fieldCity, &r.City)
+	p.District = str(fieldDistrict, &r.District)
+	p.ISP = str(fieldISP, &r.ISP)
+	p.ASN = str(fieldASN, &r.ASN)
+	if s&fieldLatitude != 0 {
+		p.Latitude = r.Latitude
+	}
+	if s&fieldLongitude != 0 {
+		p.Longitude = r.Longitude
+	}
+	p.TimeZone = str(fieldTimeZone, &r.TimeZone)
+	p.Currency = str(fieldCurrency, &r.Currency)
+	p.ZipCode = str(fieldZipCode, &r.ZipCode)
+	p.AreaCode = str(fieldAreaCode, &r.AreaCode)
+	return p
+}

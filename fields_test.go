@@ -1,0 +1,165 @@
+package ipatlas_test
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ipatlas/ipatlas"
+)
+
+// fullRecord has every field set, coordinates included.
+func fullRecord() ipatlas.Record {
+	lat, lon := 37.4, -122.1
+	return ipatlas.Record{
+		IP: "8.8.8.8", Continent: "North America", ContinentCode: "NA", Country: "United States",
+		CountryCode: "US", Province: "California", City: "Mountain View", District: "Santa Clara",
+		ISP: "Google LLC", ASN: "AS15169", Latitude: &lat, Longitude: &lon,
+		TimeZone: "America/Los_Angeles", Currency: "USD", ZipCode: "94043", AreaCode: "1",
+	}
+}
+
+func jsonObject(t *testing.T, v any) map[string]json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRecordFieldsAreRecordTags: the names a "fields" list may hold are
+// exactly Record's JSON keys, in its order. A field added to Record
+// without being made selectable fails here.
+func TestRecordFieldsAreRecordTags(t *testing.T) {
+	var tags []string
+	rt := reflect.TypeFor[ipatlas.Record]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		tags = append(tags, name)
+	}
+	if got := ipatlas.RecordFields(); !slices.Equal(got, tags) {
+		t.Fatalf("RecordFields() = %v\nRecord's keys   %v", got, tags)
+	}
+	// PartialRecord has the same keys in the same order.
+	pt := reflect.TypeFor[ipatlas.PartialRecord]()
+	for i := range pt.NumField() {
+		name, _, _ := strings.Cut(pt.Field(i).Tag.Get("json"), ",")
+		if name != tags[i] {
+			t.Errorf("PartialRecord field %d is %q, Record's is %q", i, name, tags[i])
+		}
+	}
+}
+
+// TestPartialEachField selects each field alone: the JSON object holds
+// "ip" and that field, with the value the full record has, even when the
+// value is empty.
+func TestPartialEachField(t *testing.T) {
+	full := fullRecord()
+	fullJSON := jsonObject(t, &full)
+	empty := ipatlas.Record{IP: "1.1.1.1"}
+	emptyJSON := jsonObject(t, &empty)
+	for _, name := range ipatlas.RecordFields() {
+		set, err := ipatlas.ParseFields([]string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := jsonObject(t, set.Partial(&full))
+		want := map[string]json.RawMessage{"ip": fullJSON["ip"], name: fullJSON[name]}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("fields [%s]: %v, want %v", name, keysOf(got), keysOf(want))
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Errorf("fields [%s]: %s = %s, want %s", name, k, got[k], v)
+			}
+		}
+		// An empty string field is still sent; unknown coordinates are
+		// not (as in a full record).
+		got = jsonObject(t, set.Partial(&empty))
+		_, inFull := emptyJSON[name]
+		if _, has := got[name]; has != inFull || len(got) != 1+btoi(inFull && name != "ip") {
+			t.Errorf("fields [%s] of an empty record: %v", name, keysOf(got))
+		}
+		// Apply keeps that field and "ip" and clears the others.
+		want2 := ipatlas.Record{IP: full.IP}
+		i := slices.Index(ipatlas.RecordFields(), name)
+		reflect.ValueOf(&want2).Elem().Field(i).Set(reflect.ValueOf(full).Field(i))
+		if applied := set.Apply(full); !reflect.DeepEqual(applied, want2) {
+			t.Errorf("Apply([%s]) = %+v, want %+v", name, applied, want2)
+		}
+	}
+	if ipatlas.FieldSet(0).Apply(full) != full {
+		t.Error("Apply with every field changed the record")
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func keysOf(m map[string]json.RawMessage) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func TestParseFields(t *testing.T) {
+	for _, tc := range []struct {
+		in    []string
+		all   bool
+		names []string
+	}{
+		{nil, true, ipatlas.RecordFields()},
+		{[]string{}, true, ipatlas.RecordFields()},
+		{[]string{"ip"}, false, []string{"ip"}},
+		{[]string{"city", "country", "city"}, false, []string{"ip", "country", "city"}},
+		{[]string{"latitude", "ip", "longitude"}, false, []string{"ip", "latitude", "longitude"}},
+		// Every field named is the same as none: one canonical value.
+		{ipatlas.RecordFields()[1:], true, ipatlas.RecordFields()},
+	} {
+		s, err := ipatlas.ParseFields(tc.in)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.in, err)
+		}
+		if s.All() != tc.all || !slices.Equal(s.Names(), tc.names) {
+			t.Errorf("%v: all=%v names %v, want all=%v %v", tc.in, s.All(), s.Names(), tc.all, tc.names)
+		}
+		if !s.Has("ip") {
+			t.Errorf("%v: no ip", tc.in)
+		}
+		if want := strings.Join(tc.names, ","); !tc.all && s.String() != want {
+			t.Errorf("%v: String() = %q, want %q", tc.in, s.String(), want)
+		}
+	}
+	all, _ := ipatlas.ParseFields(ipatlas.RecordFields())
+	if all != 0 || all.String() != "" {
+		t.Errorf("all fields: %d %q, want the zero FieldSet", all, all.String())
+	}
+	for _, bad := range []string{"City", "cityy", "", " city", "data", strings.Repeat("x", 100)} {
+		_, err := ipatlas.ParseFields([]string{"city", bad})
+		var e *ipatlas.Error
+		if !errors.As(err, &e) || e.Code != ipatlas.CodeInvalidRequest || !strings.Contains(e.Message, `"`+bad[:min(len(bad), 32)]) {
+			t.Errorf("%q: %v, want InvalidRequest naming it", bad, err)
+		}
+		if len(e.Message) > 400 {
+			t.Errorf("%q: message of %d bytes", bad, len(e.Message))
+		}
+	}
+	if s, _ := ipatlas.ParseFields([]string{"city"}); s.Has("country") || !s.Has("city") || s.Has("nope") {
+		t.Errorf("Has on [city]: %v", s.Names())
+	}
+}

@@ -1,0 +1,138 @@
+// Package ipatlas holds the public wire format of the ipatlas IP information
+// service (the location record, the response envelope, the Get-my-IP, ping and
+// usage bodies, the error codes with their HTTP statuses) and the Go client.
+//
+// The server builds its responses from these types and the client decodes
+// them with the same types, so the two cannot drift apart.
+package ipatlas
+
+import (
+	"strings"
+	"time"
+)
+
+// Record is the location of one IP address: the "data" object of a
+// successful location query.
+//
+// String fields are empty when the data has no value for them. Latitude and
+// Longitude are nil when the location is unknown: 0,0 is a real place in the
+// Gulf of Guinea and never stands for "unknown".
+type Record struct {
+	IP            string   `json:"ip"`
+	Continent     string   `json:"continent"`
+	ContinentCode string   `json:"continent_code"`
+	Country       string   `json:"country"`
+	CountryCode   string   `json:"country_code"`
+	Province      string   `json:"province"`
+	City          string   `json:"city"`
+	District      string   `json:"district"`
+	ISP           string   `json:"isp"`
+	ASN           string   `json:"asn"`
+	Latitude      *float64 `json:"latitude,omitempty"`
+	Longitude     *float64 `json:"longitude,omitempty"`
+	TimeZone      string   `json:"time_zone"`
+	Currency      string   `json:"currency"`
+	ZipCode       string   `json:"zip_code"`
+	AreaCode      string   `json:"area_code"`
+}
+
+// QueryRequest is the body of POST /api/ip-query.
+type QueryRequest struct {
+	IP   string `json:"ip"`
+	Lang string `json:"lang,omitempty"`
+	// Fields, when not empty, asks for only these fields of the record
+	// (JSON names, see RecordFields); "ip" is always sent. See FieldSet.
+	Fields []string `json:"fields,omitempty"`
+}
+
+// Meta describes the caller and its credit balance. It is present in every
+// location query response, successful or not.
+type Meta struct {
+	IsLoggedIn     bool  `json:"isLoggedIn"`
+	IsAPIRequest   bool  `json:"isApiRequest"`
+	CurrentCredits int64 `json:"currentCredits"`
+}
+
+// Envelope is the body of every location query response.
+type Envelope struct {
+	Success bool      `json:"success"`
+	Data    *Record   `json:"data,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	Code    ErrorCode `json:"code,omitempty"`
+	Meta    Meta      `json:"meta"`
+}
+
+// MyIPResponse is the body of GET /api/ip/myip, the auto-detection endpoint.
+type MyIPResponse struct {
+	Result    bool   `json:"result"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	IP        string `json:"IP"`
+	IPVersion string `json:"IPVersion"`
+}
+
+// Values of MyIPResponse fields on success.
+const (
+	MyIPCodeSuccess    = "querySuccess"
+	MyIPMessageSuccess = "Query Success"
+	IPv4               = "IPv4"
+	IPv6               = "IPv6"
+)
+
+// PingResponse is the body of GET /api/ping. Time is the server's clock when
+// it answered, in RFC 3339 with nanoseconds, so a client can measure the
+// round trip and the clock offset.
+type PingResponse struct {
+	Code    string `json:"code"` // always "pong"
+	Time    string `json:"time"`
+	IP      string `json:"ip"`
+	Version string `json:"version"`
+}
+
+// PingCode is the code of every ping answer.
+const PingCode = "pong"
+
+// Usage is the body of GET /api/usage: the calling key's quota for the
+// current month and its account's credits.
+type Usage struct {
+	AccountID int64     `json:"account_id"`
+	KeyID     string    `json:"key_id"`
+	Tier      string    `json:"tier"`
+	Period    string    `json:"period"` // calendar month in UTC, "2026-11"
+	Used      int64     `json:"used"`
+	Limit     int64     `json:"limit"`
+	Remaining int64     `json:"remaining"`
+	Reset     time.Time `json:"reset"` // start of the next month, UTC
+	Credits   int64     `json:"credits"`
+	QueryCost int64     `json:"query_cost"`
+}
+
+// Lang is the language of a location record's text values and error texts.
+type Lang uint8
+
+// The two languages the service speaks.
+const (
+	English Lang = iota
+	Chinese
+)
+
+// ParseLang reads a request's lang value. The empty string is English;
+// "zh", "zh-CN", "zh-Hans" (any case, "_" or "-") are Chinese. Anything
+// else is rejected.
+func ParseLang(s string) (Lang, bool) {
+	switch strings.ToLower(strings.ReplaceAll(s, "_", "-")) {
+	case "", "en", "en-us", "en-gb":
+		return English, true
+	case "zh", "zh-cn", "zh-hans", "zh-hans-cn", "zh-sg":
+		return Chinese, true
+	}
+	return English, false
+}
+
+// String returns the wire name of the language: "en" or "zh".
+func (l Lang) String() string {
+	if l == Chinese {
+		return "zh"
+	}
+	return "en"
+}
