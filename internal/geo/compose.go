@@ -1,0 +1,246 @@
+package geo
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/names"
+)
+
+// cityInput is one decoded city or country record, whatever its schema.
+// English names come from the data; ZH names only from a GeoIP2 file.
+type cityInput struct {
+	continentCode  string
+	continentNames localNames
+	countryCode    string
+	countryNames   localNames
+	province       localNames
+	city           localNames
+	district       localNames
+	lat, lon       float64 // NaN when absent
+	timeZone       string
+	zip            string
+}
+
+// place is the localized text of a record in one language, below the
+// country.
+type place struct {
+	province, city, district string
+}
+
+// countryData is the country-level part of records, shared by every
+// cached record of the country: it makes entries 40% smaller.
+type countryData struct {
+	names         [2]struct{ continent, country string } // indexed by ipatlas.Lang
+	continentCode string
+	countryCode   string
+	currency      string
+}
+
+// cityData is the composed city part of a record, both languages, as
+// cached per data record.
+type cityData struct {
+	country   *countryData // nil when the record has no country
+	text      [2]place     // indexed by ipatlas.Lang
+	timeZone  string
+	zip       string
+	areaCode  string
+	coords    [2]float64
+	hasCoords bool
+}
+
+// fill copies the city part into r. The coordinates get their own
+// allocation so that no caller can write into the shared cache.
+func (c *cityData) fill(r *ipatlas.Record, lang ipatlas.Lang) {
+	if k := c.country; k != nil {
+		r.Continent, r.Country = k.names[lang].continent, k.names[lang].country
+		r.ContinentCode, r.CountryCode, r.Currency = k.continentCode, k.countryCode, k.currency
+	}
+	t := &c.text[lang]
+	r.Province, r.City, r.District = t.province, t.city, t.district
+	r.TimeZone, r.ZipCode, r.AreaCode = c.timeZone, c.zip, c.areaCode
+	if c.hasCoords {
+		p := new([2]float64)
+		*p = c.coords
+		r.Latitude, r.Longitude = &p[0], &p[1]
+	}
+}
+
+// countryKey is everything the country part is made of.
+type countryKey struct {
+	countryCode, continentCode   string
+	continentNames, countryNames localNames
+}
+
+// countryTable holds a generation's countryData, one per key; it is only
+// consulted when a record is composed.
+type countryTable struct {
+	mu sync.Mutex
+	m  map[countryKey]*countryData
+}
+
+func (t *countryTable) get(k countryKey) *countryData {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if d, ok := t.m[k]; ok {
+		return d
+	}
+	d := &countryData{continentCode: k.continentCode, countryCode: k.countryCode}
+	for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
+		n := &d.names[lang]
+		if k.continentCode != "" {
+			n.continent = orFileName(names.Continent(k.continentCode, lang), k.continentNames, lang)
+		}
+		if k.countryCode != "" {
+			n.country = orFileName(names.Country(k.countryCode, lang), k.countryNames, lang)
+		}
+	}
+	if k.countryCode != "" {
+		d.currency = names.Currency(k.countryCode)
+	}
+	if t.m == nil {
+		t.m = make(map[countryKey]*countryData)
+	}
+	t.m[k] = d
+	return d
+}
+
+// compose builds the city part from a decoded record: names from the
+// names package (CLDR for continents and countries, the China tables for
+// Chinese provinces and cities), GeoIP2 zh-CN names for the rest of the
+// world where the file has them, else the English name.
+func compose(in cityInput, countries *countryTable) cityData {
+	cc := strings.ToUpper(strings.TrimSpace(in.countryCode))
+	var d cityData
+	cont := strings.ToUpper(strings.TrimSpace(in.continentCode))
+	if cont == "" && cc != "" {
+		cont = names.ContinentCode(cc)
+	}
+	if cc != "" || cont != "" {
+		d.country = countries.get(countryKey{cc, cont, in.continentNames, in.countryNames})
+	}
+
+	prov, city, dist := clean(in.province.EN), clean(in.city.EN), clean(in.district.EN)
+	for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
+		t := &d.text[lang]
+		if prov != "" {
+			t.province = localize(names.Province(cc, prov, lang), prov, in.province.ZH, lang)
+		} else if lang == ipatlas.Chinese {
+			t.province = chineseOnly(in.province.ZH)
+		}
+		if city != "" {
+			t.city = localize(names.City(cc, prov, city, lang), city, in.city.ZH, lang)
+		} else if lang == ipatlas.Chinese {
+			t.city = chineseOnly(in.city.ZH)
+		}
+		if dist != "" {
+			t.district = localize("", dist, in.district.ZH, lang)
+		} else if lang == ipatlas.Chinese {
+			t.district = chineseOnly(in.district.ZH)
+		}
+	}
+
+	if cc != "" {
+		d.areaCode = names.AreaCode(cc, prov, city)
+	}
+	d.zip = strings.TrimSpace(in.zip)
+	lat, lon := in.lat, in.lon
+	if validCoord(lat, 90) && validCoord(lon, 180) {
+		d.coords = [2]float64{shortest(lat), shortest(lon)}
+		d.hasCoords = true
+	}
+	d.timeZone = strings.TrimSpace(in.timeZone)
+	if d.timeZone == "" && d.hasCoords {
+		d.timeZone = timeZoneAt(d.coords[0], d.coords[1])
+	}
+	if d.timeZone == "" && cc != "" {
+		if zones := names.TimeZones(cc); len(zones) == 1 {
+			d.timeZone = zones[0]
+		}
+	}
+	return d
+}
+
+// localize picks a subdivision or city name in lang. fromNames is the names
+// package's answer for the English name en ("" when it has none); zh is the
+// data's own Chinese name.
+func localize(fromNames, en, zh string, lang ipatlas.Lang) string {
+	if lang == ipatlas.English {
+		if fromNames != "" && !hasHan(fromNames) {
+			return fromNames
+		}
+		if hasHan(en) {
+			// A handful of DB-IP's "English" names are written in Han
+			// characters (东涌, 室蘭): unknown in English, kept for
+			// Chinese.
+			return ""
+		}
+		return en
+	}
+	// The names package returns the English name where it knows no
+	// Chinese one: then the data's zh-CN name is better.
+	if fromNames != "" && fromNames != en && hasHan(fromNames) {
+		return fromNames
+	}
+	if zh := clean(zh); zh != "" && hasHan(zh) {
+		return zh
+	}
+	return en
+}
+
+// orFileName falls back to the file's own name where the names tables
+// have none (an unusual code).
+func orFileName(fromNames string, file localNames, lang ipatlas.Lang) string {
+	if fromNames != "" {
+		return fromNames
+	}
+	if lang == ipatlas.Chinese {
+		if zh := clean(file.ZH); zh != "" {
+			return zh
+		}
+	}
+	return clean(file.EN)
+}
+
+// chineseOnly keeps a Chinese name that has no English counterpart for
+// the Chinese text only, never for the English one.
+func chineseOnly(zh string) string {
+	if zh = clean(zh); hasHan(zh) {
+		return zh
+	}
+	return ""
+}
+
+func clean(s string) string { return strings.TrimSpace(s) }
+
+func hasHan(s string) bool {
+	for _, r := range s {
+		if unicode.Is(unicode.Han, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func validCoord(v, limit float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= -limit && v <= limit
+}
+
+// shortest undoes float32 storage: DB-IP stores 37.422 as a float32,
+// which widens to 37.42200088500977. A value that is exactly a float32 is
+// replaced by the float64 nearest to its shortest float32 decimal form.
+func shortest(v float64) float64 {
+	if float64(float32(v)) != v {
+		return v
+	}
+	s := strconv.FormatFloat(v, 'g', -1, 32)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return v
+	}
+	return f
+}

@@ -1,0 +1,71 @@
+package geo
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Watch reloads the dataset whenever an MMDB file in the data directory is
+// created, written, renamed or removed, once the directory has been quiet
+// for Options.Debounce: `db fetch` renames its new files into place one by
+// one, and one reload after the last is enough. A reload that fails is
+// logged and the previous dataset stays in service. Watch returns when ctx
+// is done (nil), or at once if the directory cannot be watched.
+//
+// Long-running servers are what call Watch, so it also builds the
+// time-zone finders in the background (about a second of CPU) when the
+// data lacks time zones, rather than stall the first lookups that need
+// them; one-shot commands never pay for what they do not use.
+func (e *Engine) Watch(ctx context.Context) error {
+	if e.needsTimeZones() {
+		go warmTimeZones()
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("geo: watching %s: %w", e.dir, err)
+	}
+	defer w.Close()
+	if err := w.Add(e.dir); err != nil {
+		return fmt.Errorf("geo: watching %s: %w", e.dir, err)
+	}
+	debounce := e.opts.Debounce
+	if debounce <= 0 {
+		debounce = time.Second
+	}
+	timer := time.NewTimer(debounce)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			if !isDataFile(filepath.Base(ev.Name)) || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Rename|fsnotify.Remove) {
+				continue
+			}
+			e.log.Debug("data dir changed", "file", ev.Name, "op", ev.Op.String())
+			timer.Reset(debounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return nil
+			}
+			// An overflow loses events, not the watch: reload to be sure.
+			e.log.Warn("watching the data dir", "dir", e.dir, "err", err)
+			timer.Reset(debounce)
+		case <-timer.C:
+			if err := e.Reload(); err != nil {
+				if err == ErrClosed {
+					return nil
+				}
+				e.log.Error("reloading the dataset after a change in the data dir; still serving the previous one", "dir", e.dir, "err", err)
+			}
+		}
+	}
+}
