@@ -1,0 +1,204 @@
+// Package account owns accounts, API keys, subscription tiers, monthly
+// quotas, credits and the ledger, and the charging engine (Meter) that
+// meters location queries exactly. Storage is behind the Store interface,
+// implemented by the sqlite and postgres packages; this package imports no
+// database driver.
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Tier is a subscription tier.
+type Tier string
+
+// The subscription tiers. Free and Pro have fixed monthly limits;
+// Enterprise has a per-account custom limit.
+const (
+	Free       Tier = "free"
+	Pro        Tier = "pro"
+	Enterprise Tier = "enterprise"
+)
+
+// Monthly request limits per key of the fixed tiers (the spec's table).
+const (
+	FreeMonthlyLimit = 1000
+	ProMonthlyLimit  = 10000
+)
+
+// ParseTier reads a tier name.
+func ParseTier(s string) (Tier, error) {
+	switch Tier(s) {
+	case Free, Pro, Enterprise:
+		return Tier(s), nil
+	}
+	return "", fmt.Errorf("unknown tier %q (want free, pro or enterprise)", s)
+}
+
+// Account is a customer: a tier, a credit balance shared by its keys, and
+// one or more API keys.
+type Account struct {
+	ID           int64     `json:"id"`
+	Name         string    `json:"name"`
+	Tier         Tier      `json:"tier"`
+	CustomLimit  int64     `json:"custom_limit,omitempty"` // monthly limit per key; enterprise only
+	Credits      int64     `json:"credits"`
+	CreatedAt    time.Time `json:"created_at"`
+	MonthlyLimit int64     `json:"monthly_limit"` // the effective limit per key, filled by Limit()
+}
+
+// Limit is the monthly request limit per key of an account of this tier.
+func Limit(t Tier, custom int64) int64 {
+	switch t {
+	case Pro:
+		return ProMonthlyLimit
+	case Enterprise:
+		return custom
+	}
+	return FreeMonthlyLimit
+}
+
+// Key is an API key. The secret itself is never stored: only its SHA-256
+// hash. ID is public: it is the visible part of the secret
+// ("ipa_<ID>_<secret>") and names the key in listings and commands.
+type Key struct {
+	ID        string     `json:"id"`
+	AccountID int64      `json:"account_id"`
+	Hash      []byte     `json:"-"`
+	Prefix    string     `json:"prefix"` // "ipa_<ID>", what a person sees of a key
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Revoked reports whether the key has been revoked.
+func (k Key) Revoked() bool { return k.RevokedAt != nil }
+
+// LedgerEntry is one change of an account's credit balance.
+type LedgerEntry struct {
+	ID        int64     `json:"id"`
+	AccountID int64     `json:"account_id"`
+	Delta     int64     `json:"delta"`
+	Balance   int64     `json:"balance"` // the balance after this entry
+	Reason    string    `json:"reason"`
+	KeyID     string    `json:"key_id,omitempty"` // the key whose queries were charged, for usage entries
+	Queries   int64     `json:"queries,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// NewAccount is what CreateAccount needs.
+type NewAccount struct {
+	Name           string
+	Tier           Tier
+	CustomLimit    int64
+	InitialCredits int64  // written as the account's first ledger entry when > 0
+	Reason         string // reason of that ledger entry
+	At             time.Time
+}
+
+// ChargeRequest asks to charge N queries to one key. Hash is the hash of
+// the secret the requests authenticated with: a key rotated or revoked
+// since is denied inside the same transaction, so a charge is never made
+// for a key that no longer works.
+type ChargeRequest struct {
+	KeyID string
+	Hash  []byte
+	N     int64
+	Cost  int64 // credits per query
+}
+
+// Deny says why (part of) a ChargeRequest was not granted.
+type Deny uint8
+
+// Reasons for denial, in the order the service checks them.
+const (
+	DenyNone    Deny = iota
+	DenyKey          // unknown, revoked or rotated key
+	DenyQuota        // the key's monthly quota is used up
+	DenyCredits      // the account's balance is below the cost
+)
+
+// Grant is the store's answer to one ChargeRequest: Granted of the N
+// queries were charged; the rest are denied for Deny.
+type Grant struct {
+	KeyID     string
+	AccountID int64
+	Tier      Tier
+	Granted   int64
+	Deny      Deny  // why N-Granted were refused; DenyNone when all granted
+	Used      int64 // the key's usage this period after the charge
+	Limit     int64 // the key's monthly limit
+	Credits   int64 // the account's balance after the charge
+}
+
+// Store keeps accounts, keys, usage counters and the ledger. Every method is
+// safe for concurrent use, including by several processes on one database.
+// The contract suite internal/account/storetest checks every rule below.
+// Methods fill Account.MonthlyLimit and Key.Prefix; an unknown account or
+// key is ErrNotFound (also from ListKeys, Ledger and CreateKey); an
+// unknown tier or negative amount is ErrInvalid; Close may be called
+// twice.
+type Store interface {
+	CreateAccount(ctx context.Context, a NewAccount) (Account, error)
+	Account(ctx context.Context, id int64) (Account, error)
+	ListAccounts(ctx context.Context) ([]Account, error)
+	// SetTier changes an account's tier; customLimit is used by Enterprise.
+	SetTier(ctx context.Context, id int64, tier Tier, customLimit int64) (Account, error)
+
+	CreateKey(ctx context.Context, k Key) error
+	Key(ctx context.Context, id string) (Key, error)
+	ListKeys(ctx context.Context, accountID int64) ([]Key, error)
+	// RevokeKey marks a key revoked; revoking again keeps the first time.
+	RevokeKey(ctx context.Context, id string, at time.Time) (Key, error)
+	// RotateKey replaces the key's secret hash; its ID and usage stay. A
+	// revoked key is not rotated: ErrRevoked.
+	RotateKey(ctx context.Context, id string, hash []byte) (Key, error)
+
+	// AddCredits changes a balance by delta (negative to deduct) and writes
+	// a ledger entry. A deduction below zero fails with ErrInsufficient.
+	AddCredits(ctx context.Context, accountID, delta int64, reason string, at time.Time) (LedgerEntry, error)
+	// Ledger lists an account's entries, newest first, at most limit (0: all).
+	Ledger(ctx context.Context, accountID int64, limit int) ([]LedgerEntry, error)
+
+	// Usage is the number of queries charged to a key in a period
+	// ("2006-01"); 0 when none were.
+	Usage(ctx context.Context, keyID, period string) (int64, error)
+	// Charge applies a batch of charges in one transaction. For each request
+	// in order it grants as many of its N queries as the key's quota for the
+	// period and the account's balance allow (quota first, then credits),
+	// adds them to the usage counter, deducts Granted*Cost from the balance
+	// and writes one ledger entry per charged key. Grants never exceed the
+	// quota or drive a balance below zero, whatever other processes do
+	// concurrently. The returned slice is parallel to reqs.
+	Charge(ctx context.Context, period string, at time.Time, reqs []ChargeRequest) ([]Grant, error)
+
+	// Ping checks that the store answers.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Errors the stores return, wrapped or as they are.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrInsufficient = errors.New("insufficient credits")
+	ErrUnavailable  = errors.New("store unavailable")
+	ErrBadKey       = errors.New("invalid API key")
+	// ErrInvalid is wrapped by every refusal of bad input (an empty name, an
+	// unknown tier, a zero amount), so callers can answer it as the
+	// client's mistake.
+	ErrInvalid = errors.New("invalid input")
+	// ErrRevoked refuses to rotate a revoked key: a revoked key stays dead.
+	ErrRevoked = errors.New("key revoked")
+)
+
+// Period names the calendar month (UTC) that t falls in: "2006-01".
+func Period(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// PeriodReset is the start of the month after t's, in UTC: when the
+// quota of t's period resets.
+func PeriodReset(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+}

@@ -1,0 +1,338 @@
+package account
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Outcome is the result of metering one query (Charge) or n queries in
+// one charge (ChargeN).
+type Outcome struct {
+	Granted bool // at least one query was charged
+	// GrantedN is how many of the queries were charged: the first
+	// GrantedN of them, in order. Deny says why the rest were not.
+	GrantedN  int64
+	Deny      Deny
+	Limit     int64
+	Used      int64
+	Remaining int64
+	Reset     time.Time // when the quota resets (start of next month, UTC)
+	Credits   int64     // the balance after this charge
+}
+
+// ErrMeterClosed is returned by Charge after Close. It matches
+// ErrUnavailable: to a client, a server shutting down is unavailable.
+var ErrMeterClosed = fmt.Errorf("%w: meter closed", ErrUnavailable)
+
+// Meter is the charging engine: it collects the charges of concurrent
+// queries and commits them together (group commit) every few milliseconds,
+// so a success is answered only after its charge is durable, and durability
+// does not cost throughput.
+//
+// Two goroutines do the work: the collector closes batches and the
+// committer runs one Store.Charge per batch. While the committer waits for
+// a commit, the next batch fills, so batches grow with the load. A batch
+// is ready when it is as large as the previous one, MaxDelay old, or
+// MaxBatch long, and goes as soon as the committer is free. The first rule
+// keeps latency low at both ends: a lone charge on an idle meter commits
+// at once, and N callers that each wait for their charge form batches of
+// N without waiting out MaxDelay.
+type Meter struct {
+	store    Store
+	cost     int64
+	maxDelay time.Duration
+	maxBatch int
+	timeout  time.Duration
+	now      func() time.Time
+
+	in        chan *pendingCharge   // unbuffered: a sent charge is always in a batch
+	batches   chan []*pendingCharge // collector to committer
+	quit      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	nCharges, nBatches, nFailed atomic.Uint64
+}
+
+// MeterStats counts what a Meter has done since it started, for metrics
+// and tests.
+type MeterStats struct {
+	Charges uint64 // charges taken into a batch
+	Batches uint64 // batches sent to the store, one Store.Charge each
+	Failed  uint64 // batches whose Store.Charge failed
+}
+
+// Stats reads the counters.
+func (m *Meter) Stats() MeterStats {
+	return MeterStats{Charges: m.nCharges.Load(), Batches: m.nBatches.Load(), Failed: m.nFailed.Load()}
+}
+
+// MeterOptions configures a Meter.
+type MeterOptions struct {
+	Cost     int64            // credits per query (default 1)
+	MaxDelay time.Duration    // longest a charge waits for its batch (default 2ms)
+	MaxBatch int              // most charges in one batch (default 1024)
+	Now      func() time.Time // injectable clock
+	// Timeout bounds one batch's Store.Charge (default 10s). It is not
+	// tied to any caller's context: one caller giving up must not fail
+	// the batch it shares with others.
+	Timeout time.Duration
+}
+
+// Defaults of MeterOptions.
+const (
+	DefaultMaxDelay      = 2 * time.Millisecond
+	DefaultMaxBatch      = 1024
+	DefaultChargeTimeout = 10 * time.Second
+)
+
+type pendingCharge struct {
+	ctx context.Context
+	key Key
+	n   int64             // queries to charge, at least 1
+	res chan chargeResult // buffered: the committer never waits for a caller
+}
+
+type chargeResult struct {
+	out Outcome
+	err error
+}
+
+// NewMeter starts a charging engine on store.
+func NewMeter(store Store, opts MeterOptions) *Meter {
+	m := &Meter{
+		store:    store,
+		cost:     opts.Cost,
+		maxDelay: opts.MaxDelay,
+		maxBatch: opts.MaxBatch,
+		timeout:  opts.Timeout,
+		now:      opts.Now,
+		in:       make(chan *pendingCharge),
+		batches:  make(chan []*pendingCharge),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if m.cost <= 0 {
+		m.cost = 1
+	}
+	if m.maxDelay <= 0 {
+		m.maxDelay = DefaultMaxDelay
+	}
+	if m.maxBatch <= 0 {
+		m.maxBatch = DefaultMaxBatch
+	}
+	if m.timeout <= 0 {
+		m.timeout = DefaultChargeTimeout
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	go m.collect()
+	go m.commit()
+	return m
+}
+
+// Cost is the credits one query costs.
+func (m *Meter) Cost() int64 { return m.cost }
+
+// Charge meters one query for key k, blocking until its batch commits.
+// An error (store unreachable, ctx done) means nothing is known to be
+// charged and the query must fail with ServiceUnavailable.
+//
+// k must come from Service.Authenticate: its Hash is the hash of the
+// secret presented, and the store denies the charge (DenyKey) if that is
+// no longer the key's hash or the key was revoked meanwhile.
+func (m *Meter) Charge(ctx context.Context, k Key) (Outcome, error) {
+	return m.charge(ctx, k, 1)
+}
+
+// ChargeN meters n queries for key k as one charge, as a batch request
+// needs: it joins the same group commit as Charge, and the store grants
+// as many of the n as the quota and then the balance allow, all or
+// nothing per query, in one transaction. Outcome.GrantedN says how many;
+// the first GrantedN queries of the caller's list are the granted ones.
+// Errors are as for Charge; n < 1 is ErrInvalid.
+func (m *Meter) ChargeN(ctx context.Context, k Key, n int64) (Outcome, error) {
+	if n < 1 {
+		return Outcome{}, fmt.Errorf("%w: charge of %d queries", ErrInvalid, n)
+	}
+	return m.charge(ctx, k, n)
+}
+
+func (m *Meter) charge(ctx context.Context, k Key, n int64) (Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return Outcome{}, err
+	}
+	p := &pendingCharge{ctx: ctx, key: k, n: n, res: make(chan chargeResult, 1)}
+	select {
+	case m.in <- p:
+	case <-m.quit:
+		return Outcome{}, ErrMeterClosed
+	case <-ctx.Done():
+		return Outcome{}, ctx.Err()
+	}
+	select {
+	case r := <-p.res:
+		return r.out, r.err
+	case <-ctx.Done():
+		// The batch may still commit this charge: it is in flight, and
+		// its answer is lost like that of a request cut off mid-way.
+		return Outcome{}, ctx.Err()
+	}
+}
+
+// Close flushes pending charges and stops the engine. Charges that arrive
+// after Close fail with ErrMeterClosed. If ctx ends first, Close returns
+// its error and the flush goes on in the background.
+func (m *Meter) Close(ctx context.Context) error {
+	m.closeOnce.Do(func() { close(m.quit) })
+	select {
+	case <-m.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("meter: flushing pending charges: %w", ctx.Err())
+	}
+}
+
+// collect groups incoming charges into batches. A ready batch is handed
+// over when the committer is free; until then it keeps growing, up to
+// MaxBatch.
+func (m *Meter) collect() {
+	defer close(m.batches)
+	var batch []*pendingCharge
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	due := false
+	target := 1 // the size of the previous batch
+	for {
+		in := m.in
+		if len(batch) >= m.maxBatch {
+			in = nil // back-pressure: callers wait to join the next batch
+		}
+		var out chan []*pendingCharge
+		if len(batch) > 0 && (due || len(batch) >= target || len(batch) >= m.maxBatch) {
+			out = m.batches
+		}
+		select {
+		case p := <-in:
+			if len(batch) == 0 {
+				timer.Reset(m.maxDelay)
+				due = false
+			}
+			batch = append(batch, p)
+			m.nCharges.Add(1)
+		case <-timer.C:
+			due = true
+		case out <- batch:
+			target = len(batch)
+			batch = nil
+			timer.Stop()
+			due = false
+		case <-m.quit:
+			if len(batch) > 0 {
+				m.batches <- batch
+			}
+			return
+		}
+	}
+}
+
+func (m *Meter) commit() {
+	defer close(m.done)
+	for b := range m.batches {
+		m.flush(b)
+	}
+}
+
+// chargeGroup is the charges of one batch for one (key, hash): they
+// become one ChargeRequest, and its grants go to them in arrival order.
+type chargeGroup struct {
+	req     ChargeRequest
+	waiters []*pendingCharge
+}
+
+func (m *Meter) flush(batch []*pendingCharge) {
+	now := m.now()
+	index := make(map[string]int, 8)
+	var groups []chargeGroup
+	for _, p := range batch {
+		if err := p.ctx.Err(); err != nil {
+			// Its caller is gone: better not to charge what nobody sees.
+			p.res <- chargeResult{err: err}
+			continue
+		}
+		gk := p.key.ID + "\x00" + string(p.key.Hash)
+		i, ok := index[gk]
+		if !ok {
+			i = len(groups)
+			index[gk] = i
+			groups = append(groups, chargeGroup{req: ChargeRequest{KeyID: p.key.ID, Hash: p.key.Hash, Cost: m.cost}})
+		}
+		groups[i].req.N += p.n
+		groups[i].waiters = append(groups[i].waiters, p)
+	}
+	if len(groups) == 0 {
+		return
+	}
+	reqs := make([]ChargeRequest, len(groups))
+	for i := range groups {
+		reqs[i] = groups[i].req
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), m.timeout)
+	m.nBatches.Add(1)
+	grants, err := m.store.Charge(ctx, Period(now), now, reqs)
+	cancel()
+	if err == nil && len(grants) != len(reqs) {
+		err = fmt.Errorf("store answered %d grants for %d requests", len(grants), len(reqs))
+	}
+	if err != nil {
+		m.nFailed.Add(1)
+		err = unavailable("charge", err)
+		for _, g := range groups {
+			for _, p := range g.waiters {
+				p.res <- chargeResult{err: err}
+			}
+		}
+		return
+	}
+
+	reset := PeriodReset(now)
+	for i, g := range groups {
+		gr := grants[i]
+		granted := min(max(gr.Granted, 0), g.req.N)
+		usedBefore := gr.Used - granted
+		var served int64 // queries granted to the earlier waiters
+		for _, p := range g.waiters {
+			o := Outcome{Limit: gr.Limit, Reset: reset}
+			if mine := min(p.n, granted-served); mine > 0 {
+				// Served in arrival order: each caller sees the counters
+				// as if the granted charges ran one by one. A caller
+				// granted only part of its queries is the last granted
+				// one, and the reason for its rest is the group's.
+				served += mine
+				o.Granted, o.GrantedN = true, mine
+				o.Used = usedBefore + served
+				o.Credits = gr.Credits + (granted-served)*m.cost
+				if mine < p.n {
+					o.Deny = gr.Deny
+					if o.Deny == DenyNone {
+						o.Deny = DenyQuota
+					}
+				}
+			} else {
+				o.Deny = gr.Deny
+				if o.Deny == DenyNone {
+					o.Deny = DenyQuota // a store that under-grants without a reason
+				}
+				o.Used = gr.Used
+				o.Credits = gr.Credits
+			}
+			o.Remaining = max(0, o.Limit-o.Used)
+			p.res <- chargeResult{out: o}
+		}
+	}
+}
