@@ -1,0 +1,81 @@
+// Rendering of a location record (the "data" object of the API) as a
+// description list, with field names in the record's language.
+
+const LABELS = {
+  en: {
+    ip: 'IP address', continent: 'Continent', country: 'Country', province: 'Province or state',
+    city: 'City', district: 'District', isp: 'ISP', asn: 'ASN', coords: 'Coordinates',
+    time_zone: 'Time zone', currency: 'Currency', zip_code: 'Postal code', area_code: 'Phone area code',
+    unknown: 'unknown',
+  },
+  zh: {
+    ip: 'IP地址', continent: '大洲', country: '国家', province: '省份', city: '城市', district: '区县',
+    isp: '运营商', asn: 'ASN', coords: '经纬度', time_zone: '时区', currency: '货币',
+    zip_code: '邮政编码', area_code: '电话区号', unknown: '未知',
+  },
+};
+
+// hasLocation reports whether a record carries coordinates. Absent means
+// unknown; 0,0 is a real place and is shown as such.
+export function hasLocation(rec) {
+  return typeof rec.latitude === 'number' && typeof rec.longitude === 'number';
+}
+
+export function formatCoords(rec) {
+  const lat = rec.latitude, lon = rec.longitude;
+  const ns = lat >= 0 ? 'N' : 'S', ew = lon >= 0 ? 'E' : 'W';
+  return `${Math.abs(lat).toFixed(4)}° ${ns}, ${Math.abs(lon).toFixed(4)}° ${ew}`;
+}
+
+// placeName is the shortest useful name of where a record is: "Beijing,
+// China", or the country alone, or the continent.
+export function placeName(rec, lang) {
+  const sep = lang === 'zh' ? '，' : ', ';
+  const parts = [];
+  if (rec.city) parts.push(rec.city);
+  if (rec.province && rec.province !== rec.city) parts.push(rec.province);
+  if (rec.country) parts.push(rec.country);
+  if (parts.length === 0 && rec.continent) parts.push(rec.continent);
+  return parts.join(sep);
+}
+
+// renderRecord fills dl with the record's fields. Text goes in through
+// textContent only: the record is data, never markup.
+export function renderRecord(dl, rec, lang) {
+  const L = LABELS[lang] || LABELS.en;
+  dl.replaceChildren();
+  dl.lang = lang === 'zh' ? 'zh' : 'en';
+  const country = rec.country ? (rec.country_code ? `${rec.country} (${rec.country_code})` : rec.country) : '';
+  const continent = rec.continent ? (rec.continent_code ? `${rec.continent} (${rec.continent_code})` : rec.continent) : '';
+  const rows = [
+    ['ip', rec.ip, 'ip'],
+    ['continent', continent],
+    ['country', country],
+    ['province', rec.province],
+    ['city', rec.city],
+    ['district', rec.district],
+    ['isp', rec.isp],
+    ['asn', rec.asn],
+    ['coords', hasLocation(rec) ? formatCoords(rec) : ''],
+    ['time_zone', rec.time_zone],
+    ['currency', rec.currency],
+    ['zip_code', rec.zip_code],
+    ['area_code', rec.area_code],
+  ];
+  for (const [key, value, cls] of rows) {
+    const row = document.createElement('div');
+    row.dataset.field = key;
+    const dt = document.createElement('dt');
+    dt.textContent = L[key];
+    const dd = document.createElement('dd');
+    if (value) {
+      dd.textContent = value;
+      if (cls) dd.className = cls;
+    } else {
+      dd.textContent = L.unknown;
+      dd.className = 'unknown';
+    }
+    row.append(dt, dd);
+    dl.append(row);
+  }
+}
