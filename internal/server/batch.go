@@ -1,0 +1,214 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
+)
+
+// maxBatchBodyBytes bounds a batch body. 100 of the longest address texts
+// (45 bytes, quoted, with a comma) take under 5 KiB; 16 KiB leaves room
+// for whitespace, "lang" and a "fields" list naming every field.
+const maxBatchBodyBytes = 16 << 10
+
+var errBatchTooLarge = &bodyError{ipatlas.CodePayloadTooLarge,
+	"the limit of a batch body is " + strconv.Itoa(maxBatchBodyBytes) + " bytes",
+	"批量请求体上限为 " + strconv.Itoa(maxBatchBodyBytes) + " 字节"}
+
+// batchItem is ipatlas.BatchItem as the server writes it: Data is a
+// *ipatlas.Record, or a *ipatlas.PartialRecord when the body names fields.
+type batchItem struct {
+	Success bool              `json:"success"`
+	IP      string            `json:"ip"`
+	Data    any               `json:"data,omitempty"`
+	Error   string            `json:"error,omitempty"`
+	Code    ipatlas.ErrorCode `json:"code,omitempty"`
+}
+
+type batchEnvelope struct {
+	Success bool              `json:"success"`
+	Data    []batchItem       `json:"data"`
+	Meta    ipatlas.BatchMeta `json:"meta"`
+}
+
+// handleBatch is POST /api/ip-query/batch: up to ipatlas.MaxBatchSize
+// addresses in one request, each answered as a single query would be,
+// in order.
+//
+// The batch as a whole is checked like a single query's body and key
+// (more than MaxBatchSize addresses is TooManyItems, and nothing is
+// charged). Then each address is checked and looked up; the ones that
+// pass are charged together in ONE Meter.ChargeN, so the batch takes one
+// place in a group commit and one ledger entry. Grants are partial and in
+// order: when the quota or the balance allows g of the k valid addresses,
+// the first g succeed and the rest fail with RateLimitExceeded or
+// InsufficientCredits (quota first, as for a single query).
+//
+// The answer is 200 with one item per address as soon as one address was
+// charged, or when no address needed a charge (all invalid). When valid
+// addresses exist but not one could be charged, the batch gets the error
+// the first of them would get alone: 429 with Retry-After, or 402.
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	lang := requestLang(r)
+	c := s.authenticate(ctx, r)
+	meta := ipatlas.Meta{IsAPIRequest: true}
+	if c.identified() {
+		meta.IsLoggedIn = true
+		meta.CurrentCredits = c.acct.Credits
+	}
+	fail := func(code ipatlas.ErrorCode, detail string) {
+		if c.identified() {
+			s.standing(ctx, w, &c, &meta)
+		}
+		writeError(w, lang, code, detail, meta)
+	}
+
+	var req ipatlas.BatchRequest
+	var fields ipatlas.FieldSet
+	buf, berr := readBodyLimit(w, r, maxBatchBodyBytes, errBatchTooLarge)
+	if berr == nil {
+		berr = decodeJSON(buf.Bytes(), &req, nil)
+		putBuf(buf)
+	}
+	if berr == nil {
+		if l, ok := ipatlas.ParseLang(req.Lang); !ok {
+			berr = &bodyError{ipatlas.CodeInvalidRequest,
+				"lang " + strconv.Quote(truncate(req.Lang, 32)) + " is not supported; use \"en\" or \"zh\"",
+				"不支持语言 " + strconv.Quote(truncate(req.Lang, 32)) + "，请使用 \"en\" 或 \"zh\""}
+		} else {
+			lang = l
+			if st, ok := w.(*recorder); ok {
+				st.lang, st.langKnown = l, true
+			}
+			fields, berr = parseFields(req.Fields)
+		}
+	}
+	if berr == nil {
+		berr = checkBatchSize(len(req.IPs), req.IPs == nil)
+	}
+	if berr != nil {
+		fail(berr.code, berr.detail(lang))
+		return
+	}
+	if !c.identified() {
+		s.keyError(w, r, lang, c.err)
+		return
+	}
+
+	items := make([]batchItem, len(req.IPs))
+	recs := make([]ipatlas.Record, len(req.IPs))
+	valid := make([]int, 0, len(req.IPs)) // the items to charge, in order
+	itemFail := func(i int, code ipatlas.ErrorCode, detail string) {
+		items[i] = batchItem{IP: req.IPs[i], Error: errorText(code, detail, lang), Code: code}
+		s.metrics.queries.WithLabelValues(string(code)).Inc()
+	}
+	for i, ip := range req.IPs {
+		addr, err := netaddr.Parse(ip)
+		if err != nil {
+			var pe *netaddr.ParseError
+			detail := ""
+			if errors.As(err, &pe) && lang == ipatlas.English {
+				detail = pe.Reason
+			}
+			itemFail(i, ipatlas.CodeInvalidIP, detail)
+			continue
+		}
+		if b, private := netaddr.Classify(addr); private {
+			itemFail(i, ipatlas.CodePrivateIP, privateReason(addr, b, lang))
+			continue
+		}
+		if recs[i], err = s.deps.Geo.Lookup(addr, lang); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "geo lookup", errAttr(err))
+			itemFail(i, ipatlas.CodeServiceUnavailable, "")
+			continue
+		}
+		valid = append(valid, i)
+	}
+
+	if len(valid) == 0 {
+		s.standing(ctx, w, &c, &meta)
+		writeJSON(w, http.StatusOK, &batchEnvelope{Success: true, Data: items, Meta: ipatlas.BatchMeta{Meta: meta}})
+		return
+	}
+	out, err := s.deps.Meter.ChargeN(ctx, c.key, int64(len(valid)))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "charging", errAttr(err))
+		}
+		writeError(w, lang, ipatlas.CodeServiceUnavailable, "", meta)
+		return
+	}
+	if out.Deny == account.DenyKey {
+		s.keyError(w, r, lang, account.ErrBadKey) // revoked or rotated since authentication
+		return
+	}
+	s.rateHeaders(w, out.Limit, out.Remaining, out.Reset)
+	meta.CurrentCredits = out.Credits
+	granted := int(out.GrantedN)
+	if granted == 0 {
+		code := deniedCode(out, 0)
+		s.metrics.queries.WithLabelValues(string(code)).Add(float64(len(valid)))
+		if code == ipatlas.CodeRateLimitExceeded {
+			w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(out.Reset), 10)}
+		}
+		writeError(w, lang, code, "", meta)
+		return
+	}
+	for j, i := range valid {
+		if j < granted {
+			items[i] = batchItem{Success: true, IP: req.IPs[i], Data: recordData(&recs[i], fields)}
+			continue
+		}
+		itemFail(i, deniedCode(out, j-granted), "")
+	}
+	s.metrics.queries.WithLabelValues("success").Add(float64(granted))
+	writeJSON(w, http.StatusOK, &batchEnvelope{Success: true, Data: items,
+		Meta: ipatlas.BatchMeta{Meta: meta, Charged: granted}})
+}
+
+// checkBatchSize refuses a missing, empty or too long "ips" list.
+func checkBatchSize(n int, missing bool) *bodyError {
+	switch {
+	case missing:
+		return &bodyError{ipatlas.CodeInvalidRequest, `the field "ips" is required`, `缺少必填字段 "ips"`}
+	case n == 0:
+		return &bodyError{ipatlas.CodeInvalidRequest,
+			`"ips" is empty; give 1 to ` + strconv.Itoa(ipatlas.MaxBatchSize) + " addresses",
+			`"ips" 为空，请提供 1 到 ` + strconv.Itoa(ipatlas.MaxBatchSize) + " 个地址"}
+	case n > ipatlas.MaxBatchSize:
+		return &bodyError{ipatlas.CodeTooManyItems,
+			strconv.Itoa(n) + " addresses; the limit is " + strconv.Itoa(ipatlas.MaxBatchSize),
+			strconv.Itoa(n) + " 个地址，上限为 " + strconv.Itoa(ipatlas.MaxBatchSize) + " 个"}
+	}
+	return nil
+}
+
+// deniedCode is the error of the k-th (from 0) valid address after the
+// granted ones. The quota is checked first: the addresses the quota still
+// allows (out.Remaining of them) were refused for credits, the others for
+// the quota.
+func deniedCode(out account.Outcome, k int) ipatlas.ErrorCode {
+	if out.Deny == account.DenyCredits && int64(k) < out.Remaining {
+		return ipatlas.CodeInsufficientCredits
+	}
+	return ipatlas.CodeRateLimitExceeded
+}
+
+// errorText is an error's text as writeError composes it: the code's text
+// in lang, then the detail.
+func errorText(code ipatlas.ErrorCode, detail string, lang ipatlas.Lang) string {
+	text := code.Text(lang)
+	if detail != "" {
+		if lang == ipatlas.Chinese {
+			return text + "：" + detail
+		}
+		return text + ": " + detail
+	}
+	return text
+}

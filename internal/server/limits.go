@@ -1,0 +1,459 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"hash/maphash"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+)
+
+// The abuse limits of the public handler, on top of the monthly quota:
+//
+//   - a token bucket per API key (Config.KeyRate), checked once the key has
+//     authenticated and before the handler runs, so a refused request is
+//     never charged and its body is never read;
+//   - a token bucket per client address (Config.AddrRate) on the free
+//     endpoints;
+//   - a backoff per client address for rejected keys (Config.AuthFailures).
+//
+// Every table is a bounded LRU: memory stays fixed whatever the number of
+// clients, at the price that a client evicted by many others starts afresh.
+// An attacker who controls many addresses (an IPv6 /48 holds 65,536 /64s)
+// is bounded by the table, not by the per-address limit; what protects the
+// keys then is their 256 bits, and the store's capacity.
+
+// limits is the state of the limits that are on; a nil table is a limit
+// that is off.
+type limits struct {
+	keys      *table[string, *rate.Limiter] // by key ID
+	keyRate   rate.Limit
+	keyBurst  int
+	addrs     *table[netip.Addr, *rate.Limiter] // by client group
+	addrRate  rate.Limit
+	addrBurst int
+
+	failing    *table[netip.Addr, *failures] // by client group
+	good       *table[[sha256.Size]byte, struct{}]
+	maxFails   int
+	window     time.Duration
+	maxBackoff time.Duration
+
+	refused *prometheus.CounterVec // by limit
+}
+
+// The label values of ipatlas_http_limited_total.
+const (
+	limitKeyBurst    = "key_burst"
+	limitAddress     = "address"
+	limitInvalidKeys = "invalid_keys"
+)
+
+// guardAuthTimeout bounds the guard's key check; past it the request goes
+// on unlimited (the store is in trouble, and the handler will say so).
+const guardAuthTimeout = time.Second
+
+// authBackoffBase is the first wait of an address past AuthFailures; each
+// further rejected key doubles it.
+const authBackoffBase = time.Second
+
+func (s *Server) newLimits() *limits {
+	c := s.cfg
+	size := c.LimitTableSize
+	if size <= 0 {
+		size = DefaultLimitTableSize
+	}
+	l := &limits{}
+	on := false
+	if c.KeyRate > 0 {
+		l.keys, l.keyRate, l.keyBurst = newTable[string, *rate.Limiter](size), rate.Limit(c.KeyRate), burstOf(c.KeyRate, c.KeyBurst)
+		on = true
+	}
+	if c.AddrRate > 0 {
+		l.addrs, l.addrRate, l.addrBurst = newTable[netip.Addr, *rate.Limiter](size), rate.Limit(c.AddrRate), burstOf(c.AddrRate, c.AddrBurst)
+		on = true
+	}
+	if c.AuthFailures > 0 {
+		l.failing = newTable[netip.Addr, *failures](size)
+		l.good = newTable[[sha256.Size]byte, struct{}](size)
+		l.maxFails = c.AuthFailures
+		l.window, l.maxBackoff = c.AuthFailureWindow, c.AuthMaxBackoff
+		if l.window <= 0 {
+			l.window = DefaultAuthFailureWindow
+		}
+		if l.maxBackoff <= 0 {
+			l.maxBackoff = DefaultAuthMaxBackoff
+		}
+		on = true
+	}
+	for _, v := range []float64{c.KeyRate, c.AddrRate} {
+		if v < 0 || math.IsNaN(v) {
+			s.log.Warn("a negative or NaN rate limit is off", "rate", v)
+		}
+	}
+	if !on {
+		return nil
+	}
+	var errs []error
+	l.refused = register(s.deps.Registry, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "ipatlas", Subsystem: "http", Name: "limited_total",
+		Help: "Requests refused with 429 by an abuse limit: key_burst, address (free endpoints) or invalid_keys (key guessing).",
+	}, []string{"limit"}), &errs)
+	if len(errs) > 0 {
+		s.log.Error("registering metrics", "err", errors.Join(errs...))
+	}
+	for _, v := range []string{limitKeyBurst, limitAddress, limitInvalidKeys} {
+		l.refused.WithLabelValues(v)
+	}
+	return l
+}
+
+func burstOf(r float64, b int) int {
+	if b > 0 {
+		return b
+	}
+	return max(1, int(math.Ceil(r)))
+}
+
+// clientGroup is what a client is limited by: its IPv4 address, or the /64
+// of its IPv6 address (one subscriber usually gets a whole /64, so
+// limiting single IPv6 addresses would limit nothing).
+func clientGroup(a netip.Addr) netip.Addr {
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
+}
+
+// take spends a token of lim at now; when there is none it spends nothing
+// and returns how long until there is one.
+func take(lim *rate.Limiter, now time.Time) time.Duration {
+	if lim.AllowN(now, 1) {
+		return 0
+	}
+	// Refused: the time the missing part of a token takes to refill.
+	missing := 1 - lim.TokensAt(now)
+	return max(time.Nanosecond, time.Duration(missing/float64(lim.Limit())*float64(time.Second)))
+}
+
+// retrySeconds is a wait as Retry-After says it: whole seconds, rounded up,
+// at least 1.
+func retrySeconds(d time.Duration) int64 {
+	return max(1, int64(math.Ceil(d.Seconds())))
+}
+
+// failures is one address's record of rejected keys.
+type failures struct {
+	mu    sync.Mutex
+	n     int       // rejected keys since the record was last reset
+	last  time.Time // the latest rejection
+	until time.Time // the address waits until then
+}
+
+// wait is how long the address must still wait; 0 when it may try.
+func (f *failures) wait(now time.Time, window time.Duration) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.expire(now, window)
+	if now.Before(f.until) {
+		return f.until.Sub(now)
+	}
+	return 0
+}
+
+func (f *failures) expire(now time.Time, window time.Duration) {
+	if f.n > 0 && now.Sub(f.last) > window && !now.Before(f.until) {
+		f.n, f.until = 0, time.Time{}
+	}
+}
+
+// fail records a rejected key; it reports whether the address has just
+// started to wait (to log that once, not at every rejection).
+func (f *failures) fail(now time.Time, l *limits) (started bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.expire(now, l.window)
+	f.n++
+	f.last = now
+	if over := f.n - l.maxFails; over >= 0 {
+		backoff := l.maxBackoff
+		if over < 30 {
+			backoff = min(l.maxBackoff, authBackoffBase<<over)
+		}
+		f.until = now.Add(backoff)
+		return over == 0
+	}
+	return false
+}
+
+// protect is the public handler's guard in front of the routes: CORS
+// preflights, then the abuse limits. It runs inside instrument, so the
+// client address is known and refusals are logged and counted.
+func (s *Server) protect(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" && s.preflight(w, r) {
+			return
+		}
+		if s.guard(w, r) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// Patterns of the free endpoints, as routes.go registers them: refusals
+// are counted under them.
+const (
+	patternMyIP = "GET /api/ip/myip"
+	patternPing = "GET /api/ping"
+	patternV4   = "GET /ipv4"
+	patternV6   = "GET /ipv6"
+	patternRoot = "GET /{$}"
+)
+
+// freeRoute reports whether r asks a free endpoint, the pattern that will
+// answer it, and whether it answers in plain text.
+func (s *Server) freeRoute(r *http.Request) (pattern string, plain bool) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return "", false
+	}
+	switch r.URL.Path {
+	case "/api/ip/myip":
+		return patternMyIP, false
+	case "/api/ping":
+		return patternPing, false
+	case "/ipv4":
+		return patternV4, true
+	case "/ipv6":
+		return patternV6, true
+	case "/":
+		// On the family hosts it is the plain-text Get my IP; elsewhere the
+		// web page, which answers curl with the address too: free either way.
+		return patternRoot, true
+	}
+	return "", false
+}
+
+// guard applies the limits to one request; false means it has answered.
+//
+// Free endpoints are limited by address and never look at keys. Any other
+// request that carries a bearer key has the key checked here (cached, in
+// constant time, by account.Service) so that a valid key's bucket is
+// spent before the handler runs; the handler checks it again, which costs
+// a cache hit. Rejected keys count against the address.
+func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
+	if pattern, plain := s.freeRoute(r); pattern != "" {
+		l := s.limits
+		if l == nil || l.addrs == nil {
+			return true
+		}
+		a := s.clientOf(w, r)
+		if !a.IsValid() {
+			return true // the handler reports the missing address
+		}
+		lim := l.addrs.getOrAdd(clientGroup(a), func() *rate.Limiter { return rate.NewLimiter(l.addrRate, l.addrBurst) })
+		if d := take(lim, s.now()); d > 0 {
+			r.Pattern = pattern
+			l.refused.WithLabelValues(limitAddress).Inc()
+			s.refuseAddress(w, r, plain, retrySeconds(d))
+			return false
+		}
+		return true
+	}
+
+	auth := r.Header["Authorization"]
+	if len(auth) == 0 {
+		return true
+	}
+	if len(auth) > 1 {
+		// Which one would count is a guess that a proxy in front may make
+		// differently (like duplicate JSON keys): refuse both.
+		s.setPattern(r)
+		w.Header()["Www-Authenticate"] = hdrBearer
+		lang := requestLang(r)
+		detail := "send exactly one Authorization header"
+		if lang == ipatlas.Chinese {
+			detail = "只能发送一个 Authorization 请求头"
+		}
+		writeError(w, lang, ipatlas.CodeInvalidAPIKey, detail, ipatlas.Meta{IsAPIRequest: true})
+		return false
+	}
+	l := s.limits
+	if l == nil || (l.keys == nil && l.failing == nil) || s.deps.Accounts == nil {
+		return true
+	}
+	token, ok := bearer(r)
+	if !ok {
+		return true // no key to check or guess: the handler answers
+	}
+	now := s.now()
+	a := s.clientOf(w, r)
+	byAddr := l.failing != nil && a.IsValid()
+	var group netip.Addr
+	if byAddr {
+		group = clientGroup(a)
+		if f, ok := l.failing.peek(group); ok {
+			if d := f.wait(now, l.window); d > 0 && !l.known(token) {
+				s.setPattern(r)
+				l.refused.WithLabelValues(limitInvalidKeys).Inc()
+				s.refuseLimited(w, r, ipatlas.Meta{IsAPIRequest: true}, retrySeconds(d),
+					"too many invalid API keys from this address, retry in %d s", "来自此地址的无效 API 密钥过多，请在 %d 秒后重试")
+				return false
+			}
+		}
+	}
+
+	// A store that hangs must not make the request wait twice: give up
+	// here early, and the handler's own check joins the lookup still in
+	// flight (account.Service shares concurrent lookups of one key).
+	ctx, cancel := context.WithTimeout(r.Context(), guardAuthTimeout)
+	k, acct, err := s.deps.Accounts.Authenticate(ctx, token)
+	cancel()
+	switch {
+	case err == nil:
+		if l.good != nil {
+			l.good.add(sha256.Sum256([]byte(token)), struct{}{})
+		}
+		if l.keys != nil {
+			lim := l.keys.getOrAdd(k.ID, func() *rate.Limiter { return rate.NewLimiter(l.keyRate, l.keyBurst) })
+			if d := take(lim, now); d > 0 {
+				s.setPattern(r)
+				l.refused.WithLabelValues(limitKeyBurst).Inc()
+				// The cached balance: reading the store here would spend
+				// what the limit is there to save.
+				s.refuseLimited(w, r, ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: acct.Credits}, retrySeconds(d),
+					"burst rate exceeded, retry in %d s", "突发请求过多，请在 %d 秒后重试")
+				return false
+			}
+		}
+	case errors.Is(err, account.ErrBadKey) && byAddr:
+		f := l.failing.getOrAdd(group, func() *failures { return new(failures) })
+		if f.fail(now, l) {
+			s.log.LogAttrs(r.Context(), slog.LevelWarn, "client slowed down after invalid API keys",
+				slog.String("client", group.String()), slog.Int("failures", l.maxFails))
+		}
+	}
+	return true
+}
+
+// known reports whether a key (the whole secret) has authenticated on this
+// server recently. The table holds SHA-256 hashes, which is what the
+// store holds too; a lookup by hash reveals nothing about other keys.
+func (l *limits) known(token string) bool {
+	if len(token) > 256 {
+		return false // no key is that long; don't hash a megabyte header
+	}
+	_, ok := l.good.peek(sha256.Sum256([]byte(token)))
+	return ok
+}
+
+// setPattern names, for the metrics and the log line, the route a refused
+// request was meant for. Only refusals pay for this second match.
+func (s *Server) setPattern(r *http.Request) {
+	if s.mux != nil {
+		_, r.Pattern = s.mux.Handler(r)
+	}
+}
+
+// refuseAddress answers a free endpoint over its address's limit, in the
+// endpoint's own format: plain text (never an address, so that a client
+// taking the body as its address cannot be misled) or the JSON envelope.
+func (s *Server) refuseAddress(w http.ResponseWriter, r *http.Request, plain bool, secs int64) {
+	freeHeaders(w)
+	if !plain {
+		s.refuseLimited(w, r, ipatlas.Meta{IsAPIRequest: true}, secs,
+			"too many requests from this address, retry in %d s", "来自此地址的请求过多，请在 %d 秒后重试")
+		return
+	}
+	w.Header()["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
+	if rec, ok := w.(*recorder); ok {
+		rec.code = ipatlas.CodeRateLimitExceeded
+	}
+	writeText(w, http.StatusTooManyRequests, "error: too many requests from this address; retry in "+strconv.FormatInt(secs, 10)+" s\n")
+}
+
+// refuseLimited answers 429 RateLimitExceeded with Retry-After and a
+// detail naming the limit (en and zh are formats with one %d, the seconds).
+func (s *Server) refuseLimited(w http.ResponseWriter, r *http.Request, meta ipatlas.Meta, secs int64, en, zh string) {
+	lang := requestLang(r)
+	format := en
+	if lang == ipatlas.Chinese {
+		format = zh
+	}
+	w.Header()["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
+	writeError(w, lang, ipatlas.CodeRateLimitExceeded, sprintfInt(format, secs), meta)
+}
+
+// sprintfInt formats one %d without fmt's reflection.
+func sprintfInt(format string, n int64) string {
+	for i := 0; i+1 < len(format); i++ {
+		if format[i] == '%' && format[i+1] == 'd' {
+			return format[:i] + strconv.FormatInt(n, 10) + format[i+2:]
+		}
+	}
+	return format
+}
+
+// table is a bounded map with least-recently-used eviction, split into
+// shards so that concurrent requests rarely wait for one lock.
+type table[K comparable, V any] struct {
+	seed   maphash.Seed
+	shards [tableShards]*lru.Cache[K, V]
+}
+
+const tableShards = 16
+
+func newTable[K comparable, V any](size int) *table[K, V] {
+	t := &table[K, V]{seed: maphash.MakeSeed()}
+	per := max(1, (size+tableShards-1)/tableShards)
+	for i := range t.shards {
+		c, err := lru.New[K, V](per)
+		if err != nil {
+			panic(err) // unreachable: per >= 1
+		}
+		t.shards[i] = c
+	}
+	return t
+}
+
+func (t *table[K, V]) shard(k K) *lru.Cache[K, V] {
+	return t.shards[maphash.Comparable(t.seed, k)%tableShards]
+}
+
+// getOrAdd returns k's value, adding fresh() when k has none.
+func (t *table[K, V]) getOrAdd(k K, fresh func() V) V {
+	c := t.shard(k)
+	if v, ok := c.Get(k); ok {
+		return v
+	}
+	v := fresh()
+	// Another request may have added one meanwhile: use that.
+	if prev, found, _ := c.PeekOrAdd(k, v); found {
+		return prev
+	}
+	return v
+}
+
+func (t *table[K, V]) peek(k K) (V, bool) { return t.shard(k).Peek(k) }
+
+func (t *table[K, V]) add(k K, v V) { t.shard(k).Add(k, v) }
+
+func (t *table[K, V]) len() int {
+	n := 0
+	for _, c := range t.shards {
+		n += c.Len()
+	}
+	return n
+}

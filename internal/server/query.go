@@ -1,0 +1,262 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
+)
+
+// queryFields are the keys of the query body this server reads.
+var queryFields = []string{"ip", "lang", "fields"}
+
+// caller is who a metered request authenticated as.
+type caller struct {
+	key  account.Key
+	acct account.Account
+	err  error // nil: identified; errNoKey, account.ErrBadKey or a store failure
+}
+
+var errNoKey = errors.New("no bearer key")
+
+var queryPool = sync.Pool{New: func() any { return new(ipatlas.QueryRequest) }}
+
+func (c *caller) identified() bool { return c.err == nil }
+
+// bearer extracts the key of an "Authorization: Bearer <key>" header. The
+// scheme is case-insensitive (RFC 9110 section 11.1).
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "Bearer ") {
+		return "", false
+	}
+	k := strings.TrimSpace(h[7:])
+	return k, k != ""
+}
+
+func (s *Server) authenticate(ctx context.Context, r *http.Request) caller {
+	secret, ok := bearer(r)
+	if !ok {
+		return caller{err: errNoKey}
+	}
+	k, a, err := s.deps.Accounts.Authenticate(ctx, secret)
+	return caller{key: k, acct: a, err: err}
+}
+
+// keyError answers a request whose key was not accepted: 401 for a
+// missing or bad key, 503 when the store could not say.
+func (s *Server) keyError(w http.ResponseWriter, r *http.Request, lang ipatlas.Lang, err error) {
+	if errors.Is(err, errNoKey) || errors.Is(err, account.ErrBadKey) {
+		w.Header()["Www-Authenticate"] = hdrBearer
+		writeError(w, lang, ipatlas.CodeInvalidAPIKey, "", ipatlas.Meta{IsAPIRequest: true})
+		return
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelWarn, "authenticating", errAttr(err))
+	writeError(w, lang, ipatlas.CodeServiceUnavailable, "", ipatlas.Meta{IsAPIRequest: true})
+}
+
+// handleQuery is POST /api/ip-query. The checks run in the order the
+// issue fixes: the body and the key, then the address, then the quota,
+// then the credits. Only the meter's commit makes a success, and every
+// failure before it is free.
+func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	lang := requestLang(r) // until the body names one
+	c := s.authenticate(ctx, r)
+	meta := ipatlas.Meta{IsAPIRequest: true}
+	if c.identified() {
+		meta.IsLoggedIn = true
+		meta.CurrentCredits = c.acct.Credits
+	}
+	// fail answers a failure before the charge. An identified caller gets
+	// its fresh standing (balance and quota headers) from the store: two
+	// indexed reads, only on this path.
+	fail := func(code ipatlas.ErrorCode, detail string) {
+		if c.identified() {
+			s.standing(ctx, w, &c, &meta)
+		}
+		writeError(w, lang, code, detail, meta)
+	}
+
+	// The request escapes to the heap through the decoder; reusing it
+	// keeps the "fields" list from costing the common path anything.
+	req := queryPool.Get().(*ipatlas.QueryRequest)
+	defer func() { *req = ipatlas.QueryRequest{}; queryPool.Put(req) }()
+	var fields ipatlas.FieldSet // all, unless the body names some
+	buf, berr := readBody(w, r)
+	if berr == nil {
+		berr = decodeJSON(buf.Bytes(), req, nil)
+		putBuf(buf)
+	}
+	if berr == nil {
+		l, ok := ipatlas.ParseLang(req.Lang)
+		if !ok {
+			berr = &bodyError{ipatlas.CodeInvalidRequest,
+				"lang " + strconv.Quote(truncate(req.Lang, 32)) + " is not supported; use \"en\" or \"zh\"",
+				"不支持语言 " + strconv.Quote(truncate(req.Lang, 32)) + "，请使用 \"en\" 或 \"zh\""}
+		} else {
+			lang = l
+			if st, ok := w.(*recorder); ok {
+				st.lang, st.langKnown = l, true // for a 500 after a panic
+			}
+			fields, berr = parseFields(req.Fields)
+			if berr == nil && req.IP == "" {
+				berr = &bodyError{ipatlas.CodeInvalidRequest,
+					`the field "ip" is required`, `缺少必填字段 "ip"`}
+			}
+		}
+	}
+	if berr != nil {
+		fail(berr.code, berr.detail(lang))
+		return
+	}
+	if !c.identified() {
+		s.keyError(w, r, lang, c.err)
+		return
+	}
+
+	addr, err := netaddr.Parse(req.IP)
+	if err != nil {
+		var pe *netaddr.ParseError
+		detail := ""
+		if errors.As(err, &pe) && lang == ipatlas.English {
+			detail = pe.Reason
+		}
+		fail(ipatlas.CodeInvalidIP, detail)
+		return
+	}
+	if b, private := netaddr.Classify(addr); private {
+		fail(ipatlas.CodePrivateIP, privateReason(addr, b, lang))
+		return
+	}
+	rec, err := s.deps.Geo.Lookup(addr, lang)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelError, "geo lookup", errAttr(err))
+		fail(ipatlas.CodeServiceUnavailable, "")
+		return
+	}
+
+	out, err := s.deps.Meter.Charge(ctx, c.key)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "charging", errAttr(err))
+		}
+		// Nothing is known to be charged; the cached balance is the best
+		// cheap answer and the store is likely down anyway.
+		writeError(w, lang, ipatlas.CodeServiceUnavailable, "", meta)
+		return
+	}
+	switch out.Deny {
+	case account.DenyNone:
+		if !out.Granted {
+			break
+		}
+		s.rateHeaders(w, out.Limit, out.Remaining, out.Reset)
+		meta.CurrentCredits = out.Credits
+		if st, ok := w.(*recorder); ok {
+			st.success = true
+		}
+		if fields.All() {
+			writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: &rec, Meta: meta})
+		} else {
+			writeJSON(w, http.StatusOK, &partialEnvelope{Success: true, Data: fields.Partial(&rec), Meta: meta})
+		}
+		return
+	case account.DenyKey:
+		// Revoked or rotated between authentication and charge.
+		s.keyError(w, r, lang, account.ErrBadKey)
+		return
+	}
+	s.rateHeaders(w, out.Limit, out.Remaining, out.Reset)
+	meta.CurrentCredits = out.Credits
+	if out.Deny == account.DenyCredits {
+		writeError(w, lang, ipatlas.CodeInsufficientCredits, "", meta)
+		return
+	}
+	w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(out.Reset), 10)}
+	writeError(w, lang, ipatlas.CodeRateLimitExceeded, "", meta)
+}
+
+// standing refreshes an identified caller's balance and sets the quota
+// headers from the store. On a store failure it leaves the cached balance
+// and sends no quota headers rather than failing the answer.
+func (s *Server) standing(ctx context.Context, w http.ResponseWriter, c *caller, meta *ipatlas.Meta) {
+	store := s.deps.Accounts.Store
+	now := s.now()
+	a, err := store.Account(ctx, c.acct.ID)
+	if err != nil {
+		return
+	}
+	used, err := store.Usage(ctx, c.key.ID, account.Period(now))
+	if err != nil {
+		return
+	}
+	meta.CurrentCredits = a.Credits
+	limit := account.Limit(a.Tier, a.CustomLimit)
+	s.rateHeaders(w, limit, max(0, limit-used), account.PeriodReset(now))
+}
+
+// rateHeaders sets the quota headers: the IETF draft's RateLimit-* and the
+// common X-RateLimit-* spellings, with the same values. Reset is in
+// seconds from now in both (not a Unix time), so one reading fits both.
+func (s *Server) rateHeaders(w http.ResponseWriter, limit, remaining int64, reset time.Time) {
+	h := w.Header()
+	l := []string{strconv.FormatInt(limit, 10)}
+	rem := []string{strconv.FormatInt(remaining, 10)}
+	rs := []string{strconv.FormatInt(s.secondsUntil(reset), 10)}
+	h["Ratelimit-Limit"], h["X-Ratelimit-Limit"] = l, l
+	h["Ratelimit-Remaining"], h["X-Ratelimit-Remaining"] = rem, rem
+	h["Ratelimit-Reset"], h["X-Ratelimit-Reset"] = rs, rs
+}
+
+// secondsUntil rounds up, so that a client waiting that long finds the
+// month changed; at least 1.
+func (s *Server) secondsUntil(t time.Time) int64 {
+	d := t.Sub(s.now())
+	return max(1, int64(math.Ceil(d.Seconds())))
+}
+
+// privateReason names why an address cannot be queried, e.g.
+// "127.0.0.1 is a loopback address". Names of more than one word
+// ("IETF protocol assignments") read better as a block.
+func privateReason(a interface{ String() string }, b netaddr.Block, lang ipatlas.Lang) string {
+	if lang == ipatlas.Chinese {
+		name := b.NameZh
+		if name == "" {
+			name = "非公网地址"
+		}
+		return a.String() + " 是" + name
+	}
+	name := b.Name
+	switch {
+	case name == "":
+		return a.String() + " is not globally reachable"
+	case strings.ContainsRune(name, ' '):
+		s := a.String() + " belongs to the " + name + " block"
+		if b.RFC != "" {
+			s += " (" + b.RFC + ")"
+		}
+		return s
+	}
+	article := "a "
+	if strings.IndexByte("aeiouAEIOU", name[0]) >= 0 {
+		article = "an "
+	}
+	return a.String() + " is " + article + name + " address"
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

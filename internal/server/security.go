@@ -1,0 +1,81 @@
+package server
+
+import "net/http"
+
+// Headers every response carries (set before the handler runs, so that a
+// handler may replace one, e.g. a web page its Content-Security-Policy):
+//
+//   - X-Content-Type-Options: nosniff, so that a browser never runs an
+//     answer (a plain-text address, an error echoing input) as HTML or
+//     script;
+//   - Referrer-Policy: no-referrer, so that links followed from any
+//     answer do not carry its URL;
+//   - X-Frame-Options: DENY and CSP frame-ancestors 'none' (the old
+//     header for old browsers), so that no page frames an answer;
+//   - Content-Security-Policy: default-src 'none' for the API: its answers
+//     are data, and a browser that renders one anyway may load nothing;
+//   - Cache-Control: no-store on every admin answer and on every public
+//     answer to a request that carries Authorization: those depend on who
+//     asks and may hold secrets (a created key).
+//
+// CORS, public handler only: any origin may call the API from a browser
+// (Access-Control-Allow-Origin: *), the free endpoints with simple GETs and
+// the keyed ones with a preflight for Authorization and Content-Type.
+// There are no cookies and Access-Control-Allow-Credentials is never sent,
+// so a page can only use a key its user gives it: no request is ever made
+// with the visitor's ambient authority. The quota and retry headers are
+// exposed to scripts. The admin listener answers no CORS at all, so that
+// no web page can read from it.
+var (
+	hdrNoReferrer = []string{"no-referrer"}
+	hdrDeny       = []string{"DENY"}
+	hdrAPICSP     = []string{"default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"}
+	hdrExpose     = []string{"RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After"}
+
+	hdrAllowHeaders = []string{"Authorization, Content-Type, Accept-Language"}
+	hdrMaxAge       = []string{"7200"} // Chromium's cap; Firefox allows a day
+	hdrAllowPOST    = []string{"POST"}
+	hdrAllowGET     = []string{"GET, HEAD"}
+)
+
+// securityHeaders sets the headers above on h for a request r.
+func securityHeaders(h http.Header, r *http.Request, admin bool) {
+	h["X-Content-Type-Options"] = hdrNosniff
+	h["Referrer-Policy"] = hdrNoReferrer
+	h["X-Frame-Options"] = hdrDeny
+	h["Content-Security-Policy"] = hdrAPICSP
+	if admin {
+		h["Cache-Control"] = hdrNoStore
+		return
+	}
+	h["Access-Control-Allow-Origin"] = hdrAnyOrig
+	h["Access-Control-Expose-Headers"] = hdrExpose
+	if _, ok := r.Header["Authorization"]; ok {
+		h["Cache-Control"] = hdrNoStore
+	}
+}
+
+// preflight answers a CORS preflight (OPTIONS with
+// Access-Control-Request-Method) for a path of the public API: 204 with
+// the methods the path takes and the headers a browser may send. It
+// reports false for other paths, which the router then answers (404, or
+// 405 for OPTIONS on a known path without a preflight).
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) bool {
+	var methods []string
+	switch r.URL.Path {
+	case "/api/ip-query", "/api/ip-query/batch":
+		methods = hdrAllowPOST
+	case "/api/usage", "/api/ip/myip", "/api/ping", "/ipv4", "/ipv6":
+		methods = hdrAllowGET
+	default:
+		return false
+	}
+	h := w.Header()
+	h["Access-Control-Allow-Origin"] = hdrAnyOrig
+	h["Access-Control-Allow-Methods"] = methods
+	h["Access-Control-Allow-Headers"] = hdrAllowHeaders
+	h["Access-Control-Max-Age"] = hdrMaxAge
+	r.Pattern = "OPTIONS " + r.URL.Path // one of the paths above: a bounded label
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}

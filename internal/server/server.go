@@ -1,0 +1,227 @@
+// Package server is the HTTP face of ipatlas: the public API (location
+// query, Get my IP, ping, usage), its middleware (client address, limits,
+// logging, metrics), and the admin API on its own listener. routes.go lists
+// the whole surface.
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/web"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config holds the server's settings.
+type Config struct {
+	TrustedProxies []netip.Prefix // peers whose X-Forwarded-For / Forwarded headers are believed
+	IPv4Host       string         // host name answering GET / with the caller's IPv4 address
+	IPv6Host       string         // host name answering GET / with the caller's IPv6 address
+	// PageIPv4URL and PageIPv6URL are where the web page at GET / asks for
+	// the visitor's address of each family: "/ipv4" and "/ipv6" on this
+	// origin by default, or the URLs of hosts with only an A or only an
+	// AAAA record (see web.Options).
+	PageIPv4URL, PageIPv6URL string
+	AdminToken               string // bearer token of the admin API; the admin API refuses everything when empty
+	Version                  string
+	Logger                   *slog.Logger
+	Now                      func() time.Time
+
+	// ForwardedHeader pins the header that the trusted proxies maintain:
+	// HeaderXForwardedFor ("X-Forwarded-For") or HeaderForwarded
+	// ("Forwarded", RFC 7239). Empty (HeaderAuto) reads X-Forwarded-For
+	// when the request has one and Forwarded otherwise; that is safe behind
+	// proxies that set X-Forwarded-For (nearly all do), but behind a proxy
+	// that only sets Forwarded a client could forge X-Forwarded-For, so
+	// such deployments should pin HeaderForwarded. Ignored without
+	// TrustedProxies.
+	ForwardedHeader string
+
+	// AccessLogLevel is the level of the one log line per request (method,
+	// path, route template, status, duration, client address). The zero
+	// value is slog.LevelInfo; set slog.LevelDebug to keep access lines
+	// out of an Info log. Answers with a 5xx status are always logged at
+	// slog.LevelError.
+	AccessLogLevel slog.Level
+
+	// Abuse limits (limits.go). Each is off at its zero value, so a Config
+	// literal gets none; `ipatlas serve` sets the Default* values below
+	// unless flags say otherwise. Limiters run on Now, like the quota.
+
+	// KeyRate and KeyBurst are a token bucket per API key, in front of the
+	// monthly quota: at most KeyBurst requests at once and KeyRate per
+	// second sustained, on every route that takes a key (the location
+	// query, its batch, usage). Only requests whose key authenticates
+	// count, so nobody can spend another key's bucket. A request over it
+	// gets 429 RateLimitExceeded ("burst rate exceeded, retry in N s")
+	// with Retry-After, before its body is read, and is never charged.
+	// KeyRate 0 turns it off; KeyBurst <= 0 means ceil(KeyRate).
+	KeyRate  float64
+	KeyBurst int
+
+	// AddrRate and AddrBurst are a token bucket per client address (after
+	// trusted-proxy resolution; an IPv6 client is limited by its /64, the
+	// block one subscriber gets) shared by the free endpoints: GET and
+	// HEAD /api/ip/myip, /ipv4, /ipv6, /api/ping, and / on the IPv4 and
+	// IPv6 hosts. Over it: 429 with Retry-After, plain text on the
+	// plain-text endpoints, the JSON envelope on the others. AddrRate 0
+	// turns it off; AddrBurst <= 0 means ceil(AddrRate).
+	AddrRate  float64
+	AddrBurst int
+
+	// AuthFailures slows down key guessing: after this many requests with
+	// a rejected bearer key from one address (IPv6: its /64), the address
+	// waits 1 s, then 2 s, 4 s... up to AuthMaxBackoff after each further
+	// rejection; while it waits, its keyed requests get 429 without their
+	// key being looked at (no store read, no answer to the guess). A key
+	// that has authenticated on this server recently (it is in a table of
+	// the last LimitTableSize such keys) still passes, so an attacker
+	// sharing a customer's address (a NAT) cannot lock the customer out;
+	// a key never seen before waits like a guess. The wait belongs to the
+	// address, never to a key. Failures are forgotten after
+	// AuthFailureWindow without one. 0 turns it off.
+	AuthFailures      int
+	AuthFailureWindow time.Duration // 0 means DefaultAuthFailureWindow
+	AuthMaxBackoff    time.Duration // 0 means DefaultAuthMaxBackoff
+
+	// LimitTableSize bounds each limiter table (keys, addresses, failing
+	// addresses, keys seen to authenticate); the least recently used entry
+	// is forgotten first and starts afresh when it returns. About 250
+	// bytes an entry. 0 means DefaultLimitTableSize.
+	LimitTableSize int
+}
+
+// Defaults of the abuse limits, for `ipatlas serve`'s flags. Generous:
+// a key gets 50 requests per second (100 at once), far above what the
+// monthly quotas allow on average, and one address 20 free requests per
+// second (40 at once), which basic use of Get my IP never meets, as the
+// spec promises. Behind carrier-grade NAT many people share one IPv4
+// address; operators serving such networks may raise AddrRate.
+const (
+	DefaultKeyRate           = 50
+	DefaultKeyBurst          = 100
+	DefaultAddrRate          = 20
+	DefaultAddrBurst         = 40
+	DefaultAuthFailures      = 10
+	DefaultAuthFailureWindow = 15 * time.Minute
+	DefaultAuthMaxBackoff    = 5 * time.Minute
+	DefaultLimitTableSize    = 1 << 16
+)
+
+// Deps are the server's collaborators.
+type Deps struct {
+	Geo      geo.Locator
+	Accounts *account.Service
+	Meter    *account.Meter
+	Registry *prometheus.Registry // metrics are registered here and served by the admin API
+	Ready    func() error         // readiness beyond the store, e.g. "dataset loaded"
+}
+
+// Server holds both handlers.
+type Server struct {
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	now     func() time.Time
+	trusted proxies
+	metrics *metrics
+	limits  *limits // nil when every limit is off
+	mux     *http.ServeMux
+	ipv4    string // cfg.IPv4Host, lower case, without a port
+	ipv6    string
+	page    http.Handler // GET / for browsers, curl and JSON clients, and the page's assets
+	me      http.Handler // GET /api/ip/me: the caller's own record, free and limited per address
+
+	public, admin http.Handler
+}
+
+// New builds the server. It never fails: a setting it cannot use (an
+// invalid trusted prefix, a metric name taken in Registry) is logged and
+// left out.
+func New(cfg Config, deps Deps) *Server {
+	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, now: cfg.Now}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if deps.Registry == nil {
+		s.deps.Registry = prometheus.NewRegistry()
+	}
+	switch cfg.ForwardedHeader {
+	case HeaderAuto, HeaderXForwardedFor, HeaderForwarded:
+	default:
+		s.log.Warn("unknown forwarded header; reading both", "header", cfg.ForwardedHeader)
+		s.cfg.ForwardedHeader = HeaderAuto
+	}
+	s.trusted = newProxies(cfg.TrustedProxies)
+	if len(s.trusted) != len(cfg.TrustedProxies) {
+		s.log.Warn("some trusted proxy prefixes are invalid and ignored", "given", len(cfg.TrustedProxies), "used", len(s.trusted))
+	}
+	s.ipv4, s.ipv6 = normalizeHost(cfg.IPv4Host), normalizeHost(cfg.IPv6Host)
+	if s.ipv4 != "" && s.ipv4 == s.ipv6 {
+		s.log.Warn("the IPv4 and IPv6 hosts are the same; GET / there answers neither", "host", s.ipv4)
+		s.ipv4, s.ipv6 = "", ""
+	}
+	m, err := newMetrics(s.deps.Registry)
+	if err != nil {
+		s.log.Error("registering metrics", "err", err)
+	}
+	s.metrics = m
+	s.limits = s.newLimits()
+	s.page, s.me = s.newWeb()
+	public := s.routes()
+	s.mux, _ = public.(*http.ServeMux)
+	s.public = s.instrument(s.protect(public), false)
+	s.admin = s.instrument(s.adminRoutes(), true)
+	return s
+}
+
+// Handler is the public API.
+func (s *Server) Handler() http.Handler { return s.public }
+
+// AdminHandler is the admin API, /metrics, /healthz, /readyz and pprof.
+func (s *Server) AdminHandler() http.Handler { return s.admin }
+
+// normalizeHost lowers a host name and drops a port, the form requests'
+// hosts are compared in.
+func normalizeHost(h string) string {
+	h = strings.ToLower(strings.TrimSpace(h))
+	if h == "" {
+		return ""
+	}
+	if hp, err := netip.ParseAddrPort(h); err == nil {
+		return hp.Addr().String()
+	}
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		return h[1 : len(h)-1]
+	}
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.Count(h, ":") == 1 {
+		return h[:i]
+	}
+	return h
+}
+
+// newWeb builds the web page and the caller's-own-record endpoint. A
+// setting they cannot use is logged and the page left out (GET / then
+// answers 404), as New never fails.
+func (s *Server) newWeb() (page, me http.Handler) {
+	addr := func(r *http.Request) netip.Addr { return clientAddr(r, s.trusted, s.cfg.ForwardedHeader) }
+	page, err := web.Handler(web.Options{ClientAddr: addr, IPv4URL: s.cfg.PageIPv4URL, IPv6URL: s.cfg.PageIPv6URL, Logger: s.log})
+	if err != nil {
+		s.log.Error("web page disabled", "err", err)
+		page = http.HandlerFunc(s.notFound)
+	}
+	me, err = web.MeHandler(web.MeOptions{ClientAddr: addr, Locator: s.deps.Geo, Now: s.now, Logger: s.log})
+	if err != nil {
+		s.log.Error("GET /api/ip/me disabled", "err", err)
+		me = http.HandlerFunc(s.notFound)
+	}
+	return page, me
+}
