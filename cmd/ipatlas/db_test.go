@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
+)
+
+// runDBTest runs the ipatlas command line with env as its environment.
+func runDBTest(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	err = run(t.Context(), append([]string{"ipatlas"}, args...), getenv, strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestDBFetchThenInfo(t *testing.T) {
+	const version = "2.3.2026052009"
+	reg := datasettest.NewRegistry(t, datasettest.DefaultPackages(t, version)...)
+	dir := t.TempDir()
+	out, _, err := runDBTest(t, nil, "db", "fetch", "--data-dir", dir, "--registry", reg.URL)
+	if err != nil {
+		t.Fatalf("db fetch: %v\n%s", err, out)
+	}
+	for _, want := range []string{"installed " + version, dataset.CityAttribution, dataset.ASNAttribution} {
+		if !strings.Contains(out, want) {
+			t.Errorf("db fetch output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\r") {
+		t.Errorf("progress bar drawn on a non-terminal:\n%q", out)
+	}
+
+	// The environment gives the data dir and the registry.
+	env := map[string]string{"IPATLAS_DATA_DIR": dir, "IPATLAS_REGISTRY": reg.URL}
+	out, _, err = runDBTest(t, env, "db", "fetch")
+	if err != nil || !strings.Contains(out, "up to date") {
+		t.Fatalf("second db fetch: %v\n%s", err, out)
+	}
+	if n := reg.TarballRequests(dataset.CityPackage); n != 1 {
+		t.Errorf("%d downloads, want 1", n)
+	}
+
+	out, _, err = runDBTest(t, env, "db", "info")
+	if err != nil {
+		t.Fatalf("db info: %v", err)
+	}
+	for _, want := range []string{
+		dataset.CityPackage, dataset.ASNPackage, version, "CC-BY-4.0", dataset.CityAttribution, dataset.ASNAttribution,
+		dataset.CityIPv4File, "city ipv4", dataset.ASNFile, dataset.ASNDatabaseType,
+		fmt.Sprintf("%d networks", len(datasettest.CityIPv4)), fmt.Sprintf("%d networks", len(datasettest.CityIPv6)),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("db info lacks %q:\n%s", want, out)
+		}
+	}
+
+	out, _, err = runDBTest(t, env, "db", "info", "--json")
+	if err != nil {
+		t.Fatalf("db info --json: %v", err)
+	}
+	var info struct {
+		DataDir  string `json:"data_dir"`
+		Datasets []struct {
+			Name        string `json:"name"`
+			Version     string `json:"version"`
+			BuildDate   string `json:"build_date"`
+			License     string `json:"license"`
+			Attribution string `json:"attribution"`
+			Files       []struct {
+				Name         string `json:"name"`
+				SHA256       string `json:"sha256"`
+				DatabaseType string `json:"database_type"`
+				Networks     int    `json:"networks"`
+			} `json:"files"`
+		} `json:"datasets"`
+		Other []json.RawMessage `json:"other_files"`
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("db info --json: %v\n%s", err, out)
+	}
+	if len(info.Datasets) != 2 || len(info.Other) != 0 {
+		t.Fatalf("db info --json: %s", out)
+	}
+	networks := map[string]int{}
+	for _, d := range info.Datasets {
+		if d.Version != version || d.License != "CC-BY-4.0" || d.Attribution == "" || d.BuildDate == "" {
+			t.Errorf("dataset %+v", d)
+		}
+		for _, f := range d.Files {
+			if f.SHA256 == "" || f.DatabaseType == "" {
+				t.Errorf("file %+v", f)
+			}
+			networks[f.Name] = f.Networks
+		}
+	}
+	if networks[dataset.CityIPv4File] != len(datasettest.CityIPv4) || networks[dataset.CityIPv6File] != len(datasettest.CityIPv6) || networks[dataset.ASNFile] == 0 {
+		t.Errorf("networks %v", networks)
+	}
+}
+
+func TestDBInfoShowsOtherAndMissingFiles(t *testing.T) {
+	reg := datasettest.NewRegistry(t, datasettest.DefaultPackages(t, "1.0.2026010100")...)
+	dir := t.TempDir()
+	if _, _, err := runDBTest(t, nil, "db", "fetch", "--data-dir", dir, "--registry", reg.URL); err != nil {
+		t.Fatal(err)
+	}
+	// An operator's own file, and a fetched file gone missing.
+	if err := os.WriteFile(filepath.Join(dir, "mine.mmdb"), datasettest.CityMMDB(t, 6, datasettest.CityIPv6), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, dataset.CityIPv6File)); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runDBTest(t, nil, "db", "info", "--data-dir", dir)
+	if err != nil {
+		t.Fatalf("db info: %v", err)
+	}
+	if !strings.Contains(out, "other files") || !strings.Contains(out, "mine.mmdb") {
+		t.Errorf("db info does not list the operator's file:\n%s", out)
+	}
+	if !strings.Contains(out, dataset.CityIPv6File+"  MISSING") {
+		t.Errorf("db info does not flag the missing file:\n%s", out)
+	}
+}
+
+func TestDBInfoEmptyDir(t *testing.T) {
+	for _, dir := range []string{t.TempDir(), filepath.Join(t.TempDir(), "absent")} {
+		_, _, err := runDBTest(t, nil, "db", "info", "--data-dir", dir)
+		if err == nil || !strings.Contains(err.Error(), "db fetch") {
+			t.Errorf("db info on %s: %v, want a hint to run db fetch", dir, err)
+		}
+	}
+}
+
+func TestDBFetchFailureExitCode(t *testing.T) {
+	reg := datasettest.NewRegistry(t) // publishes nothing
+	_, _, err := runDBTest(t, nil, "db", "fetch", "--data-dir", t.TempDir(), "--registry", reg.URL)
+	if err == nil || exitCode(err) != exitFailure || !strings.Contains(err.Error(), "404") {
+		t.Errorf("db fetch from an empty registry: %v (exit %d)", err, exitCode(err))
+	}
+}
+
+func TestDBUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"db"},
+		{"db", "bogus"},
+		{"db", "fetch", "extra"},
+		{"db", "fetch", "--nope"},
+		{"db", "info", "--json=maybe"},
+		{"db", "info", "x"},
+	} {
+		_, stderr, err := runDBTest(t, nil, args...)
+		var ee *exitError
+		if !errors.As(err, &ee) || exitCode(err) != exitUsage {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+		if !strings.Contains(stderr, "usage: ipatlas db") {
+			t.Errorf("%q: no usage on stderr: %q", args, stderr)
+		}
+	}
+	for _, args := range [][]string{{"db", "--help"}, {"db", "fetch", "-h"}, {"db", "info", "--help"}} {
+		stdout, _, err := runDBTest(t, nil, args...)
+		if err != nil || !strings.Contains(stdout, "usage: ipatlas db") {
+			t.Errorf("%q: %v, %q", args, err, stdout)
+		}
+	}
+}

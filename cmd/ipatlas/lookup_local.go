@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
+)
+
+const lookupLocalHelp = `usage: ipatlas lookup --local [--data-dir DIR] [--lang zh] [--json] IP...
+       ipatlas lookup --local [flags] -     (addresses from standard input, one per line)
+
+Looks addresses up offline with the engine the service uses, on the
+datasets of the data dir (fetch them with 'ipatlas db fetch'). Malformed and
+non-public addresses are refused with their reason.
+
+Output: a block of every field per address; with --json, one JSON object
+per address per line: the record, or {"ip": ..., "error": ..., "code": ...}
+with code InvalidIP or PrivateIP.
+
+Exit status: 0 when every address was looked up, 3 when any was refused,
+2 for bad flags, 1 for anything else (such as a missing dataset).
+
+Flags:
+`
+
+// localOutcome is one address's answer: a record, or a refusal.
+type localOutcome struct {
+	input string
+	addr  netip.Addr
+	rec   ipatlas.Record
+	err   *ipatlas.Error
+}
+
+func runLookupLocal(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("lookup --local", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Bool("local", true, "look up offline on the data dir (this mode)")
+	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data `DIR`ectory (env IPATLAS_DATA_DIR)")
+	langName := fs.String("lang", "en", "text values in `LANG`: en or zh")
+	jsonOut := fs.Bool("json", false, "one JSON object per address per line")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), lookupLocalHelp)
+		fs.PrintDefaults()
+	}
+	ips, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return usageError("lookup --local: " + err.Error())
+	}
+	lang, ok := ipatlas.ParseLang(*langName)
+	if !ok {
+		return usageError(fmt.Sprintf("lookup --local: --lang %q: want en or zh", *langName))
+	}
+	if len(ips) == 1 && ips[0] == "-" {
+		if ips, err = readLines(e.stdin); err != nil {
+			return fmt.Errorf("lookup --local: reading standard input: %w", err)
+		}
+	}
+	if len(ips) == 0 {
+		fs.Usage()
+		return usageError("lookup --local: give at least one address, or - to read them from standard input")
+	}
+
+	// Refuse what must be refused before touching the data dir, so that a
+	// typo is reported as such even without a dataset.
+	outcomes := make([]localOutcome, len(ips))
+	valid := 0
+	for i, s := range ips {
+		a, rerr := checkAddress(s, lang)
+		outcomes[i] = localOutcome{input: strings.TrimSpace(s), addr: a, err: rerr}
+		if rerr == nil {
+			valid++
+		}
+	}
+	if valid > 0 {
+		engine, err := geo.Open(*dir, geo.Options{})
+		if err != nil {
+			return fmt.Errorf("lookup --local: %w (fetch the datasets with 'ipatlas db fetch --data-dir %s')", err, *dir)
+		}
+		defer engine.Close()
+		for i := range outcomes {
+			if outcomes[i].err != nil {
+				continue
+			}
+			a := outcomes[i].addr
+			if outcomes[i].rec, err = engine.Lookup(a, lang); err != nil {
+				return fmt.Errorf("lookup --local: %s: %w", a, err)
+			}
+		}
+	}
+
+	var first *ipatlas.Error
+	refused := 0
+	for i, o := range outcomes {
+		if o.err != nil {
+			refused++
+			if first == nil {
+				first = o.err
+			}
+		}
+		var err error
+		if *jsonOut {
+			err = writeLocalJSON(e.stdout, o)
+		} else {
+			if i > 0 {
+				if _, err := fmt.Fprintln(e.stdout); err != nil {
+					return err
+				}
+			}
+			err = writeLocalBlock(e.stdout, o)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case refused == 0:
+		return nil
+	case len(outcomes) == 1:
+		return &exitError{exitInput, fmt.Errorf("lookup --local: %s [%s]", first.Message, first.Code)}
+	}
+	return &exitError{exitInput, fmt.Errorf("lookup --local: %d of %d addresses refused; the first: %s [%s]", refused, len(outcomes), first.Message, first.Code)}
+}
+
+// checkAddress parses s strictly and refuses non-public addresses, with
+// the service's codes and texts in lang.
+func checkAddress(s string, lang ipatlas.Lang) (netip.Addr, *ipatlas.Error) {
+	a, err := netaddr.Parse(s)
+	if err != nil {
+		msg := err.Error()
+		var pe *netaddr.ParseError
+		if lang == ipatlas.Chinese && errors.As(err, &pe) {
+			msg = fmt.Sprintf("%s: %q: %s", ipatlas.CodeInvalidIP.Text(lang), pe.Input, pe.Reason)
+		}
+		return a, &ipatlas.Error{Code: ipatlas.CodeInvalidIP, Message: msg}
+	}
+	if b, special := netaddr.Classify(a); special {
+		msg := fmt.Sprintf("%s: %s is %s (%s, %s)", ipatlas.CodePrivateIP.Text(lang), a, b.Name, b.Prefix, b.RFC)
+		if lang == ipatlas.Chinese {
+			msg = fmt.Sprintf("%s: %s 属于%s（%s，%s）", ipatlas.CodePrivateIP.Text(lang), a, b.NameZh, b.Prefix, b.RFC)
+		}
+		return a, &ipatlas.Error{Code: ipatlas.CodePrivateIP, Message: msg}
+	}
+	return a, nil
+}
+
+func writeLocalJSON(w io.Writer, o localOutcome) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if o.err != nil {
+		return enc.Encode(struct {
+			IP    string            `json:"ip"`
+			Error string            `json:"error"`
+			Code  ipatlas.ErrorCode `json:"code"`
+		}{o.input, o.err.Message, o.err.Code})
+	}
+	return enc.Encode(o.rec)
+}
+
+// writeLocalBlock prints every field of the record under its JSON name,
+// aligned; "-" marks an unknown value.
+func writeLocalBlock(w io.Writer, o localOutcome) error {
+	var b strings.Builder
+	line := func(k, v string) {
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(&b, "%-15s %s\n", k, v)
+	}
+	if o.err != nil {
+		line("ip", o.input)
+		line("error", o.err.Message)
+		line("code", string(o.err.Code))
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	r := &o.rec
+	coord := func(f *float64) string {
+		if f == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*f, 'f', -1, 64)
+	}
+	line("ip", r.IP)
+	line("continent", r.Continent)
+	line("continent_code", r.ContinentCode)
+	line("country", r.Country)
+	line("country_code", r.CountryCode)
+	line("province", r.Province)
+	line("city", r.City)
+	line("district", r.District)
+	line("isp", r.ISP)
+	line("asn", r.ASN)
+	line("latitude", coord(r.Latitude))
+	line("longitude", coord(r.Longitude))
+	line("time_zone", r.TimeZone)
+	line("currency", r.Currency)
+	line("zip_code", r.ZipCode)
+	line("area_code", r.AreaCode)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// parseInterspersed parses flags wherever they appear among the
+// addresses ("lookup --local 8.8.8.8 --lang zh"); "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// readLines reads one address per line, skipping blank lines and #
+// comments.
+func readLines(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if s := strings.TrimSpace(sc.Text()); s != "" && !strings.HasPrefix(s, "#") {
+			out = append(out, s)
+		}
+	}
+	return out, sc.Err()
+}

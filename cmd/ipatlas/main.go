@@ -1,0 +1,27 @@
+// Command ipatlas is the ipatlas IP information service and its clients:
+// the server (serve), data management (db), offline and remote lookups,
+// Get-my-IP, ping, and account, key and credit management.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "ipatlas:") { // the client's errors name themselves
+			msg = "ipatlas: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
+		os.Exit(exitCode(err))
+	}
+}

