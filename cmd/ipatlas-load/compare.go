@@ -1,0 +1,440 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/ipatlas/ipatlas/internal/server"
+)
+
+const queryRoute = "POST /api/ip-query"
+
+// hugeQuota is the monthly limit and the credit balance of the harness's
+// key: far more than any run can use.
+const hugeQuota = 100_000_000_000
+
+// runCompare measures ipatlas against the minimal handler, endpoint by
+// endpoint.
+func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	ws, cleanup, err := newWorkspace(o, "ipatlas-load-", stderr)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if err := ws.prepare(ctx, o); err != nil {
+		return err
+	}
+	tmp, bin, dataDir, dataDesc, inside, logf := ws.tmp, ws.bin, ws.dataDir, ws.dataDesc, ws.inside, ws.logf
+
+	store := "sqlite:" + filepath.Join(tmp, "ipatlas.db")
+	tok := make([]byte, 16)
+	rand.Read(tok)
+	token := hex.EncodeToString(tok)
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+		"--data-dir", dataDir, "--store", store, "--no-fetch"}
+	args = append(args, noAbuseLimits...)
+	args = append(args, strings.Fields(o.serverArgs)...)
+	// The token goes by the environment: a flag would show in ps.
+	srv, err := startProc(filepath.Join(tmp, "ipatlas.log"), append(os.Environ(), "IPATLAS_ADMIN_TOKEN="+token), bin, args...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := srv.stop(30 * time.Second); err != nil {
+			logf("stopping ipatlas: %v", err)
+		}
+	}()
+	addrs, err := srv.waitAddrs(30*time.Second, "listening", "admin")
+	if err != nil {
+		return err
+	}
+	client := newClient(o.concurrency)
+	if err := waitHealthy(ctx, client, "http://"+addrs["admin"]+"/healthz", 30*time.Second); err != nil {
+		return err
+	}
+	base := "http://" + addrs["listening"]
+	key, err := makeKey(ctx, client, "http://"+addrs["admin"], token)
+	if err != nil {
+		return err
+	}
+
+	bodies, err := queryBodies(o, inside)
+	if err != nil {
+		return err
+	}
+	queryHeader := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + key}}
+	answer, err := sampleAnswer(ctx, client, base, queryHeader, bodies)
+	if err != nil {
+		return err
+	}
+	answerFile := filepath.Join(tmp, "answer.json")
+	if err := os.WriteFile(answerFile, answer, 0o600); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	minProc, err := startProc(filepath.Join(tmp, "minimal.log"), nil, self, minimalCommand, "-query-answer", answerFile)
+	if err != nil {
+		return err
+	}
+	defer minProc.stop(10 * time.Second)
+	maddrs, err := minProc.waitAddrs(10*time.Second, "listening")
+	if err != nil {
+		return err
+	}
+	minBase := "http://" + maddrs["listening"]
+
+	fmt.Fprintf(stdout, "ipatlas-load -mode compare: %d connections, %v per server and endpoint in %d rounds, each after %v of warm-up\n",
+		o.concurrency, o.duration, o.rounds, o.warmup)
+	fmt.Fprintf(stdout, "machine: %s\n", machine())
+	fmt.Fprintf(stdout, "data: %s; query answer %d bytes\n", dataDesc, len(answer))
+	fmt.Fprintf(stdout, "cpu/req: CPU time of the server process per answered request (less sensitive to other load on the machine)\n\n")
+	fmt.Fprintf(stdout, "%-20s %-8s %10s %10s %9s %9s %9s  %s\n", "endpoint", "server", "requests", "req/s", "p50", "p99", "cpu/req", "failures")
+
+	var charged int // 2xx answers to the metered query: what the usage counter must show
+	charged += sampleCount
+	for _, ep := range strings.Split(o.endpoints, ",") {
+		var ours, minimal target
+		var name string
+		var goal float64
+		switch strings.TrimSpace(ep) {
+		case "query":
+			name, goal = queryRoute, 0.60
+			ours = target{method: http.MethodPost, url: base + "/api/ip-query", header: queryHeader, bodies: bodies}
+			minimal = target{method: http.MethodPost, url: minBase + "/api/ip-query", header: queryHeader, bodies: bodies}
+		case "myip":
+			name, goal = "GET /api/ip/myip", 0.80
+			ours = target{method: http.MethodGet, url: base + "/api/ip/myip"}
+			minimal = target{method: http.MethodGet, url: minBase + "/api/ip/myip"}
+		default:
+			return fmt.Errorf("unknown endpoint %q in -endpoints", ep)
+		}
+		// The measured time is split into rounds that alternate which server
+		// goes first, so that a change in the machine's other load weighs
+		// on both alike.
+		var res [2]result
+		var cpu [2]time.Duration
+		pids := [2]int{srv.cmd.Process.Pid, minProc.cmd.Process.Pid}
+		for round := range o.rounds {
+			for j := range 2 {
+				i := (j + round) % 2
+				t := []target{ours, minimal}[i]
+				w := drive(ctx, client, t, o.concurrency, o.warmup, o.seed+100+uint64(round))
+				d := o.duration / time.Duration(o.rounds)
+				var profiled chan error
+				if o.profileDir != "" && i == 0 && round == 0 {
+					profiled = make(chan error, 1)
+					path := filepath.Join(o.profileDir, "ipatlas-"+strings.TrimSpace(ep)+".pprof")
+					go func() { profiled <- fetchProfile(ctx, "http://"+addrs["admin"], token, d, path) }()
+				}
+				c0, _ := processCPU(pids[i])
+				r := drive(ctx, client, t, o.concurrency, d, o.seed+uint64(round))
+				c1, _ := processCPU(pids[i])
+				if profiled != nil {
+					if err := <-profiled; err != nil {
+						logf("profile: %v", err)
+					}
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if i == 0 && name == queryRoute {
+					charged += w.ok + r.ok
+				}
+				res[i] = res[i].merge(r)
+				cpu[i] += c1 - c0
+			}
+		}
+		for i, r := range res {
+			perReq := "n/a"
+			if cpu[i] > 0 && r.ok > 0 {
+				perReq = fmt.Sprintf("%.0fµs", float64(cpu[i].Microseconds())/float64(r.ok))
+			}
+			fmt.Fprintf(stdout, "%-20s %-8s %10d %10.0f %9s %9s %9s  %s\n", name, []string{"ipatlas", "minimal"}[i],
+				r.ok, r.rps(), round(r.percentile(0.50)), round(r.percentile(0.99)), perReq, r.failures())
+		}
+		ratio := res[0].rps() / res[1].rps()
+		fmt.Fprintf(stdout, "%-20s ratio %.1f%% of the minimal handler's req/s (goal >= %.0f%%)", "", 100*ratio, 100*goal)
+		if name == queryRoute {
+			fmt.Fprintf(stdout, ", p99 %v (goal < 10ms)", round(res[0].percentile(0.99)))
+		}
+		fmt.Fprintln(stdout)
+	}
+
+	if strings.Contains(o.endpoints, "query") {
+		used, err := usageCounter(ctx, client, base, key)
+		if err != nil {
+			return err
+		}
+		verdict := "exact"
+		if used != int64(charged) {
+			verdict = "MISMATCH"
+		}
+		fmt.Fprintf(stdout, "\nmetering: %d successful queries answered, usage counter %d (%s)", charged, used, verdict)
+		if m, err := scrape(ctx, client, "http://"+addrs["admin"]+"/metrics"); err == nil && m["ipatlas_meter_batches_total"] > 0 {
+			fmt.Fprintf(stdout, "; group commit: %.0f charges in %.0f batches, %.1f per batch",
+				m["ipatlas_meter_charges_total"], m["ipatlas_meter_batches_total"], m["ipatlas_meter_charges_total"]/m["ipatlas_meter_batches_total"])
+		}
+		fmt.Fprintln(stdout)
+		if used != int64(charged) {
+			return errors.New("the usage counter does not match the successes answered")
+		}
+	}
+	return nil
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+// makeKey creates, with the admin API, an enterprise account with a huge
+// quota and balance, and one key.
+func makeKey(ctx context.Context, client *http.Client, adminBase, token string) (string, error) {
+	credits := int64(hugeQuota)
+	var acct account.Account
+	err := adminPost(ctx, client, adminBase+"/admin/accounts", token,
+		server.CreateAccountRequest{Name: "load", Tier: string(account.Enterprise), MonthlyLimit: hugeQuota, Credits: &credits}, &acct)
+	if err != nil {
+		return "", err
+	}
+	var key account.NewKey
+	if err := adminPost(ctx, client, fmt.Sprintf("%s/admin/accounts/%d/keys", adminBase, acct.ID), token, struct{}{}, &key); err != nil {
+		return "", err
+	}
+	if key.Secret == "" {
+		return "", errors.New("POST /admin/accounts/{id}/keys answered no key")
+	}
+	return key.Secret, nil
+}
+
+func adminPost(ctx context.Context, client *http.Client, url, token string, body, v any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, out)
+	}
+	return json.Unmarshal(out, v)
+}
+
+// queryBodies pre-encodes the location queries: random public addresses,
+// drawn inside the given networks when there are some.
+func queryBodies(o options, inside []netip.Prefix) ([][]byte, error) {
+	r := mrand.New(mrand.NewPCG(o.seed, 42))
+	var v4, v6 []netip.Prefix
+	for _, p := range inside {
+		if p.Addr().Is4() {
+			v4 = append(v4, p)
+		} else {
+			v6 = append(v6, p)
+		}
+	}
+	bodies := make([][]byte, 0, 1<<16)
+	for len(bodies) < cap(bodies) {
+		var a netip.Addr
+		if r.Float64() < o.v6Share {
+			a = randomAddr(r, v6, 16)
+		} else {
+			a = randomAddr(r, v4, 4)
+		}
+		if _, special := netaddr.Classify(a); special {
+			continue
+		}
+		b, err := json.Marshal(ipatlas.QueryRequest{IP: a.String(), Lang: o.lang})
+		if err != nil {
+			return nil, err
+		}
+		bodies = append(bodies, b)
+	}
+	return bodies, nil
+}
+
+func randomAddr(r *mrand.Rand, in []netip.Prefix, size int) netip.Addr {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	if len(in) == 0 {
+		if size == 4 {
+			return netip.AddrFrom4([4]byte(b[:4]))
+		}
+		b[0] = 0x20 | b[0]&0x1f // global unicast, 2000::/3
+		return netip.AddrFrom16(b)
+	}
+	p := in[r.IntN(len(in))]
+	base := p.Addr().AsSlice()
+	for i := range base {
+		bits := p.Bits() - 8*i // network bits in this byte
+		switch {
+		case bits >= 8:
+			b[i] = base[i]
+		case bits > 0:
+			mask := byte(0xff << (8 - bits))
+			b[i] = base[i]&mask | b[i]&^mask
+		}
+	}
+	a, _ := netip.AddrFromSlice(b[:len(base)])
+	return a
+}
+
+const sampleCount = 500
+
+// sampleAnswer sends sampleCount queries, checks that they succeed, and
+// returns the answer whose size is closest to the mean: the minimal
+// handler's fixed answer.
+func sampleAnswer(ctx context.Context, client *http.Client, base string, h http.Header, bodies [][]byte) ([]byte, error) {
+	t := target{method: http.MethodPost, url: base + "/api/ip-query", header: h, bodies: bodies}
+	r := mrand.New(mrand.NewPCG(7, 7))
+	answers := make([][]byte, 0, sampleCount)
+	total := 0
+	for range sampleCount {
+		req, err := t.request(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		var env ipatlas.Envelope
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &env) != nil || !env.Success {
+			return nil, fmt.Errorf("a sample query failed: %s %s", resp.Status, b)
+		}
+		answers = append(answers, b)
+		total += len(b)
+	}
+	mean := float64(total) / float64(len(answers))
+	best := answers[0]
+	for _, a := range answers {
+		if math.Abs(float64(len(a))-mean) < math.Abs(float64(len(best))-mean) {
+			best = a
+		}
+	}
+	return best, nil
+}
+
+func usageCounter(ctx context.Context, client *http.Client, base, key string) (int64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/usage", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var u ipatlas.Usage
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return 0, fmt.Errorf("GET /api/usage: %s %s", resp.Status, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&u); err != nil {
+		return 0, fmt.Errorf("GET /api/usage: %w", err)
+	}
+	return u.Used, nil
+}
+
+// fetchProfile saves a CPU profile of the server over d, taken through the
+// admin API's pprof.
+func fetchProfile(ctx context.Context, adminBase, token string, d time.Duration, path string) error {
+	secs := max(1, int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", adminBase, secs), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: d + 30*time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// scrape reads the unlabelled samples of a Prometheus text exposition.
+func scrape(ctx context.Context, client *http.Client, url string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(val, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out, nil
+}

