@@ -108,8 +108,9 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		o.concurrency, o.duration, o.rounds, o.warmup)
 	fmt.Fprintf(stdout, "machine: %s\n", machine())
 	fmt.Fprintf(stdout, "data: %s; query answer %d bytes\n", dataDesc, len(answer))
-	fmt.Fprintf(stdout, "cpu/req: CPU time of the server process per answered request (less sensitive to other load on the machine)\n\n")
-	fmt.Fprintf(stdout, "%-20s %-8s %10s %10s %9s %9s %9s  %s\n", "endpoint", "server", "requests", "req/s", "p50", "p99", "cpu/req", "failures")
+	fmt.Fprintf(stdout, "cpu/req: CPU time of the server process per answered request (less sensitive to other load on the machine);\n")
+	fmt.Fprintf(stdout, "client: the same for this harness, which sends the requests and reads the answers\n\n")
+	fmt.Fprintf(stdout, "%-20s %-8s %10s %10s %9s %9s %9s %9s  %s\n", "endpoint", "server", "requests", "req/s", "p50", "p99", "cpu/req", "client", "failures")
 
 	var charged int // 2xx answers to the metered query: what the usage counter must show
 	charged += sampleCount
@@ -133,7 +134,7 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		// goes first, so that a change in the machine's other load weighs
 		// on both alike.
 		var res [2]result
-		var cpu [2]time.Duration
+		var cpu, self [2]time.Duration
 		pids := [2]int{srv.cmd.Process.Pid, minProc.cmd.Process.Pid}
 		for round := range o.rounds {
 			for j := range 2 {
@@ -148,7 +149,9 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 					go func() { profiled <- fetchProfile(ctx, "http://"+addrs["admin"], token, d, path) }()
 				}
 				c0, _ := processCPU(pids[i])
+				s0, _ := processCPU(os.Getpid())
 				r := drive(ctx, client, t, o.concurrency, d, o.seed+uint64(round))
+				s1, _ := processCPU(os.Getpid())
 				c1, _ := processCPU(pids[i])
 				if profiled != nil {
 					if err := <-profiled; err != nil {
@@ -163,15 +166,12 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 				}
 				res[i] = res[i].merge(r)
 				cpu[i] += c1 - c0
+				self[i] += s1 - s0
 			}
 		}
 		for i, r := range res {
-			perReq := "n/a"
-			if cpu[i] > 0 && r.ok > 0 {
-				perReq = fmt.Sprintf("%.0fµs", float64(cpu[i].Microseconds())/float64(r.ok))
-			}
-			fmt.Fprintf(stdout, "%-20s %-8s %10d %10.0f %9s %9s %9s  %s\n", name, []string{"ipatlas", "minimal"}[i],
-				r.ok, r.rps(), round(r.percentile(0.50)), round(r.percentile(0.99)), perReq, r.failures())
+			fmt.Fprintf(stdout, "%-20s %-8s %10d %10.0f %9s %9s %9s %9s  %s\n", name, []string{"ipatlas", "minimal"}[i],
+				r.ok, r.rps(), round(r.percentile(0.50)), round(r.percentile(0.99)), perRequest(cpu[i], r.ok), perRequest(self[i], r.ok), r.failures())
 		}
 		ratio := res[0].rps() / res[1].rps()
 		fmt.Fprintf(stdout, "%-20s ratio %.1f%% of the minimal handler's req/s (goal >= %.0f%%)", "", 100*ratio, 100*goal)
@@ -437,4 +437,12 @@ func scrape(ctx context.Context, client *http.Client, url string) (map[string]fl
 		}
 	}
 	return out, nil
+}
+
+// perRequest is CPU time per answered request, for the table.
+func perRequest(cpu time.Duration, n int) string {
+	if cpu <= 0 || n <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0fµs", float64(cpu.Microseconds())/float64(n))
 }
