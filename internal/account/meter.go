@@ -162,20 +162,33 @@ func (m *Meter) ChargeN(ctx context.Context, k Key, n int64) (Outcome, error) {
 	return m.charge(ctx, k, n)
 }
 
+// pendingPool recycles a charge's envelope and result channel: every
+// metered query needs one. Only a charge whose result was received goes
+// back; one abandoned by its caller may still get its result sent.
+var pendingPool = sync.Pool{New: func() any { return &pendingCharge{res: make(chan chargeResult, 1)} }}
+
 func (m *Meter) charge(ctx context.Context, k Key, n int64) (Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return Outcome{}, err
 	}
-	p := &pendingCharge{ctx: ctx, key: k, n: n, res: make(chan chargeResult, 1)}
+	p := pendingPool.Get().(*pendingCharge)
+	p.ctx, p.key, p.n = ctx, k, n
+	recycle := func() {
+		*p = pendingCharge{res: p.res}
+		pendingPool.Put(p)
+	}
 	select {
 	case m.in <- p:
 	case <-m.quit:
+		recycle()
 		return Outcome{}, ErrMeterClosed
 	case <-ctx.Done():
+		recycle()
 		return Outcome{}, ctx.Err()
 	}
 	select {
 	case r := <-p.res:
+		recycle()
 		return r.out, r.err
 	case <-ctx.Done():
 		// The batch may still commit this charge: it is in flight, and

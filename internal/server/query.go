@@ -209,10 +209,19 @@ func (s *Server) standing(ctx context.Context, w http.ResponseWriter, c *caller,
 // common X-RateLimit-* spellings, with the same values. Reset is in
 // seconds from now in both (not a Unix time), so one reading fits both.
 func (s *Server) rateHeaders(w http.ResponseWriter, limit, remaining int64, reset time.Time) {
+	// Every metered answer carries these, so they are built with two
+	// allocations: the three numbers in one string, and one array whose
+	// elements back all six header values (net/http only reads them).
+	var buf [64]byte
+	b := strconv.AppendInt(buf[:0], limit, 10)
+	i := len(b)
+	b = strconv.AppendInt(b, remaining, 10)
+	j := len(b)
+	b = strconv.AppendInt(b, s.secondsUntil(reset), 10)
+	nums := string(b)
+	v := &[3]string{nums[:i], nums[i:j], nums[j:]}
+	l, rem, rs := v[0:1:1], v[1:2:2], v[2:3:3]
 	h := w.Header()
-	l := []string{strconv.FormatInt(limit, 10)}
-	rem := []string{strconv.FormatInt(remaining, 10)}
-	rs := []string{strconv.FormatInt(s.secondsUntil(reset), 10)}
 	h["Ratelimit-Limit"], h["X-Ratelimit-Limit"] = l, l
 	h["Ratelimit-Remaining"], h["X-Ratelimit-Remaining"] = rem, rem
 	h["Ratelimit-Reset"], h["X-Ratelimit-Reset"] = rs, rs
