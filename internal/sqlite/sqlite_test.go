@@ -402,27 +402,3 @@ func BenchmarkChargeUnbatched(b *testing.B) {
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "charges/s")
 }
-
-// BenchmarkChargeBatch is one group commit as the load harness makes them:
-// one key, 20 queries, one transaction. Serial, so ns/op is the time of
-// one commit (its fsync included) and the CPU profile is the commit's.
-func BenchmarkChargeBatch(b *testing.B) {
-	st := openTemp(b)
-	ctx := context.Background()
-	a, err := st.CreateAccount(ctx, account.NewAccount{Name: "b", Tier: account.Enterprise, CustomLimit: 1 << 40, InitialCredits: 1 << 40})
-	if err != nil {
-		b.Fatal(err)
-	}
-	nk := account.GenerateKey(a.ID, time.Now())
-	if err := st.CreateKey(ctx, nk.Key); err != nil {
-		b.Fatal(err)
-	}
-	reqs := []account.ChargeRequest{{KeyID: nk.ID, Hash: nk.Hash, N: 20, Cost: 1}}
-	for b.Loop() {
-		now := time.Now()
-		g, err := st.Charge(ctx, account.Period(now), now, reqs)
-		if err != nil || g[0].Granted != 20 {
-			b.Fatalf("charge: %+v, %v", g, err)
-		}
-	}
-}
