@@ -270,8 +270,9 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 }
 
 // registerMeterMetrics exports the group commit's counters: charges per
-// batch is how much the batching saves, and failed batches are queries
-// answered ServiceUnavailable.
+// batch is how much the batching saves, failed batches are queries
+// answered ServiceUnavailable, and commit time is the store's latency as
+// every metered query feels it.
 func registerMeterMetrics(reg *prometheus.Registry, m *account.Meter) {
 	counter := func(name, help string, v func(account.MeterStats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ipatlas", Subsystem: "meter", Name: name, Help: help},
@@ -281,6 +282,9 @@ func registerMeterMetrics(reg *prometheus.Registry, m *account.Meter) {
 		counter("charges_total", "Charges taken into a group commit.", func(s account.MeterStats) uint64 { return s.Charges }),
 		counter("batches_total", "Group commits sent to the store.", func(s account.MeterStats) uint64 { return s.Batches }),
 		counter("failed_batches_total", "Group commits the store failed.", func(s account.MeterStats) uint64 { return s.Failed }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ipatlas", Subsystem: "meter", Name: "commit_seconds_total",
+			Help: "Time group commits spent in the store. Divided by batches_total: the mean commit time; its rate near 1: the committer is always busy, and charges wait for the commit before theirs."},
+			func() float64 { return m.Stats().CommitTime.Seconds() }),
 	)
 }
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -265,6 +266,12 @@ func TestServeEndToEnd(t *testing.T) {
 			if !strings.Contains(string(b), want) {
 				t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
 			}
+		}
+		// The one commit took some time: an SQLite transaction with an fsync.
+		if m := regexp.MustCompile(`\nipatlas_meter_commit_seconds_total (\S+)\n`).FindSubmatch(b); m == nil {
+			t.Errorf("/metrics lacks ipatlas_meter_commit_seconds_total")
+		} else if v, err := strconv.ParseFloat(string(m[1]), 64); err != nil || v <= 0 {
+			t.Errorf("ipatlas_meter_commit_seconds_total %s, want > 0", m[1])
 		}
 	}
 	var accts struct {

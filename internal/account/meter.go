@@ -55,6 +55,7 @@ type Meter struct {
 	closeOnce sync.Once
 
 	nCharges, nBatches, nFailed atomic.Uint64
+	commitNanos                 atomic.Int64
 }
 
 // MeterStats counts what a Meter has done since it started, for metrics
@@ -63,11 +64,18 @@ type MeterStats struct {
 	Charges uint64 // charges taken into a batch
 	Batches uint64 // batches sent to the store, one Store.Charge each
 	Failed  uint64 // batches whose Store.Charge failed
+	// CommitTime is the wall time spent in Store.Charge, all batches
+	// together. Over an interval, its growth divided by the batches' is
+	// the mean commit time, and its growth divided by the interval is the
+	// committer's busy share: near 1, every charge waits for the previous
+	// batch's commit.
+	CommitTime time.Duration
 }
 
 // Stats reads the counters.
 func (m *Meter) Stats() MeterStats {
-	return MeterStats{Charges: m.nCharges.Load(), Batches: m.nBatches.Load(), Failed: m.nFailed.Load()}
+	return MeterStats{Charges: m.nCharges.Load(), Batches: m.nBatches.Load(), Failed: m.nFailed.Load(),
+		CommitTime: time.Duration(m.commitNanos.Load())}
 }
 
 // MeterOptions configures a Meter.
@@ -297,7 +305,9 @@ func (m *Meter) flush(batch []*pendingCharge) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), m.timeout)
 	m.nBatches.Add(1)
+	start := time.Now()
 	grants, err := m.store.Charge(ctx, Period(now), now, reqs)
+	m.commitNanos.Add(int64(time.Since(start)))
 	cancel()
 	if err == nil && len(grants) != len(reqs) {
 		err = fmt.Errorf("store answered %d grants for %d requests", len(grants), len(reqs))

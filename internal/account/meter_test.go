@@ -130,6 +130,29 @@ func TestMeterMergesBatch(t *testing.T) {
 	}
 }
 
+// TestMeterCommitTime: the time a batch spends in the store is counted,
+// and only that.
+func TestMeterCommitTime(t *testing.T) {
+	s := newSetup(t, 100, 100, account.MeterOptions{})
+	before := time.Now()
+	done := make(chan result, 1)
+	go func() { o, err := s.m.Charge(t.Context(), s.k1.Key); done <- result{o, err} }()
+	waitStats(s.m, 1, 1) // the batch is at the gate
+	if ct := s.m.Stats().CommitTime; ct != 0 {
+		t.Fatalf("CommitTime %v before any commit ended", ct)
+	}
+	const held = 50 * time.Millisecond
+	time.Sleep(held)
+	close(s.st.gate)
+	if r := <-done; r.err != nil || !r.o.Granted {
+		t.Fatalf("charge: %+v", r)
+	}
+	ct := s.m.Stats().CommitTime
+	if ct < held || ct > time.Since(before) {
+		t.Fatalf("CommitTime %v, want between %v and %v", ct, held, time.Since(before))
+	}
+}
+
 // TestMeterCancelledCharge drops a charge whose caller gave up before its
 // batch was sent: it is not charged.
 func TestMeterCancelledCharge(t *testing.T) {
