@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -135,8 +136,10 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		// on both alike.
 		var res [2]result
 		var cpu, self [2]time.Duration
+		var roundRatios []float64 // ipatlas over minimal, per round
 		pids := [2]int{srv.cmd.Process.Pid, minProc.cmd.Process.Pid}
 		for round := range o.rounds {
+			var rps [2]float64
 			for j := range 2 {
 				i := (j + round) % 2
 				t := []target{ours, minimal}[i]
@@ -165,8 +168,12 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 					charged += w.ok + r.ok
 				}
 				res[i] = res[i].merge(r)
+				rps[i] = r.rps()
 				cpu[i] += c1 - c0
 				self[i] += s1 - s0
+			}
+			if rps[1] > 0 {
+				roundRatios = append(roundRatios, rps[0]/rps[1])
 			}
 		}
 		for i, r := range res {
@@ -175,6 +182,11 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		}
 		ratio := res[0].rps() / res[1].rps()
 		fmt.Fprintf(stdout, "%-20s ratio %.1f%% of the minimal handler's req/s (goal >= %.0f%%)", "", 100*ratio, 100*goal)
+		if len(roundRatios) > 1 {
+			// The spread says how far to trust a difference between runs:
+			// on a shared machine it is often several points.
+			fmt.Fprintf(stdout, ", rounds %.1f-%.1f%%", 100*slices.Min(roundRatios), 100*slices.Max(roundRatios))
+		}
 		if name == queryRoute {
 			fmt.Fprintf(stdout, ", p99 %v (goal < 10ms)", round(res[0].percentile(0.99)))
 		}

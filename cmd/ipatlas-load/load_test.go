@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +20,19 @@ import (
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
+
+// TestMain lets the test binary serve as the minimal server too: the
+// compare mode re-executes its own binary for it, as main does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == minimalCommand {
+		if err := runMinimal(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "ipatlas-load minimal server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 func TestRandomAddrInside(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -167,4 +183,30 @@ func lookup(t *testing.T, path string, a netip.Addr, v any) {
 	if err := db.Lookup(a).Decode(v); err != nil {
 		t.Fatalf("%s in %s: %v", a, path, err)
 	}
+}
+
+// TestCompareSmoke runs the compare mode briefly on both endpoints: the
+// table, the per-round spread and the metering check must all be there,
+// and the usage counter must match the successes answered.
+func TestCompareSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the compare smoke test builds and runs the ipatlas binary")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("the go tool is not in PATH (%v): CI needs it to build ipatlas for the compare smoke test", err)
+	}
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	err := run(ctx, []string{"-duration", "1s", "-rounds", "2", "-warmup", "200ms", "-c", "4", "-networks", "300"}, &stdout, &stderr)
+	out := stdout.String()
+	if err != nil {
+		t.Fatalf("compare: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	for _, want := range []string{"POST /api/ip-query   ipatlas", "GET /api/ip/myip     minimal", "client", "% of the minimal handler's req/s", ", rounds ", "(exact)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	t.Logf("\n%s", out)
 }
