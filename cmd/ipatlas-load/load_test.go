@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -189,24 +187,6 @@ func lookup(t *testing.T, path string, a netip.Addr, v any) {
 // table, the per-round spread and the metering check must all be there,
 // and the usage counter must match the successes answered.
 func TestCompareSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the compare smoke test builds and runs the ipatlas binary")
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skipf("the go tool is not in PATH (%v): CI needs it to build ipatlas for the compare smoke test", err)
-	}
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	err := run(ctx, []string{"-duration", "1s", "-rounds", "2", "-warmup", "200ms", "-c", "4", "-networks", "300"}, &stdout, &stderr)
-	out := stdout.String()
-	if err != nil {
-		t.Fatalf("compare: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
-	for _, want := range []string{"POST /api/ip-query   ipatlas", "GET /api/ip/myip     minimal", "client", "% of the minimal handler's req/s", ", rounds ", "(exact)"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the report lacks %q:\n%s", want, out)
-		}
-	}
-	t.Logf("\n%s", out)
+	smoke(t, []string{"-duration", "1s", "-rounds", "2", "-warmup", "200ms", "-c", "4", "-networks", "300"},
+		"POST /api/ip-query   ipatlas", "GET /api/ip/myip     minimal", "client", "% of the minimal handler's req/s", ", rounds ", "(exact)")
 }

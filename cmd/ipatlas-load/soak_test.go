@@ -95,21 +95,29 @@ func TestLeastSquaresSlope(t *testing.T) {
 // A short soak against the real server: every class of the mix gets the
 // answer it expects, and the report has every series.
 func TestSoakSmoke(t *testing.T) {
+	smoke(t, []string{"-mode", "soak", "-duration", "3s", "-sample", "250ms", "-rate", "100", "-networks", "300"},
+		"verdict: PASS", "heap in use (MiB)", "goroutines", "open fds", "query over quota", "0 missed")
+}
+
+// smoke runs the harness with args against a freshly built ipatlas and
+// checks that the report holds every one of wants.
+func smoke(t *testing.T, args []string, wants ...string) {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("-short: the soak smoke test builds and runs the ipatlas binary")
+		t.Skip("-short: the smoke test builds and runs the ipatlas binary")
 	}
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skipf("the go tool is not in PATH (%v): CI needs it to build ipatlas for the soak smoke test", err)
+		t.Skipf("the go tool is not in PATH (%v): CI needs it to build ipatlas for the smoke test", err)
 	}
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	err := run(ctx, []string{"-mode", "soak", "-duration", "3s", "-sample", "250ms", "-rate", "100", "-networks", "300"}, &stdout, &stderr)
+	err := run(ctx, args, &stdout, &stderr)
 	out := stdout.String()
 	if err != nil {
-		t.Fatalf("soak: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+		t.Fatalf("%v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr.String())
 	}
-	for _, want := range []string{"verdict: PASS", "heap in use (MiB)", "goroutines", "open fds", "query over quota", "0 missed"} {
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}

@@ -15,16 +15,8 @@ import (
 // one key, 20 queries, one transaction. Serial, so ns/op is the time of
 // one commit (its fsync included) and the CPU profile is the commit's.
 func BenchmarkChargeBatch(b *testing.B) {
-	st := openTemp(b)
+	st, nk := benchStore(b)
 	ctx := context.Background()
-	a, err := st.CreateAccount(ctx, account.NewAccount{Name: "b", Tier: account.Enterprise, CustomLimit: 1 << 40, InitialCredits: 1 << 40})
-	if err != nil {
-		b.Fatal(err)
-	}
-	nk := account.GenerateKey(a.ID, time.Now())
-	if err := st.CreateKey(ctx, nk.Key); err != nil {
-		b.Fatal(err)
-	}
 	reqs := []account.ChargeRequest{{KeyID: nk.ID, Hash: nk.Hash, N: 20, Cost: 1}}
 	cpu0 := processCPU(b)
 	for b.Loop() {

@@ -370,9 +370,9 @@ func BenchmarkMeter(b *testing.B) {
 	}
 }
 
-// BenchmarkChargeUnbatched is what the Meter saves: one transaction, so
-// one fsync, per charge, 64 callers.
-func BenchmarkChargeUnbatched(b *testing.B) {
+// benchStore is a store with one key whose quota and balance no benchmark
+// exhausts.
+func benchStore(b *testing.B) (*sqlite.Store, account.NewKey) {
 	st := openTemp(b)
 	ctx := context.Background()
 	a, err := st.CreateAccount(ctx, account.NewAccount{Name: "b", Tier: account.Enterprise, CustomLimit: 1 << 40, InitialCredits: 1 << 40})
@@ -383,6 +383,14 @@ func BenchmarkChargeUnbatched(b *testing.B) {
 	if err := st.CreateKey(ctx, nk.Key); err != nil {
 		b.Fatal(err)
 	}
+	return st, nk
+}
+
+// BenchmarkChargeUnbatched is what the Meter saves: one transaction, so
+// one fsync, per charge, 64 callers.
+func BenchmarkChargeUnbatched(b *testing.B) {
+	st, nk := benchStore(b)
+	ctx := context.Background()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
