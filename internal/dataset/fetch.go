@@ -363,7 +363,12 @@ func stageASN(f *fetcher, tarball io.Reader, l latest) ([]stagedFile, time.Time,
 	}
 	st := c.Stats()
 	took := f.now().Sub(start)
-	f.rep.info(l.Name, fmt.Sprintf("compiled %d ranges into %d networks in %s (%s)", st.Rows, st.Prefixes, took.Round(time.Millisecond), mib(s.size)),
+	msg := fmt.Sprintf("compiled %d ranges into %d networks in %s (%s)", st.Rows, st.Prefixes, took.Round(time.Millisecond), mib(s.size))
+	if st.Repaired > 0 {
+		// Upstream's to fix; the operator should know the names are marked.
+		msg += fmt.Sprintf("; %d organization names were not UTF-8, their bad bytes replaced by U+FFFD", st.Repaired)
+	}
+	f.rep.info(l.Name, msg,
 		"rows", st.Rows, "prefixes", st.Prefixes, "aliased", st.Aliased, "repaired", st.Repaired, "duration", took, "bytes", s.size)
 	if _, err := verifyMMDB(s.tmp, s.name); err != nil {
 		removeStaged([]stagedFile{s})

@@ -721,6 +721,32 @@ func TestFetchRefusesMalformedCSV(t *testing.T) {
 	checkUnchanged(t, dir, before)
 }
 
+// A name that is not UTF-8 does not fail the fetch: the row is kept, its
+// name marked, and the operator told.
+func TestFetchRepairsNonUTF8Organization(t *testing.T) {
+	dir, reg := installV1(t)
+	p := datasettest.ASNPackage(t, v2)
+	for i, e := range p.Entries {
+		if e.Name == "package/asn-ipv4.csv" {
+			p.Entries[i].Body = append(bytes.Clone(e.Body), "9.9.9.0,9.9.9.255,19281,\"Quad\xff9\"\n"...)
+		}
+	}
+	reg.Publish(t, p)
+	var progress bytes.Buffer
+	opts := options(dir, reg)
+	opts.Progress = &progress
+	if _, err := dataset.Fetch(t.Context(), opts); err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	if !strings.Contains(progress.String(), "; 1 organization names were not UTF-8") {
+		t.Errorf("the progress does not tell of the repair:\n%s", progress.String())
+	}
+	rec, found := lookup[asnRecord](t, filepath.Join(dir, dataset.ASNFile), "9.9.9.9")
+	if !found || rec.Organization != "Quad\uFFFD9" || rec.Number != 19281 {
+		t.Errorf("9.9.9.9: %+v, found %v", rec, found)
+	}
+}
+
 func TestFetchPackagesAreIndependent(t *testing.T) {
 	reg := datasettest.NewRegistry(t, datasettest.DefaultPackages(t, v1)...)
 	p := datasettest.CityPackage(t, v1)
