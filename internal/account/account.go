@@ -98,6 +98,47 @@ type NewAccount struct {
 	At             time.Time
 }
 
+// DefaultGrantReason is the ledger reason of an account's initial credits
+// when NewAccount.Reason is empty.
+const DefaultGrantReason = "initial grant"
+
+// Normalized checks na and fills in what a store writes for it: the
+// custom limit kept for Enterprise only, At defaulting to now, Reason to
+// DefaultGrantReason. An unknown tier or a negative amount is ErrInvalid.
+func (na NewAccount) Normalized() (NewAccount, error) {
+	if na.InitialCredits < 0 {
+		return NewAccount{}, fmt.Errorf("%w: negative credits", ErrInvalid)
+	}
+	limit, err := TierLimit(na.Tier, na.CustomLimit)
+	if err != nil {
+		return NewAccount{}, err
+	}
+	na.CustomLimit = limit
+	if na.At.IsZero() {
+		na.At = time.Now()
+	}
+	if na.Reason == "" {
+		na.Reason = DefaultGrantReason
+	}
+	return na, nil
+}
+
+// TierLimit checks a tier and the custom limit to store with it: the
+// limit itself for Enterprise, 0 for the others, whose limits are fixed.
+// An unknown tier or a negative limit is ErrInvalid.
+func TierLimit(t Tier, customLimit int64) (int64, error) {
+	if _, err := ParseTier(string(t)); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if customLimit < 0 {
+		return 0, fmt.Errorf("%w: negative limit", ErrInvalid)
+	}
+	if t != Enterprise {
+		return 0, nil
+	}
+	return customLimit, nil
+}
+
 // ChargeRequest asks to charge N queries to one key. Hash is the hash of
 // the secret the requests authenticated with: a key rotated or revoked
 // since is denied inside the same transaction, so a charge is never made
@@ -131,6 +172,28 @@ type Grant struct {
 	Used      int64 // the key's usage this period after the charge
 	Limit     int64 // the key's monthly limit
 	Credits   int64 // the account's balance after the charge
+}
+
+// Allow decides how many of r's queries a key may have, given its monthly
+// limit, its usage this period and its account's balance: every store's
+// charge applies this one rule. Quota first, then credits, as a client
+// would meet them one query at a time: a shortfall that ends exactly where
+// the quota ends is the quota's (DenyQuota), one that ends earlier is the
+// balance's (DenyCredits). A request granted in full is DenyNone.
+func Allow(r ChargeRequest, limit, used, credits int64) (n int64, deny Deny) {
+	quotaLeft := max(0, limit-used)
+	n = min(r.N, quotaLeft)
+	if r.Cost > 0 {
+		n = min(n, credits/r.Cost)
+	}
+	switch {
+	case n == r.N:
+		return n, DenyNone
+	case n == quotaLeft:
+		return n, DenyQuota
+	default:
+		return n, DenyCredits
+	}
 }
 
 // Store keeps accounts, keys, usage counters and the ledger. Every method is

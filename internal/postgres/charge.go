@@ -117,21 +117,8 @@ func (s *Store) chargeTx(ctx context.Context, period string, at time.Time, reqs 
 		g.AccountID, g.Tier = k.accountID, a.tier
 		g.Limit = account.Limit(a.tier, a.custom)
 
-		// Quota first, then credits, as a client would meet them one
-		// query at a time: a shortfall that ends exactly where the quota
-		// ends is the quota's; one that ends earlier is the balance's.
-		quotaLeft := max(0, g.Limit-k.used)
-		n := min(r.N, quotaLeft)
-		if r.Cost > 0 {
-			n = min(n, a.credits/r.Cost)
-		}
-		switch {
-		case n == r.N:
-		case n == quotaLeft:
-			g.Deny = account.DenyQuota
-		default:
-			g.Deny = account.DenyCredits
-		}
+		n, deny := account.Allow(r, g.Limit, k.used, a.credits)
+		g.Deny = deny
 		if n > 0 {
 			k.used += n
 			a.credits -= n * r.Cost

@@ -112,25 +112,13 @@ func accountExists(ctx context.Context, q interface {
 // CreateAccount creates an account and, when it starts with credits,
 // their ledger entry, in one transaction.
 func (s *Store) CreateAccount(ctx context.Context, na account.NewAccount) (account.Account, error) {
-	if _, err := account.ParseTier(string(na.Tier)); err != nil {
-		return account.Account{}, invalid("%v", err)
+	na, err := na.Normalized()
+	if err != nil {
+		return account.Account{}, err
 	}
-	if na.CustomLimit < 0 || na.InitialCredits < 0 {
-		return account.Account{}, invalid("negative limit or credits")
-	}
-	if na.Tier != account.Enterprise {
-		na.CustomLimit = 0
-	}
-	at := na.At
-	if at.IsZero() {
-		at = time.Now()
-	}
-	reason := na.Reason
-	if reason == "" {
-		reason = "initial grant"
-	}
+	at, reason := na.At, na.Reason
 	var a account.Account
-	err := s.inTx(ctx, "create account", func(ctx context.Context, tx pgx.Tx) error {
+	err = s.inTx(ctx, "create account", func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		a, err = scanAccount(tx.QueryRow(ctx,
 			`INSERT INTO accounts (name, tier, custom_limit, credits, created_at)
@@ -174,19 +162,14 @@ func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
 // SetTier changes an account's tier; customLimit counts for Enterprise
 // only and is stored as 0 for the others.
 func (s *Store) SetTier(ctx context.Context, id int64, tier account.Tier, customLimit int64) (account.Account, error) {
-	if _, err := account.ParseTier(string(tier)); err != nil {
-		return account.Account{}, invalid("%v", err)
-	}
-	if customLimit < 0 {
-		return account.Account{}, invalid("negative limit")
-	}
-	if tier != account.Enterprise {
-		customLimit = 0
+	customLimit, err := account.TierLimit(tier, customLimit)
+	if err != nil {
+		return account.Account{}, err
 	}
 	var a account.Account
 	// Setting the same values twice is harmless, so a lost answer may be
 	// retried like a read.
-	err := s.run(ctx, "set tier", func(ctx context.Context) (err error) {
+	err = s.run(ctx, "set tier", func(ctx context.Context) (err error) {
 		a, err = scanAccount(s.pool.QueryRow(ctx,
 			"UPDATE accounts SET tier = $1, custom_limit = $2 WHERE id = $3 RETURNING "+accountCols,
 			string(tier), customLimit, id))

@@ -211,21 +211,8 @@ func grant(r account.ChargeRequest, k *chargeKey, balances map[int64]int64) acco
 	credits := balances[k.accountID]
 	g.AccountID, g.Tier, g.Limit, g.Used, g.Credits = k.accountID, k.tier, k.limit, k.used, credits
 
-	// Quota first, then credits, as a client would meet them one query at
-	// a time: a shortfall that ends exactly where the quota ends is the
-	// quota's; one that ends earlier is the balance's.
-	quotaLeft := max(0, k.limit-k.used)
-	n := min(r.N, quotaLeft)
-	if r.Cost > 0 {
-		n = min(n, credits/r.Cost)
-	}
-	switch {
-	case n == r.N:
-	case n == quotaLeft:
-		g.Deny = account.DenyQuota
-	default:
-		g.Deny = account.DenyCredits
-	}
+	n, deny := account.Allow(r, k.limit, k.used, credits)
+	g.Deny = deny
 	if n == 0 {
 		return g
 	}

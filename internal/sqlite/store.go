@@ -141,25 +141,13 @@ func accountExists(ctx context.Context, q interface {
 // CreateAccount creates an account and, when it starts with credits,
 // their ledger entry, in one transaction.
 func (s *Store) CreateAccount(ctx context.Context, na account.NewAccount) (account.Account, error) {
-	if _, err := account.ParseTier(string(na.Tier)); err != nil {
-		return account.Account{}, invalid("%v", err)
+	na, err := na.Normalized()
+	if err != nil {
+		return account.Account{}, err
 	}
-	if na.CustomLimit < 0 || na.InitialCredits < 0 {
-		return account.Account{}, invalid("negative limit or credits")
-	}
-	if na.Tier != account.Enterprise {
-		na.CustomLimit = 0
-	}
-	at := na.At
-	if at.IsZero() {
-		at = time.Now()
-	}
-	reason := na.Reason
-	if reason == "" {
-		reason = "initial grant"
-	}
+	at, reason := na.At, na.Reason
 	var a account.Account
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		a, err = scanAccount(tx.QueryRowContext(ctx,
 			`INSERT INTO accounts (name, tier, custom_limit, credits, created_at)
@@ -208,14 +196,9 @@ func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
 // SetTier changes an account's tier; customLimit counts for Enterprise
 // only and is stored as 0 for the others.
 func (s *Store) SetTier(ctx context.Context, id int64, tier account.Tier, customLimit int64) (account.Account, error) {
-	if _, err := account.ParseTier(string(tier)); err != nil {
-		return account.Account{}, invalid("%v", err)
-	}
-	if customLimit < 0 {
-		return account.Account{}, invalid("negative limit")
-	}
-	if tier != account.Enterprise {
-		customLimit = 0
+	customLimit, err := account.TierLimit(tier, customLimit)
+	if err != nil {
+		return account.Account{}, err
 	}
 	return scanAccount(s.w.QueryRowContext(ctx,
 		"UPDATE accounts SET tier = ?, custom_limit = ? WHERE id = ? RETURNING "+accountCols,
