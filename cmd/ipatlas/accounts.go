@@ -104,16 +104,26 @@ type mgmtKeyView struct {
 	Used   int64  `json:"used"`
 }
 
-func mgmtKeyViews(ctx context.Context, svc *account.Service, ks []account.Key) ([]mgmtKeyView, error) {
+// mgmtAccountKeys reads an account and its keys with their usage, as
+// "accounts show" and "keys list" print them.
+func mgmtAccountKeys(ctx context.Context, svc *account.Service, id int64) (account.Account, []mgmtKeyView, error) {
+	a, err := svc.Account(ctx, id)
+	if err != nil {
+		return account.Account{}, nil, err
+	}
+	ks, err := svc.Keys(ctx, id)
+	if err != nil {
+		return account.Account{}, nil, err
+	}
 	out := make([]mgmtKeyView, 0, len(ks))
 	for _, k := range ks {
 		u, err := svc.Usage(ctx, k.ID)
 		if err != nil {
-			return nil, err
+			return account.Account{}, nil, err
 		}
 		out = append(out, mgmtKeyView{Key: k, Period: u.Period, Used: u.Used})
 	}
-	return out, nil
+	return a, out, nil
 }
 
 func runAccountsShow(ctx context.Context, e env, args []string) error {
@@ -131,15 +141,7 @@ func runAccountsShow(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer done()
-	a, err := svc.Account(ctx, id)
-	if err != nil {
-		return err
-	}
-	ks, err := svc.Keys(ctx, id)
-	if err != nil {
-		return err
-	}
-	kv, err := mgmtKeyViews(ctx, svc, ks)
+	a, kv, err := mgmtAccountKeys(ctx, svc, id)
 	if err != nil {
 		return err
 	}

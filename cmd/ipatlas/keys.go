@@ -88,15 +88,7 @@ func runKeysList(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer done()
-	a, err := svc.Account(ctx, id)
-	if err != nil {
-		return err
-	}
-	ks, err := svc.Keys(ctx, id)
-	if err != nil {
-		return err
-	}
-	kv, err := mgmtKeyViews(ctx, svc, ks)
+	a, kv, err := mgmtAccountKeys(ctx, svc, id)
 	if err != nil {
 		return err
 	}
