@@ -475,27 +475,13 @@ func (g *generation) city(addr netip.Addr) (*cityData, error) {
 	if addr.Is4() {
 		list = g.city4
 	}
-	for _, s := range list {
-		res := s.r.Lookup(addr)
-		if err := res.Err(); err != nil {
-			return nil, fmt.Errorf("geo: looking up %s in %s: %w", addr, s.info.File, err)
-		}
-		if !res.Found() {
-			continue
-		}
-		off := res.Offset()
-		if e := g.cityCache.get(s.id, off); e != nil {
-			return &e.v, nil
-		}
+	return lookupPart(addr, list, g.cityCache, func(s *source, res maxminddb.Result) (cityData, error) {
 		d, err := s.decodeCity(res)
 		if err != nil {
-			return nil, fmt.Errorf("geo: decoding the record of %s in %s: %w", addr, s.info.File, err)
+			return cityData{}, err
 		}
-		e := &entry[cityData]{src: s.id, off: off, v: compose(d, &g.countries)}
-		g.cityCache.put(e)
-		return &e.v, nil
-	}
-	return nil, nil
+		return compose(d, &g.countries), nil
+	})
 }
 
 // asn does for the ASN part what city does for the city part.
@@ -504,6 +490,16 @@ func (g *generation) asn(addr netip.Addr) (*asnData, error) {
 	if addr.Is4() {
 		list = g.asn4
 	}
+	return lookupPart(addr, list, g.asnCache, func(_ *source, res maxminddb.Result) (asnData, error) {
+		return decodeASN(res)
+	})
+}
+
+// lookupPart looks addr up in each source of list in turn and returns the
+// part from the first that has a record for it, or nil. Many networks
+// share one record, so the part built from a record is cached by the
+// record's offset; build runs only on a miss.
+func lookupPart[T any](addr netip.Addr, list []*source, c *cache[T], build func(*source, maxminddb.Result) (T, error)) (*T, error) {
 	for _, s := range list {
 		res := s.r.Lookup(addr)
 		if err := res.Err(); err != nil {
@@ -513,15 +509,15 @@ func (g *generation) asn(addr netip.Addr) (*asnData, error) {
 			continue
 		}
 		off := res.Offset()
-		if e := g.asnCache.get(s.id, off); e != nil {
+		if e := c.get(s.id, off); e != nil {
 			return &e.v, nil
 		}
-		a, err := decodeASN(res)
+		v, err := build(s, res)
 		if err != nil {
 			return nil, fmt.Errorf("geo: decoding the record of %s in %s: %w", addr, s.info.File, err)
 		}
-		e := &entry[asnData]{src: s.id, off: off, v: a}
-		g.asnCache.put(e)
+		e := &entry[T]{src: s.id, off: off, v: v}
+		c.put(e)
 		return &e.v, nil
 	}
 	return nil, nil
