@@ -56,18 +56,8 @@ type batchEnvelope struct {
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	lang := requestLang(r)
-	c := s.authenticate(ctx, r)
-	meta := ipatlas.Meta{IsAPIRequest: true}
-	if c.identified() {
-		meta.IsLoggedIn = true
-		meta.CurrentCredits = c.acct.Credits
-	}
-	fail := func(code ipatlas.ErrorCode, detail string) {
-		if c.identified() {
-			s.standing(ctx, w, &c, &meta)
-		}
-		writeError(w, lang, code, detail, meta)
-	}
+	c, meta := s.identify(ctx, r)
+	fail := func(code ipatlas.ErrorCode, detail string) { s.failUncharged(ctx, w, &c, &meta, lang, code, detail) }
 
 	var req ipatlas.BatchRequest
 	var fields ipatlas.FieldSet
@@ -77,15 +67,9 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 		putBuf(buf)
 	}
 	if berr == nil {
-		if l, ok := ipatlas.ParseLang(req.Lang); !ok {
-			berr = &bodyError{ipatlas.CodeInvalidRequest,
-				"lang " + strconv.Quote(truncate(req.Lang, 32)) + " is not supported; use \"en\" or \"zh\"",
-				"不支持语言 " + strconv.Quote(truncate(req.Lang, 32)) + "，请使用 \"en\" 或 \"zh\""}
-		} else {
+		var l ipatlas.Lang
+		if l, berr = bodyLang(w, req.Lang); berr == nil {
 			lang = l
-			if st, ok := w.(*recorder); ok {
-				st.lang, st.langKnown = l, true
-			}
 			fields, berr = parseFields(req.Fields)
 		}
 	}

@@ -43,6 +43,43 @@ func bearer(r *http.Request) (string, bool) {
 	return k, k != ""
 }
 
+// identify authenticates a metered request and starts its meta: logged
+// in with the cached balance when the key was accepted.
+func (s *Server) identify(ctx context.Context, r *http.Request) (caller, ipatlas.Meta) {
+	c := s.authenticate(ctx, r)
+	meta := ipatlas.Meta{IsAPIRequest: true}
+	if c.identified() {
+		meta.IsLoggedIn = true
+		meta.CurrentCredits = c.acct.Credits
+	}
+	return c, meta
+}
+
+// failUncharged answers a metered request's failure before its charge. An
+// identified caller gets its fresh standing (balance and quota headers)
+// from the store: two indexed reads, only on this path.
+func (s *Server) failUncharged(ctx context.Context, w http.ResponseWriter, c *caller, meta *ipatlas.Meta, lang ipatlas.Lang, code ipatlas.ErrorCode, detail string) {
+	if c.identified() {
+		s.standing(ctx, w, c, meta)
+	}
+	writeError(w, lang, code, detail, *meta)
+}
+
+// bodyLang reads the lang a body names, and tells the recorder (for a 500
+// after a panic).
+func bodyLang(w http.ResponseWriter, raw string) (ipatlas.Lang, *bodyError) {
+	l, ok := ipatlas.ParseLang(raw)
+	if !ok {
+		return l, &bodyError{ipatlas.CodeInvalidRequest,
+			"lang " + strconv.Quote(truncate(raw, 32)) + " is not supported; use \"en\" or \"zh\"",
+			"不支持语言 " + strconv.Quote(truncate(raw, 32)) + "，请使用 \"en\" 或 \"zh\""}
+	}
+	if st, ok := w.(*recorder); ok {
+		st.lang, st.langKnown = l, true
+	}
+	return l, nil
+}
+
 func (s *Server) authenticate(ctx context.Context, r *http.Request) caller {
 	secret, ok := bearer(r)
 	if !ok {
@@ -71,21 +108,8 @@ func (s *Server) keyError(w http.ResponseWriter, r *http.Request, lang ipatlas.L
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	lang := requestLang(r) // until the body names one
-	c := s.authenticate(ctx, r)
-	meta := ipatlas.Meta{IsAPIRequest: true}
-	if c.identified() {
-		meta.IsLoggedIn = true
-		meta.CurrentCredits = c.acct.Credits
-	}
-	// fail answers a failure before the charge. An identified caller gets
-	// its fresh standing (balance and quota headers) from the store: two
-	// indexed reads, only on this path.
-	fail := func(code ipatlas.ErrorCode, detail string) {
-		if c.identified() {
-			s.standing(ctx, w, &c, &meta)
-		}
-		writeError(w, lang, code, detail, meta)
-	}
+	c, meta := s.identify(ctx, r)
+	fail := func(code ipatlas.ErrorCode, detail string) { s.failUncharged(ctx, w, &c, &meta, lang, code, detail) }
 
 	// The request escapes to the heap through the decoder; reusing it
 	// keeps the "fields" list from costing the common path anything.
@@ -98,16 +122,9 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		putBuf(buf)
 	}
 	if berr == nil {
-		l, ok := ipatlas.ParseLang(req.Lang)
-		if !ok {
-			berr = &bodyError{ipatlas.CodeInvalidRequest,
-				"lang " + strconv.Quote(truncate(req.Lang, 32)) + " is not supported; use \"en\" or \"zh\"",
-				"不支持语言 " + strconv.Quote(truncate(req.Lang, 32)) + "，请使用 \"en\" 或 \"zh\""}
-		} else {
+		var l ipatlas.Lang
+		if l, berr = bodyLang(w, req.Lang); berr == nil {
 			lang = l
-			if st, ok := w.(*recorder); ok {
-				st.lang, st.langKnown = l, true // for a 500 after a panic
-			}
 			fields, berr = parseFields(req.Fields)
 			if berr == nil && req.IP == "" {
 				berr = &bodyError{ipatlas.CodeInvalidRequest,
