@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,18 +41,9 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 	if err := ws.prepare(ctx, o); err != nil {
 		return err
 	}
-	tmp, bin, dataDir, dataDesc, inside, logf := ws.tmp, ws.bin, ws.dataDir, ws.dataDesc, ws.inside, ws.logf
+	tmp, dataDesc, inside, logf := ws.tmp, ws.dataDesc, ws.inside, ws.logf
 
-	store := "sqlite:" + filepath.Join(tmp, "ipatlas.db")
-	tok := make([]byte, 16)
-	rand.Read(tok)
-	token := hex.EncodeToString(tok)
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-		"--data-dir", dataDir, "--store", store, "--no-fetch"}
-	args = append(args, noAbuseLimits...)
-	args = append(args, strings.Fields(o.serverArgs)...)
-	// The token goes by the environment: a flag would show in ps.
-	srv, err := startProc(filepath.Join(tmp, "ipatlas.log"), append(os.Environ(), "IPATLAS_ADMIN_TOKEN="+token), bin, args...)
+	srv, err := ws.startServer(ctx, "ipatlas.log", "sqlite:"+filepath.Join(tmp, "ipatlas.db"), noAbuseLimits...)
 	if err != nil {
 		return err
 	}
@@ -63,16 +52,10 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 			logf("stopping ipatlas: %v", err)
 		}
 	}()
-	addrs, err := srv.waitAddrs(30*time.Second, "listening", "admin")
-	if err != nil {
-		return err
-	}
+	token := ws.token
 	client := newClient(o.concurrency)
-	if err := waitHealthy(ctx, client, "http://"+addrs["admin"]+"/healthz", 30*time.Second); err != nil {
-		return err
-	}
-	base := "http://" + addrs["listening"]
-	key, err := makeKey(ctx, client, "http://"+addrs["admin"], token)
+	base := "http://" + srv.public
+	key, err := makeKey(ctx, client, "http://"+srv.admin, token)
 	if err != nil {
 		return err
 	}
@@ -149,7 +132,7 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 				if o.profileDir != "" && i == 0 && round == 0 {
 					profiled = make(chan error, 1)
 					path := filepath.Join(o.profileDir, "ipatlas-"+strings.TrimSpace(ep)+".pprof")
-					go func() { profiled <- fetchProfile(ctx, "http://"+addrs["admin"], token, d, path) }()
+					go func() { profiled <- fetchProfile(ctx, "http://"+srv.admin, token, d, path) }()
 				}
 				c0, _ := processCPU(pids[i])
 				s0, _ := processCPU(os.Getpid())
@@ -203,7 +186,7 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 			verdict = "MISMATCH"
 		}
 		fmt.Fprintf(stdout, "\nmetering: %d successful queries answered, usage counter %d (%s)", charged, used, verdict)
-		if m, err := scrape(ctx, client, "http://"+addrs["admin"]+"/metrics"); err == nil && m["ipatlas_meter_batches_total"] > 0 {
+		if m, err := scrape(ctx, client, "http://"+srv.admin+"/metrics"); err == nil && m["ipatlas_meter_batches_total"] > 0 {
 			fmt.Fprintf(stdout, "; group commit: %.0f charges in %.0f batches, %.1f per batch",
 				m["ipatlas_meter_charges_total"], m["ipatlas_meter_batches_total"], m["ipatlas_meter_charges_total"]/m["ipatlas_meter_batches_total"])
 		}

@@ -40,16 +40,10 @@ func (r *replicaOptions) flags(fs *flag.FlagSet) {
 	r.hotGoal = 0.80
 }
 
-// replica is one running `ipatlas serve`.
-type replica struct {
-	proc          *proc
-	public, admin string // host:port
-}
-
 // cluster is the replicas of one store, and the keys made on it.
 type cluster struct {
 	name     string
-	replicas []*replica
+	replicas []*serverProc
 	hot      string   // the secret of the one key of the hot runs
 	many     []string // the secrets of the spread runs, one account each
 }
@@ -106,14 +100,12 @@ func runReplicas(ctx context.Context, o options, stdout, stderr io.Writer) error
 	if err := ws.prepare(ctx, o); err != nil {
 		return err
 	}
-	bin, dataDir, dataDesc, inside := ws.bin, ws.dataDir, ws.dataDesc, ws.inside
+	dataDesc, inside := ws.dataDesc, ws.inside
 	bodies, err := queryBodies(o, inside)
 	if err != nil {
 		return err
 	}
-	tok := make([]byte, 16)
-	rand.Read(tok)
-	token := hex.EncodeToString(tok)
+	token := ws.token
 	client := newClient(o.concurrency)
 
 	// start runs n replicas on store, one after the other (the first
@@ -122,34 +114,18 @@ func runReplicas(ctx context.Context, o options, stdout, stderr io.Writer) error
 		c := &cluster{name: name}
 		stop := func() {
 			for _, r := range c.replicas {
-				if err := r.proc.stop(30 * time.Second); err != nil {
+				if err := r.stop(30 * time.Second); err != nil {
 					logf("stopping %s: %v", name, err)
 				}
 			}
 		}
 		for i := range n {
-			args := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-				"--data-dir", dataDir, "--store", store, "--no-fetch"}
-			args = append(args, noAbuseLimits...)
-			args = append(args, strings.Fields(o.serverArgs)...)
-			// The token goes by the environment: a flag would show in ps.
-			p, err := startProc(filepath.Join(tmp, fmt.Sprintf("%s-%d.log", name, i)), append(os.Environ(), "IPATLAS_ADMIN_TOKEN="+token), bin, args...)
+			r, err := ws.startServer(ctx, fmt.Sprintf("%s-%d.log", name, i), store, noAbuseLimits...)
 			if err != nil {
 				stop()
 				return nil, nil, err
 			}
-			r := &replica{proc: p}
 			c.replicas = append(c.replicas, r)
-			addrs, err := p.waitAddrs(60*time.Second, "listening", "admin")
-			if err != nil {
-				stop()
-				return nil, nil, err
-			}
-			r.public, r.admin = addrs["listening"], addrs["admin"]
-			if err := waitHealthy(ctx, client, "http://"+r.admin+"/readyz", 60*time.Second); err != nil {
-				stop()
-				return nil, nil, err
-			}
 		}
 		return c, stop, nil
 	}
@@ -179,7 +155,7 @@ func runReplicas(ctx context.Context, o options, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "%-22s %-5s %10s %10s %9s %9s %10s  %s\n", "store", "keys", "requests", "req/s", "p50", "p99", "per batch", "failures")
 
 	exact := true
-	measureSet := func(c *cluster, label string, replicas []*replica) error {
+	measureSet := func(c *cluster, label string, replicas []*serverProc) error {
 		if err := keys(c); err != nil {
 			return err
 		}
@@ -271,7 +247,7 @@ func runReplicas(ctx context.Context, o options, stdout, stderr io.Writer) error
 
 // measureCase drives POST /api/ip-query over replicas, round-robin, each
 // request with one of secrets at random: a warm-up, then the measured run.
-func measureCase(ctx context.Context, o options, client *http.Client, replicas []*replica, secrets []string, bodies [][]byte, seed uint64) (caseResult, error) {
+func measureCase(ctx context.Context, o options, client *http.Client, replicas []*serverProc, secrets []string, bodies [][]byte, seed uint64) (caseResult, error) {
 	hosts := make([]string, len(replicas))
 	for i, r := range replicas {
 		hosts[i] = r.public
@@ -315,7 +291,7 @@ func (c caseResult) merge(o caseResult) caseResult {
 }
 
 // meterTotals sums the replicas' group-commit counters: charges, batches.
-func meterTotals(ctx context.Context, client *http.Client, replicas []*replica) ([2]float64, error) {
+func meterTotals(ctx context.Context, client *http.Client, replicas []*serverProc) ([2]float64, error) {
 	var t [2]float64
 	for _, r := range replicas {
 		m, err := scrape(ctx, client, "http://"+r.admin+"/metrics")

@@ -8,8 +8,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,7 +16,6 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -103,21 +100,16 @@ func runSoak(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := ws.prepare(ctx, o); err != nil {
 		return err
 	}
-	tmp, bin, dataDir, dataDesc, inside, logf := ws.tmp, ws.bin, ws.dataDir, ws.dataDesc, ws.inside, ws.logf
+	tmp, dataDesc, inside, logf := ws.tmp, ws.dataDesc, ws.inside, ws.logf
 
-	tok := make([]byte, 16)
-	rand.Read(tok)
-	token := hex.EncodeToString(tok)
+	token := ws.token
 	// Every request comes "through" a trusted proxy on 127.0.0.1 from an
 	// address of its own, so that the per-address tables fill up and
 	// evict. The per-key burst is off (one key carries most of the
 	// traffic); the per-address limit and the key-guessing backoff stay on
 	// at their defaults and, each address being new, never refuse.
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-		"--data-dir", dataDir, "--store", "sqlite:" + filepath.Join(tmp, "ipatlas.db"), "--no-fetch",
-		"--trusted-proxy", "127.0.0.1/32", "--key-rate", "0", "--limit-table-size", fmt.Sprint(so.tableSize)}
-	args = append(args, strings.Fields(o.serverArgs)...)
-	srv, err := startProc(filepath.Join(tmp, "ipatlas.log"), append(os.Environ(), "IPATLAS_ADMIN_TOKEN="+token), bin, args...)
+	srv, err := ws.startServer(ctx, "ipatlas.log", "sqlite:"+filepath.Join(tmp, "ipatlas.db"),
+		"--trusted-proxy", "127.0.0.1/32", "--key-rate", "0", "--limit-table-size", fmt.Sprint(so.tableSize))
 	if err != nil {
 		return err
 	}
@@ -126,15 +118,8 @@ func runSoak(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			logf("stopping ipatlas: %v", err)
 		}
 	}()
-	addrs, err := srv.waitAddrs(30*time.Second, "listening", "admin")
-	if err != nil {
-		return err
-	}
 	client := newClient(so.inFlight)
-	adminBase, base := "http://"+addrs["admin"], "http://"+addrs["listening"]
-	if err := waitHealthy(ctx, client, adminBase+"/healthz", 30*time.Second); err != nil {
-		return err
-	}
+	adminBase, base := "http://"+srv.admin, "http://"+srv.public
 	mix, err := soakMix(ctx, client, o, inside, base, adminBase, token)
 	if err != nil {
 		return err
