@@ -32,14 +32,26 @@ var ErrMeterClosed = fmt.Errorf("%w: meter closed", ErrUnavailable)
 // so a success is answered only after its charge is durable, and durability
 // does not cost throughput.
 //
-// Two goroutines do the work: the collector closes batches and the
-// committer runs one Store.Charge per batch. While the committer waits for
-// a commit, the next batch fills, so batches grow with the load. A batch
-// is ready when it is as large as the previous one, MaxDelay old, or
-// MaxBatch long, and goes as soon as the committer is free. The first rule
-// keeps latency low at both ends: a lone charge on an idle meter commits
-// at once, and N callers that each wait for their charge form batches of
-// N without waiting out MaxDelay.
+// A caller appends its charge to the forming batch under a mutex and waits
+// for its result; one goroutine, the committer, takes the batch and runs
+// one Store.Charge for it. While the committer waits for a commit, the
+// next batch fills, so batches grow with the load. A batch is taken when
+// it is as large as the previous one, MaxDelay old, or MaxBatch long, and
+// as soon as the committer is free. The first rule keeps latency low at
+// both ends: a lone charge on an idle meter commits at once, and N callers
+// that each wait for their charge form batches of N without waiting out
+// MaxDelay.
+//
+// No goroutine runs per charge: a caller wakes the committer only when it
+// is idle and the batch just started or became ready. A charge costs one
+// lock and the wake-up of its caller. The first version handed each charge
+// to a collector goroutine over a channel, one more goroutine switch per
+// charge: BenchmarkMeterOverhead measured 1.1-1.6µs of CPU per charge
+// then, 0.5-0.6µs now.
+//
+// The forming batch has no bound of its own: it holds at most one charge
+// per caller waiting, and the server bounds its requests in flight. The
+// committer takes at most MaxBatch of it at a time, oldest first.
 type Meter struct {
 	store    Store
 	cost     int64
@@ -48,11 +60,15 @@ type Meter struct {
 	timeout  time.Duration
 	now      func() time.Time
 
-	in        chan *pendingCharge   // unbuffered: a sent charge is always in a batch
-	batches   chan []*pendingCharge // collector to committer
-	quit      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	mu      sync.Mutex
+	pending []*pendingCharge // the forming batch, in arrival order
+	started time.Time        // when pending's first charge arrived
+	target  int              // the size of the previous batch
+	idle    bool             // the committer is waiting for a kick
+	closed  bool
+
+	kick chan struct{} // buffered (1): wakes an idle committer
+	done chan struct{} // closed when the committer has flushed and stopped
 
 	nCharges, nBatches, nFailed atomic.Uint64
 	commitNanos                 atomic.Int64
@@ -118,9 +134,8 @@ func NewMeter(store Store, opts MeterOptions) *Meter {
 		maxBatch: opts.MaxBatch,
 		timeout:  opts.Timeout,
 		now:      opts.Now,
-		in:       make(chan *pendingCharge),
-		batches:  make(chan []*pendingCharge),
-		quit:     make(chan struct{}),
+		target:   1,
+		kick:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
 	if m.cost <= 0 {
@@ -138,8 +153,7 @@ func NewMeter(store Store, opts MeterOptions) *Meter {
 	if m.now == nil {
 		m.now = time.Now
 	}
-	go m.collect()
-	go m.commit()
+	go m.run()
 	return m
 }
 
@@ -181,22 +195,33 @@ func (m *Meter) charge(ctx context.Context, k Key, n int64) (Outcome, error) {
 	}
 	p := pendingPool.Get().(*pendingCharge)
 	p.ctx, p.key, p.n = ctx, k, n
-	recycle := func() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
 		*p = pendingCharge{res: p.res}
 		pendingPool.Put(p)
-	}
-	select {
-	case m.in <- p:
-	case <-m.quit:
-		recycle()
 		return Outcome{}, ErrMeterClosed
-	case <-ctx.Done():
-		recycle()
-		return Outcome{}, ctx.Err()
+	}
+	m.pending = append(m.pending, p)
+	if len(m.pending) == 1 {
+		m.started = time.Now()
+	}
+	wake := m.idle && (len(m.pending) == 1 || len(m.pending) == m.target || len(m.pending) == m.maxBatch)
+	if wake {
+		m.idle = false
+	}
+	m.mu.Unlock()
+	m.nCharges.Add(1)
+	if wake {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
 	}
 	select {
 	case r := <-p.res:
-		recycle()
+		*p = pendingCharge{res: p.res}
+		pendingPool.Put(p)
 		return r.out, r.err
 	case <-ctx.Done():
 		// The batch may still commit this charge: it is in flight, and
@@ -209,7 +234,15 @@ func (m *Meter) charge(ctx context.Context, k Key, n int64) (Outcome, error) {
 // after Close fail with ErrMeterClosed. If ctx ends first, Close returns
 // its error and the flush goes on in the background.
 func (m *Meter) Close(ctx context.Context) error {
-	m.closeOnce.Do(func() { close(m.quit) })
+	m.mu.Lock()
+	if !m.closed {
+		m.closed = true
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+	m.mu.Unlock()
 	select {
 	case <-m.done:
 		return nil
@@ -218,53 +251,55 @@ func (m *Meter) Close(ctx context.Context) error {
 	}
 }
 
-// collect groups incoming charges into batches. A ready batch is handed
-// over when the committer is free; until then it keeps growing, up to
-// MaxBatch.
-func (m *Meter) collect() {
-	defer close(m.batches)
-	var batch []*pendingCharge
+// run is the committer: it takes ready batches and commits them, one at
+// a time, until the meter is closed and nothing is pending.
+func (m *Meter) run() {
+	defer close(m.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	due := false
-	target := 1 // the size of the previous batch
+	var spare []*pendingCharge // an array for the next forming batch
 	for {
-		in := m.in
-		if len(batch) >= m.maxBatch {
-			in = nil // back-pressure: callers wait to join the next batch
-		}
-		var out chan []*pendingCharge
-		if len(batch) > 0 && (due || len(batch) >= target || len(batch) >= m.maxBatch) {
-			out = m.batches
-		}
-		select {
-		case p := <-in:
-			if len(batch) == 0 {
-				timer.Reset(m.maxDelay)
-				due = false
-			}
-			batch = append(batch, p)
-			m.nCharges.Add(1)
-		case <-timer.C:
-			due = true
-		case out <- batch:
-			target = len(batch)
-			batch = nil
-			timer.Stop()
-			due = false
-		case <-m.quit:
-			if len(batch) > 0 {
-				m.batches <- batch
-			}
+		m.mu.Lock()
+		n := len(m.pending)
+		if n == 0 && m.closed {
+			m.mu.Unlock()
 			return
 		}
-	}
-}
-
-func (m *Meter) commit() {
-	defer close(m.done)
-	for b := range m.batches {
-		m.flush(b)
+		var age time.Duration
+		if n > 0 {
+			age = time.Since(m.started)
+		}
+		if n > 0 && (m.closed || n >= m.target || n >= m.maxBatch || age >= m.maxDelay) {
+			// Take at most maxBatch, the oldest first; the rest start
+			// the next batch.
+			all := m.pending
+			take := min(n, m.maxBatch)
+			m.pending = append(spare[:0], all[take:]...)
+			if take < n {
+				m.started = time.Now()
+			}
+			m.target = take
+			m.mu.Unlock()
+			m.flush(all[:take])
+			clear(all)
+			spare = all[:0]
+			continue
+		}
+		m.idle = true
+		m.mu.Unlock()
+		if n > 0 {
+			timer.Reset(m.maxDelay - age)
+			select {
+			case <-m.kick:
+			case <-timer.C:
+			}
+			timer.Stop()
+		} else {
+			<-m.kick
+		}
+		m.mu.Lock()
+		m.idle = false
+		m.mu.Unlock()
 	}
 }
 

@@ -261,3 +261,82 @@ func TestMeterCost(t *testing.T) {
 		t.Fatalf("Cost() = %d", s.m.Cost())
 	}
 }
+
+// TestMeterLoneChargeCommitsAtOnce: on an idle meter whose previous batch
+// had one charge, a charge is a ready batch by itself. With MaxDelay an
+// hour, only the committer being woken for it lets these finish.
+func TestMeterLoneChargeCommitsAtOnce(t *testing.T) {
+	s := newSetup(t, 100, 100, account.MeterOptions{MaxDelay: time.Hour})
+	close(s.st.gate)
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		o, err := s.m.Charge(ctx, s.k1.Key)
+		cancel()
+		if err != nil || !o.Granted || o.Used != int64(i+1) {
+			t.Fatalf("charge %d: %+v, %v", i, o, err)
+		}
+	}
+	if st := s.m.Stats(); st.Batches != 5 {
+		t.Fatalf("%d batches for 5 charges one after another, want 5", st.Batches)
+	}
+}
+
+// TestMeterSmallBatchWaitsMaxDelay: after a batch of 5, a lone charge is
+// smaller than the previous batch, so the committer waits up to MaxDelay
+// for more before committing it, and then does commit it.
+func TestMeterSmallBatchWaitsMaxDelay(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	s := newSetup(t, 100, 100, account.MeterOptions{MaxDelay: delay})
+	first := make(chan error, 1)
+	go func() { _, err := s.m.Charge(t.Context(), s.k1.Key); first <- err }()
+	waitStats(s.m, 1, 1) // held at the gate while 5 more pile up
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.m.Charge(t.Context(), s.k1.Key); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	waitStats(s.m, 6, 1)
+	close(s.st.gate)
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	o, err := s.m.Charge(t.Context(), s.k1.Key)
+	if err != nil || !o.Granted || o.Used != 7 {
+		t.Fatalf("lone charge: %+v, %v", o, err)
+	}
+	if waited := time.Since(start); waited < delay {
+		t.Fatalf("a batch of 1 after one of 5 went after %v, before MaxDelay %v", waited, delay)
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	if n := len(s.st.batches); n != 3 {
+		t.Fatalf("%d store calls, want 3 (1, then 5, then 1): %+v", n, s.st.batches)
+	}
+	if b := s.st.batches[1]; len(b) != 1 || b[0].N != 5 {
+		t.Fatalf("second batch %+v, want the 5 waiting charges as one", b)
+	}
+}
+
+// TestMeterClosedRefuses: charges after Close fail with ErrMeterClosed,
+// which a client sees as ServiceUnavailable.
+func TestMeterClosedRefuses(t *testing.T) {
+	s := newSetup(t, 100, 100, account.MeterOptions{})
+	close(s.st.gate)
+	if _, err := s.m.Charge(t.Context(), s.k1.Key); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.m.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.m.Charge(t.Context(), s.k1.Key); !errors.Is(err, account.ErrMeterClosed) || !errors.Is(err, account.ErrUnavailable) {
+		t.Fatalf("charge after Close: %v", err)
+	}
+}
