@@ -187,8 +187,10 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintf(stdout, "\nmetering: %d successful queries answered, usage counter %d (%s)", charged, used, verdict)
 		if m, err := scrape(ctx, client, "http://"+srv.admin+"/metrics"); err == nil && m["ipatlas_meter_batches_total"] > 0 {
-			fmt.Fprintf(stdout, "; group commit: %.0f charges in %.0f batches, %.1f per batch",
-				m["ipatlas_meter_charges_total"], m["ipatlas_meter_batches_total"], m["ipatlas_meter_charges_total"]/m["ipatlas_meter_batches_total"])
+			charges, batches := m["ipatlas_meter_charges_total"], m["ipatlas_meter_batches_total"]
+			fmt.Fprintf(stdout, "; group commit: %.0f charges in %.0f batches, %.1f per batch; a charge waited %.2f ms for its batch, a commit took %.2f ms",
+				charges, batches, charges/batches,
+				1e3*m["ipatlas_meter_queue_seconds_total"]/charges, 1e3*m["ipatlas_meter_commit_seconds_total"]/batches)
 		}
 		fmt.Fprintln(stdout)
 		if used != int64(charged) {

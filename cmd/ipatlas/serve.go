@@ -272,7 +272,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 // registerMeterMetrics exports the group commit's counters: charges per
 // batch is how much the batching saves, failed batches are queries
 // answered ServiceUnavailable, and commit time is the store's latency as
-// every metered query feels it.
+// every metered query feels it, after its wait in the queue.
 func registerMeterMetrics(reg *prometheus.Registry, m *account.Meter) {
 	counter := func(name, help string, v func(account.MeterStats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ipatlas", Subsystem: "meter", Name: name, Help: help},
@@ -285,6 +285,9 @@ func registerMeterMetrics(reg *prometheus.Registry, m *account.Meter) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ipatlas", Subsystem: "meter", Name: "commit_seconds_total",
 			Help: "Time group commits spent in the store. Divided by batches_total: the mean commit time; its rate near 1: the committer is always busy, and charges wait for the commit before theirs."},
 			func() float64 { return m.Stats().CommitTime.Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ipatlas", Subsystem: "meter", Name: "queue_seconds_total",
+			Help: "Time charges waited for their group commit to start, all charges together. Divided by charges_total: the mean wait."},
+			func() float64 { return m.Stats().QueueTime.Seconds() }),
 	)
 }
 

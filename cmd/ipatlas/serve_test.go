@@ -267,11 +267,15 @@ func TestServeEndToEnd(t *testing.T) {
 				t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
 			}
 		}
-		// The one commit took some time: an SQLite transaction with an fsync.
-		if m := regexp.MustCompile(`\nipatlas_meter_commit_seconds_total (\S+)\n`).FindSubmatch(b); m == nil {
-			t.Errorf("/metrics lacks ipatlas_meter_commit_seconds_total")
-		} else if v, err := strconv.ParseFloat(string(m[1]), 64); err != nil || v <= 0 {
-			t.Errorf("ipatlas_meter_commit_seconds_total %s, want > 0", m[1])
+		// The one commit took some time (an SQLite transaction with an
+		// fsync), and so did the clock between the charge's arrival and
+		// its batch being taken.
+		for _, name := range []string{"ipatlas_meter_commit_seconds_total", "ipatlas_meter_queue_seconds_total"} {
+			if m := regexp.MustCompile(`\n` + name + ` (\S+)\n`).FindSubmatch(b); m == nil {
+				t.Errorf("/metrics lacks %s", name)
+			} else if v, err := strconv.ParseFloat(string(m[1]), 64); err != nil || v <= 0 {
+				t.Errorf("%s %s, want > 0", name, m[1])
+			}
 		}
 	}
 	var accts struct {

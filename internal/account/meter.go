@@ -71,7 +71,7 @@ type Meter struct {
 	done chan struct{} // closed when the committer has flushed and stopped
 
 	nCharges, nBatches, nFailed atomic.Uint64
-	commitNanos                 atomic.Int64
+	commitNanos, queueNanos     atomic.Int64
 }
 
 // MeterStats counts what a Meter has done since it started, for metrics
@@ -86,12 +86,17 @@ type MeterStats struct {
 	// committer's busy share: near 1, every charge waits for the previous
 	// batch's commit.
 	CommitTime time.Duration
+	// QueueTime is the time charges waited for their batch to be taken,
+	// all charges together: divided by Charges, the mean wait. A charge's
+	// whole time in the meter is its wait, its batch's commit, and the
+	// wake-up of its caller.
+	QueueTime time.Duration
 }
 
 // Stats reads the counters.
 func (m *Meter) Stats() MeterStats {
 	return MeterStats{Charges: m.nCharges.Load(), Batches: m.nBatches.Load(), Failed: m.nFailed.Load(),
-		CommitTime: time.Duration(m.commitNanos.Load())}
+		CommitTime: time.Duration(m.commitNanos.Load()), QueueTime: time.Duration(m.queueNanos.Load())}
 }
 
 // MeterOptions configures a Meter.
@@ -117,6 +122,7 @@ type pendingCharge struct {
 	ctx context.Context
 	key Key
 	n   int64             // queries to charge, at least 1
+	at  time.Time         // when it joined the forming batch
 	res chan chargeResult // buffered: the committer never waits for a caller
 }
 
@@ -202,9 +208,10 @@ func (m *Meter) charge(ctx context.Context, k Key, n int64) (Outcome, error) {
 		pendingPool.Put(p)
 		return Outcome{}, ErrMeterClosed
 	}
+	p.at = time.Now()
 	m.pending = append(m.pending, p)
 	if len(m.pending) == 1 {
-		m.started = time.Now()
+		m.started = p.at
 	}
 	wake := m.idle && (len(m.pending) == 1 || len(m.pending) == m.target || len(m.pending) == m.maxBatch)
 	if wake {
@@ -276,10 +283,16 @@ func (m *Meter) run() {
 			take := min(n, m.maxBatch)
 			m.pending = append(spare[:0], all[take:]...)
 			if take < n {
-				m.started = time.Now()
+				m.started = m.pending[0].at
 			}
 			m.target = take
 			m.mu.Unlock()
+			var waited time.Duration
+			now := time.Now()
+			for _, p := range all[:take] {
+				waited += now.Sub(p.at)
+			}
+			m.queueNanos.Add(int64(waited))
 			m.flush(all[:take])
 			clear(all)
 			spare = all[:0]

@@ -340,3 +340,28 @@ func TestMeterClosedRefuses(t *testing.T) {
 		t.Fatalf("charge after Close: %v", err)
 	}
 }
+
+// TestMeterQueueTime: the time a charge waits for its batch to be taken
+// is counted. The second charge waits behind the first batch's commit,
+// which the store holds.
+func TestMeterQueueTime(t *testing.T) {
+	s := newSetup(t, 100, 100, account.MeterOptions{})
+	before := time.Now()
+	done := make(chan result, 2)
+	go func() { o, err := s.m.Charge(t.Context(), s.k1.Key); done <- result{o, err} }()
+	waitStats(s.m, 1, 1) // the first batch is at the gate
+	go func() { o, err := s.m.Charge(t.Context(), s.k1.Key); done <- result{o, err} }()
+	waitStats(s.m, 2, 1)
+	const held = 50 * time.Millisecond
+	time.Sleep(held)
+	close(s.st.gate)
+	for range 2 {
+		if r := <-done; r.err != nil || !r.o.Granted {
+			t.Fatalf("charge: %+v", r)
+		}
+	}
+	qt := s.m.Stats().QueueTime
+	if qt < held || qt > 2*time.Since(before) {
+		t.Fatalf("QueueTime %v, want between %v and %v", qt, held, 2*time.Since(before))
+	}
+}
