@@ -325,22 +325,6 @@ func TestMeterSmallBatchWaitsMaxDelay(t *testing.T) {
 	}
 }
 
-// TestMeterClosedRefuses: charges after Close fail with ErrMeterClosed,
-// which a client sees as ServiceUnavailable.
-func TestMeterClosedRefuses(t *testing.T) {
-	s := newSetup(t, 100, 100, account.MeterOptions{})
-	close(s.st.gate)
-	if _, err := s.m.Charge(t.Context(), s.k1.Key); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.m.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.m.Charge(t.Context(), s.k1.Key); !errors.Is(err, account.ErrMeterClosed) || !errors.Is(err, account.ErrUnavailable) {
-		t.Fatalf("charge after Close: %v", err)
-	}
-}
-
 // TestMeterQueueTime: the time a charge waits for its batch to be taken
 // is counted. The second charge waits behind the first batch's commit,
 // which the store holds.

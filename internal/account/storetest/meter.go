@@ -241,7 +241,7 @@ func testMeterCloseFlushes(t *testing.T, st account.Store) {
 		}()
 	}
 	// Wait until the first batch is held at the gate and every other
-	// charge sits in the collector.
+	// charge waits in the forming batch.
 	for s := m.Stats(); s.Charges < n || s.Batches < 1; s = m.Stats() {
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)
