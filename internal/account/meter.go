@@ -77,7 +77,7 @@ type Meter struct {
 // MeterStats counts what a Meter has done since it started, for metrics
 // and tests.
 type MeterStats struct {
-	Charges uint64 // charges taken into a batch
+	Charges uint64 // charges queued for a batch
 	Batches uint64 // batches sent to the store, one Store.Charge each
 	Failed  uint64 // batches whose Store.Charge failed
 	// CommitTime is the wall time spent in Store.Charge, all batches
