@@ -62,7 +62,6 @@ type Meter struct {
 
 	mu      sync.Mutex
 	pending []*pendingCharge // the forming batch, in arrival order
-	started time.Time        // when pending's first charge arrived
 	target  int              // the size of the previous batch
 	idle    bool             // the committer is waiting for a kick
 	closed  bool
@@ -210,9 +209,6 @@ func (m *Meter) charge(ctx context.Context, k Key, n int64) (Outcome, error) {
 	}
 	p.at = time.Now()
 	m.pending = append(m.pending, p)
-	if len(m.pending) == 1 {
-		m.started = p.at
-	}
 	wake := m.idle && (len(m.pending) == 1 || len(m.pending) == m.target || len(m.pending) == m.maxBatch)
 	if wake {
 		m.idle = false
@@ -267,14 +263,16 @@ func (m *Meter) run() {
 	var spare []*pendingCharge // an array for the next forming batch
 	for {
 		m.mu.Lock()
+		m.idle = false
 		n := len(m.pending)
 		if n == 0 && m.closed {
 			m.mu.Unlock()
 			return
 		}
-		var age time.Duration
+		now := time.Now()
+		var age time.Duration // of the oldest pending charge
 		if n > 0 {
-			age = time.Since(m.started)
+			age = now.Sub(m.pending[0].at)
 		}
 		if n > 0 && (m.closed || n >= m.target || n >= m.maxBatch || age >= m.maxDelay) {
 			// Take at most maxBatch, the oldest first; the rest start
@@ -282,13 +280,9 @@ func (m *Meter) run() {
 			all := m.pending
 			take := min(n, m.maxBatch)
 			m.pending = append(spare[:0], all[take:]...)
-			if take < n {
-				m.started = m.pending[0].at
-			}
 			m.target = take
 			m.mu.Unlock()
 			var waited time.Duration
-			now := time.Now()
 			for _, p := range all[:take] {
 				waited += now.Sub(p.at)
 			}
@@ -310,9 +304,6 @@ func (m *Meter) run() {
 		} else {
 			<-m.kick
 		}
-		m.mu.Lock()
-		m.idle = false
-		m.mu.Unlock()
 	}
 }
 
