@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
@@ -224,26 +221,5 @@ func BenchmarkQueryFields(b *testing.B) {
 	for _, p := range geotest.Places {
 		bodies = append(bodies, []byte(`{"ip":"`+p.IP+`","fields":["country","city","latitude","longitude"]}`))
 	}
-	var failed atomic.Int64
-	b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		r, body := benchRequest("POST", "/api/ip-query", k.Secret)
-		i := 0
-		for pb.Next() {
-			payload := bodies[i%len(bodies)]
-			i++
-			body.Reset(payload)
-			r.ContentLength = int64(len(payload))
-			w := httptest.NewRecorder()
-			e.pub.ServeHTTP(w, r)
-			if w.Code != http.StatusOK {
-				failed.Add(1)
-			}
-		}
-	})
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d queries failed", n)
-	}
+	benchParallelQueries(b, e, k.Secret, bodies)
 }
