@@ -507,9 +507,11 @@ func TestFetchStalledDownloadGivesUp(t *testing.T) {
 	checkUnchanged(t, dir, before)
 }
 
-func TestFetchCancelledLeavesNothingBehind(t *testing.T) {
-	dir, reg := installV1(t)
-	before := snapshot(t, dir)
+// startStalledFetch publishes a new city package whose download stalls,
+// starts a Fetch of it in the background and returns once the download
+// has begun, with the fetch's cancel and the channel of its result.
+func startStalledFetch(t *testing.T, dir string, reg *datasettest.Registry) (context.CancelFunc, <-chan error) {
+	t.Helper()
 	p, _ := cityV2(t)
 	reg.Publish(t, p)
 	reg.StallTarball(dataset.CityPackage, 1000)
@@ -517,15 +519,22 @@ func TestFetchCancelledLeavesNothingBehind(t *testing.T) {
 	var progress syncBuffer
 	opts := options(dir, reg)
 	opts.Progress = &progress
-	done := make(chan error)
+	done := make(chan error, 1)
 	go func() {
 		_, err := dataset.Fetch(ctx, opts)
 		done <- err
 	}()
-	// Cancel once the download has started, as Ctrl-C would.
 	for !strings.Contains(progress.String(), "downloading") {
 		time.Sleep(5 * time.Millisecond)
 	}
+	return cancel, done
+}
+
+func TestFetchCancelledLeavesNothingBehind(t *testing.T) {
+	dir, reg := installV1(t)
+	before := snapshot(t, dir)
+	// Cancel once the download has started, as Ctrl-C would.
+	cancel, done := startStalledFetch(t, dir, reg)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Fetch: %v, want context.Canceled", err)
@@ -568,21 +577,7 @@ func TestFetchCleansUpAfterKilledFetch(t *testing.T) {
 
 func TestFetchRefusesConcurrentFetch(t *testing.T) {
 	dir, reg := installV1(t)
-	p, _ := cityV2(t)
-	reg.Publish(t, p)
-	reg.StallTarball(dataset.CityPackage, 1000)
-	ctx, cancel := context.WithCancel(t.Context())
-	var progress syncBuffer
-	opts := options(dir, reg)
-	opts.Progress = &progress
-	done := make(chan error)
-	go func() {
-		_, err := dataset.Fetch(ctx, opts)
-		done <- err
-	}()
-	for !strings.Contains(progress.String(), "downloading") {
-		time.Sleep(5 * time.Millisecond)
-	}
+	cancel, done := startStalledFetch(t, dir, reg)
 	// The second fetch must not touch the first one's temporary files.
 	_, err := dataset.Fetch(t.Context(), options(dir, reg))
 	if !errors.Is(err, dataset.ErrBusy) {
