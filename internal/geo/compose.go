@@ -133,19 +133,19 @@ func compose(in cityInput, countries *countryTable) cityData {
 			t.province = chineseOnly(in.province.ZH)
 		}
 		if city != "" {
-			t.city = localize(names.City(cc, prov, city, lang), city, in.city.ZH, lang)
+			t.city = localize(names.City(cc, prov, city, in.lat, in.lon, lang), city, in.city.ZH, lang)
 		} else if lang == ipatlas.Chinese {
 			t.city = chineseOnly(in.city.ZH)
 		}
 		if dist != "" {
-			t.district = localize("", dist, in.district.ZH, lang)
+			t.district = localize(names.District(cc, prov, city, dist, lang), dist, in.district.ZH, lang)
 		} else if lang == ipatlas.Chinese {
 			t.district = chineseOnly(in.district.ZH)
 		}
 	}
 
 	if cc != "" {
-		d.areaCode = names.AreaCode(cc, prov, city)
+		d.areaCode = names.AreaCode(cc, prov, city, in.lat, in.lon)
 	}
 	d.zip = strings.TrimSpace(in.zip)
 	lat, lon := in.lat, in.lon

@@ -34,19 +34,19 @@ func BenchmarkCity(b *testing.B) {
 	b.Run("known", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sink = City("CN", "Guangdong", "Shenzhen", zh)
+			sink = City("CN", "Guangdong", "Shenzhen", nan, nan, zh)
 		}
 	})
 	b.Run("decorated", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sink = City("CN", "Guangdong", "Guangzhou (Yuexiu Qu)", zh)
+			sink = City("CN", "Guangdong", "Guangzhou (Yuexiu Qu)", nan, nan, zh)
 		}
 	})
 	b.Run("unknown", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sink = City("CN", "Fujian", "Wenquan", zh)
+			sink = City("CN", "Fujian", "Wenquan", nan, nan, zh)
 		}
 	})
 }
@@ -55,14 +55,14 @@ func BenchmarkAreaCode(b *testing.B) {
 	b.Run("CN", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sink = AreaCode("CN", "Guangdong", "Shenzhen")
+			sink = AreaCode("CN", "Guangdong", "Shenzhen", nan, nan)
 		}
 	})
 	b.Run("US", func(b *testing.B) {
 		b.ReportAllocs()
-		AreaCode("US", "", "")
+		AreaCode("US", "", "", nan, nan)
 		for b.Loop() {
-			sink = AreaCode("US", "California", "Mountain View")
+			sink = AreaCode("US", "California", "Mountain View", nan, nan)
 		}
 	})
 }

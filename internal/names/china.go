@@ -31,6 +31,33 @@ type cnPrefecture struct {
 	areaCode string
 }
 
+// chinaCity is City for China.
+func chinaCity(provinceEnglish, english string, lat, lon float64) string {
+	p, i, ok := cnProvinceOf(provinceEnglish)
+	if !ok {
+		return english
+	}
+	if pl, ok := cnCity(i, english); ok && pl.chinese != "" {
+		return pl.chinese
+	}
+	if p.municipality {
+		return p.chinese
+	}
+	return english
+}
+
+// chinaAreaCode is AreaCode for China: "" when the city's code is unknown.
+func chinaAreaCode(provinceEnglish, cityEnglish string, lat, lon float64) string {
+	p, i, ok := cnProvinceOf(provinceEnglish)
+	if !ok {
+		return ""
+	}
+	if pl, ok := cnCity(i, cityEnglish); ok && pl.areaCode != "" {
+		return pl.areaCode
+	}
+	return p.areaCode
+}
+
 func cnProvinceOf(english string) (*cnProvince, uint8, bool) {
 	i, ok := cnProvinceIndex[english]
 	if !ok {

@@ -69,7 +69,7 @@ func TestDBIPCoverage(t *testing.T) {
 		if Country(cc, ipatlas.English) == "" || Country(cc, ipatlas.Chinese) == "" || ContinentCode(cc) == "" {
 			t.Errorf("country %q (%d networks) has no name or continent", cc, n)
 		}
-		if AreaCode(cc, "", "") == "" {
+		if AreaCode(cc, "", "", nan, nan) == "" {
 			t.Logf("country %q (%d networks) has no calling code", cc, n)
 		}
 	}
@@ -91,7 +91,7 @@ func TestDBIPCoverage(t *testing.T) {
 		zhP := Province("CN", p.province, ipatlas.Chinese)
 		provOK[p.province] = zhP != p.province && hasHan(zhP)
 
-		zhC := City("CN", p.province, p.city, ipatlas.Chinese)
+		zhC := City("CN", p.province, p.city, nan, nan, ipatlas.Chinese)
 		ok := p.city != "" && zhC != p.city && allHan(zhC)
 		city.distinct++
 		city.nets += n
@@ -109,7 +109,7 @@ func TestDBIPCoverage(t *testing.T) {
 				table.netsOK += n
 			}
 		}
-		ac := AreaCode("CN", p.province, p.city)
+		ac := AreaCode("CN", p.province, p.city, nan, nan)
 		code.distinct++
 		code.nets += n
 		acOK := ac != "" && ac != "86"

@@ -1,6 +1,7 @@
 package names
 
 import (
+	"math"
 	"unicode"
 	"unicode/utf8"
 )
@@ -34,3 +35,6 @@ func isASCII(s string) bool {
 	}
 	return true
 }
+
+// nan stands for unknown coordinates.
+var nan = math.NaN()

@@ -53,38 +53,46 @@ func Country(code string, lang ipatlas.Lang) string {
 
 // Province returns the name in lang of a first-level subdivision given by
 // its English name. For China every province-level division has a Chinese
-// name; elsewhere the English name is returned for both languages.
+// name; elsewhere worldProvince names it where a table knows it. Without a
+// Chinese name the English name is returned for both languages.
 func Province(country, english string, lang ipatlas.Lang) string {
-	if lang != ipatlas.Chinese || !isChina(country) {
+	if lang != ipatlas.Chinese || english == "" {
 		return english
 	}
-	if p, _, ok := cnProvinceOf(english); ok {
-		return p.chinese
+	if isChina(country) {
+		if p, _, ok := cnProvinceOf(english); ok {
+			return p.chinese
+		}
+		return english
 	}
-	return english
+	return worldProvince(country, english)
 }
 
-// City returns the name in lang of a city given by its English name and its
-// province's English name; for China every prefecture-level city has a
-// Chinese name; elsewhere the English name is returned.
+// City returns the name in lang of a city given by its English name, its
+// province's English name and its coordinates (NaN when unknown). English
+// asks for the name as it is. For China every prefecture-level city has a
+// Chinese name; elsewhere worldCity names it where a table knows it.
 //
 // In Chinese, a Chinese city the tables do not know (a town or district of
 // the IP data, "Xingfulu") keeps its English name, except in the four
 // municipalities, whose every place is in the city 北京市, 上海市, 天津市 or
 // 重庆市.
-func City(country, provinceEnglish, english string, lang ipatlas.Lang) string {
-	if lang != ipatlas.Chinese || english == "" || !isChina(country) {
+func City(country, provinceEnglish, english string, lat, lon float64, lang ipatlas.Lang) string {
+	if lang != ipatlas.Chinese || english == "" {
 		return english
 	}
-	p, i, ok := cnProvinceOf(provinceEnglish)
-	if !ok {
+	if isChina(country) {
+		return chinaCity(provinceEnglish, english, lat, lon)
+	}
+	return worldCity(country, provinceEnglish, english, lat, lon)
+}
+
+// District returns the name in lang of a district or county given by its
+// English name, within the city and province given by theirs. Without a
+// Chinese name the English name is returned for both languages.
+func District(country, provinceEnglish, cityEnglish, english string, lang ipatlas.Lang) string {
+	if lang != ipatlas.Chinese || english == "" {
 		return english
-	}
-	if pl, ok := cnCity(i, english); ok && pl.chinese != "" {
-		return pl.chinese
-	}
-	if p.municipality {
-		return p.chinese
 	}
 	return english
 }
@@ -99,19 +107,15 @@ func Currency(country string) string {
 
 // AreaCode returns the telephone area code: for China the city's
 // long-distance code ("010", "0755") when the city is known, otherwise the
-// country calling code ("1", "44", "86"); "" when unknown.
+// country calling code ("1", "44", "86"); "" when unknown. lat and lon are
+// the city's coordinates, NaN when unknown.
 //
 // A Chinese province all of whose cities share one code (the four
 // municipalities, Hainan's 0898) gives that code whatever the city.
-func AreaCode(country, provinceEnglish, cityEnglish string) string {
+func AreaCode(country, provinceEnglish, cityEnglish string, lat, lon float64) string {
 	if isChina(country) {
-		if p, i, ok := cnProvinceOf(provinceEnglish); ok {
-			if pl, ok := cnCity(i, cityEnglish); ok && pl.areaCode != "" {
-				return pl.areaCode
-			}
-			if p.areaCode != "" {
-				return p.areaCode
-			}
+		if code := chinaAreaCode(provinceEnglish, cityEnglish, lat, lon); code != "" {
+			return code
 		}
 	}
 	if c := lookupCountry(country); c != nil {

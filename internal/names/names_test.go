@@ -51,7 +51,7 @@ func TestCountries(t *testing.T) {
 		if got := Currency(tt.code); got != tt.currency {
 			t.Errorf("Currency(%q) = %q, want %q", tt.code, got, tt.currency)
 		}
-		if got := AreaCode(tt.code, "", ""); got != tt.area {
+		if got := AreaCode(tt.code, "", "", nan, nan); got != tt.area {
 			t.Errorf("AreaCode(%q) = %q, want %q", tt.code, got, tt.area)
 		}
 	}
@@ -59,7 +59,7 @@ func TestCountries(t *testing.T) {
 
 func TestUnknownCountries(t *testing.T) {
 	for _, code := range []string{"", "ZZ", "AP", "A1", "A2", "O1", "XX", "U", "USA", "1", "  ", "\x00\x00", "日本"} {
-		if got := Country(code, en) + Country(code, zh) + ContinentCode(code) + Currency(code) + AreaCode(code, "Beijing", "Beijing"); got != "" {
+		if got := Country(code, en) + Country(code, zh) + ContinentCode(code) + Currency(code) + AreaCode(code, "Beijing", "Beijing", nan, nan); got != "" {
 			t.Errorf("%q: got %q, want nothing", code, got)
 		}
 		if TimeZones(code) != nil {
@@ -98,7 +98,7 @@ func TestEveryISOCountry(t *testing.T) {
 				t.Errorf("%s: currency %q: %v", code, cur, err)
 			}
 		}
-		if a := AreaCode(code, "", ""); a != "" && !regexp.MustCompile(`^[1-9][0-9]{0,2}$`).MatchString(a) {
+		if a := AreaCode(code, "", "", nan, nan); a != "" && !regexp.MustCompile(`^[1-9][0-9]{0,2}$`).MatchString(a) {
 			t.Errorf("%s: calling code %q", code, a)
 		}
 	}
@@ -202,17 +202,17 @@ func TestChina(t *testing.T) {
 		if got := Province("CN", tt.province, zh); got != tt.zhProvince {
 			t.Errorf("Province(CN, %q, zh) = %q, want %q", tt.province, got, tt.zhProvince)
 		}
-		if got := City("CN", tt.province, tt.city, zh); got != tt.zhCity {
+		if got := City("CN", tt.province, tt.city, nan, nan, zh); got != tt.zhCity {
 			t.Errorf("City(CN, %q, %q, zh) = %q, want %q", tt.province, tt.city, got, tt.zhCity)
 		}
-		if got := AreaCode("CN", tt.province, tt.city); got != tt.area {
-			t.Errorf("AreaCode(CN, %q, %q) = %q, want %q", tt.province, tt.city, got, tt.area)
+		if got := AreaCode("CN", tt.province, tt.city, nan, nan); got != tt.area {
+			t.Errorf("AreaCode(CN, %q, %q, nan, nan) = %q, want %q", tt.province, tt.city, got, tt.area)
 		}
 		// English output is the input, untouched.
 		if got := Province("CN", tt.province, en); got != tt.province {
 			t.Errorf("Province(CN, %q, en) = %q", tt.province, got)
 		}
-		if got := City("CN", tt.province, tt.city, en); got != tt.city {
+		if got := City("CN", tt.province, tt.city, nan, nan, en); got != tt.city {
 			t.Errorf("City(CN, %q, %q, en) = %q", tt.province, tt.city, got)
 		}
 	}
@@ -274,11 +274,11 @@ func TestChinaTables(t *testing.T) {
 			t.Errorf("%s %s: area code %q", p.english, p.chinese, p.areaCode)
 		}
 		// Through the public API, by the canonical English name.
-		if got := City("CN", prov.english, p.english, zh); got != p.chinese {
+		if got := City("CN", prov.english, p.english, nan, nan, zh); got != p.chinese {
 			t.Errorf("City(CN, %q, %q, zh) = %q, want %q", prov.english, p.english, got, p.chinese)
 		}
-		if got := AreaCode("CN", prov.english, p.english); got != p.areaCode {
-			t.Errorf("AreaCode(CN, %q, %q) = %q, want %q", prov.english, p.english, got, p.areaCode)
+		if got := AreaCode("CN", prov.english, p.english, nan, nan); got != p.areaCode {
+			t.Errorf("AreaCode(CN, %q, %q, nan, nan) = %q, want %q", prov.english, p.english, got, p.areaCode)
 		}
 	}
 	for i, p := range cnProvinces {
@@ -353,12 +353,12 @@ func TestNotChina(t *testing.T) {
 			if got := Province(tt.country, tt.province, l); got != tt.province {
 				t.Errorf("Province(%q, %q, %v) = %q", tt.country, tt.province, l, got)
 			}
-			if got := City(tt.country, tt.province, tt.city, l); got != tt.city {
+			if got := City(tt.country, tt.province, tt.city, nan, nan, l); got != tt.city {
 				t.Errorf("City(%q, %q, %q, %v) = %q", tt.country, tt.province, tt.city, l, got)
 			}
 		}
-		if got := AreaCode(tt.country, tt.province, tt.city); got != tt.area {
-			t.Errorf("AreaCode(%q, %q, %q) = %q, want %q", tt.country, tt.province, tt.city, got, tt.area)
+		if got := AreaCode(tt.country, tt.province, tt.city, nan, nan); got != tt.area {
+			t.Errorf("AreaCode(%q, %q, %q, nan, nan) = %q, want %q", tt.country, tt.province, tt.city, got, tt.area)
 		}
 	}
 }
@@ -407,11 +407,11 @@ func TestNoAllocations(t *testing.T) {
 		"Continent":     func() { _ = Continent("AS", zh) },
 		"Currency":      func() { _ = Currency("GB") },
 		"Province":      func() { _ = Province("CN", "Guangdong", zh) },
-		"City":          func() { _ = City("CN", "Guangdong", "Shenzhen", zh) },
-		"City decor":    func() { _ = City("CN", "Shaanxi", "Xianyangshi (Yanta Qu)", zh) },
-		"City unknown":  func() { _ = City("CN", "Fujian", "Wenquan (Somewhere)", zh) },
-		"AreaCode":      func() { _ = AreaCode("CN", "Guangdong", "Shenzhen") },
-		"AreaCode US":   func() { _ = AreaCode("US", "California", "Mountain View") },
+		"City":          func() { _ = City("CN", "Guangdong", "Shenzhen", nan, nan, zh) },
+		"City decor":    func() { _ = City("CN", "Shaanxi", "Xianyangshi (Yanta Qu)", nan, nan, zh) },
+		"City unknown":  func() { _ = City("CN", "Fujian", "Wenquan (Somewhere)", nan, nan, zh) },
+		"AreaCode":      func() { _ = AreaCode("CN", "Guangdong", "Shenzhen", nan, nan) },
+		"AreaCode US":   func() { _ = AreaCode("US", "California", "Mountain View", nan, nan) },
 		"TimeZones":     func() { _ = TimeZones("jp") },
 	}
 	for name, f := range calls {
@@ -435,15 +435,15 @@ func FuzzLookups(f *testing.F) {
 			_ = Continent(ContinentCode(country), l)
 			_ = Country(country, l)
 			_ = Province(country, province, l)
-			_ = City(country, province, city, l)
+			_ = City(country, province, city, nan, nan, l)
 		}
 		_ = Currency(country)
-		_ = AreaCode(country, province, city)
+		_ = AreaCode(country, province, city, nan, nan)
 		_ = TimeZones(country)
 		if !hasHan(province) && hasHan(Province(country, province, en)) {
 			t.Errorf("English province of %q has Chinese characters", province)
 		}
-		if !hasHan(city) && hasHan(City(country, province, city, en)) {
+		if !hasHan(city) && hasHan(City(country, province, city, nan, nan, en)) {
 			t.Errorf("English city of %q has Chinese characters", city)
 		}
 		if hasHan(Country(country, en)) || hasHan(Continent(ContinentCode(country), en)) {

@@ -11,6 +11,7 @@ package geotest
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -213,7 +214,7 @@ func (k Known) Want(lang ipatlas.Lang) ipatlas.Record {
 		r.Continent, r.Country = k.ContinentZH, k.CountryZH
 		if k.CountryCode == "CN" {
 			r.Province = names.Province(k.CountryCode, k.Province, ipatlas.Chinese)
-			r.City = names.City(k.CountryCode, k.Province, k.City, ipatlas.Chinese)
+			r.City = names.City(k.CountryCode, k.Province, k.City, math.NaN(), math.NaN(), ipatlas.Chinese)
 		}
 	}
 	return r

@@ -1,0 +1,13 @@
+package names
+
+// worldProvince is Province in Chinese outside China: the English name
+// until a table of the world's subdivisions names it.
+func worldProvince(country, english string) string {
+	return english
+}
+
+// worldCity is City in Chinese outside China: the English name until a
+// table of the world's cities names it.
+func worldCity(country, provinceEnglish, english string, lat, lon float64) string {
+	return english
+}
