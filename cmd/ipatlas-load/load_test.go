@@ -183,10 +183,18 @@ func lookup(t *testing.T, path string, a netip.Addr, v any) {
 	}
 }
 
-// TestCompareSmoke runs the compare mode briefly on both endpoints: the
-// table, the per-round spread and the metering check must all be there,
-// and the usage counter must match the successes answered.
+// TestCompareSmoke runs the compare mode briefly on both endpoints against
+// the unmetered lookup reference: the table, the per-round spread, the
+// metering check and both processes' memory must all be there, and the
+// usage counter must match the successes answered.
 func TestCompareSmoke(t *testing.T) {
 	smoke(t, []string{"-duration", "1s", "-rounds", "2", "-warmup", "200ms", "-c", "4", "-networks", "300"},
-		"POST /api/ip-query   ipatlas", "GET /api/ip/myip     minimal", "client", "% of the minimal handler's req/s", ", rounds ", "(exact)")
+		"POST /api/ip-query   ipatlas", "POST /api/ip-query   lookup", "GET /api/ip/myip     lookup", "client",
+		"% of the lookup reference's req/s", ", rounds ", "(exact)", "memory after the runs: ipatlas PSS", "PSS ratio")
+}
+
+// TestCompareMinimalSmoke: the fixed-answer reference still runs.
+func TestCompareMinimalSmoke(t *testing.T) {
+	smoke(t, []string{"-duration", "500ms", "-rounds", "1", "-warmup", "100ms", "-c", "2", "-networks", "300", "-endpoints", "query", "-reference", "minimal"},
+		"POST /api/ip-query   minimal", "% of the minimal reference's req/s", "(exact)")
 }

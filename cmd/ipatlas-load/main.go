@@ -1,10 +1,12 @@
 // Command ipatlas-load is the load harness of ipatlas, a development tool.
 // It starts the real server (the ipatlas binary, on an SQLite store in a
 // temporary directory, with a generated or a real dataset and one key with a
-// huge quota) and, in the same run, a minimal net/http server that decodes
-// the same JSON body and writes a fixed answer of the same size; it drives
-// both with the same client at the same concurrency for the same time and
-// prints requests/s, p50 and p99 of each and their ratio.
+// huge quota) and, in the same run, a reference server: by default an
+// unmetered lookup service on the same engine and data (no key, no store),
+// or with -reference minimal a net/http handler that writes a fixed answer
+// of the same size. It drives both with the same client at the same
+// concurrency for the same time and prints requests/s, p50 and p99 of each,
+// their ratio, and both processes' memory after the runs.
 //
 // Only 127.0.0.1 is ever contacted, and every run is bounded in time.
 //
@@ -45,6 +47,7 @@ type options struct {
 	profileDir  string
 	keep        bool
 	serverArgs  string
+	reference   string
 
 	replicas replicaOptions // -mode replicas
 	soak     soakOptions    // -mode soak
@@ -90,6 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.profileDir, "profile", "", "directory to save CPU profiles of ipatlas in (first round of each endpoint), for go tool pprof")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (store, dataset, server log)")
 	fs.StringVar(&o.serverArgs, "server-args", "", "extra flags for ipatlas serve, space-separated")
+	fs.StringVar(&o.reference, "reference", refLookup, "what -mode compare measures ipatlas against: lookup (the same engine and data, unmetered) or minimal (fixed answers)")
 	o.replicas.flags(fs)
 	o.soak.flags(fs)
 	if err := fs.Parse(args); err != nil {

@@ -14,11 +14,29 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
 // minimalCommand is the hidden first argument that makes the harness run
-// the minimal server instead.
+// the reference server instead.
 const minimalCommand = "__minimal-server"
+
+// The references the metered server is compared with.
+const (
+	// refLookup answers the location query with the same engine on the
+	// same data, unmetered: no key, no store, no quota. What ipatlas costs
+	// beyond it is the price of authentication, metering and the service's
+	// checks.
+	refLookup = "lookup"
+	// refMinimal answers fixed bytes: the least a net/http server can do.
+	refMinimal = "minimal"
+)
+
+var referenceDesc = map[string]string{
+	refLookup:  "lookup: the same engine on the same data answering the same envelope, with no key, store or metering (Get my IP: fixed handler)",
+	refMinimal: "minimal: a net/http handler that decodes the same body and writes a fixed answer of the same size",
+}
 
 // minimalHandler is the yardstick: the least a net/http server can do for
 // the same requests. The location query decodes the same JSON body and
@@ -55,22 +73,73 @@ func minimalHandler(queryAnswer []byte) http.Handler {
 	return mux
 }
 
+// lookupHandler is the unmetered lookup service: the minimal handler's Get
+// my IP, and a location query that parses and checks the address as the
+// service does and answers the engine's record in the same envelope, with
+// no key, no store and no metering.
+func lookupHandler(eng *geo.Engine) http.Handler {
+	mux := minimalHandler(nil).(*http.ServeMux)
+	lookup := http.NewServeMux()
+	lookup.Handle("GET /api/ip/myip", mux)
+	lookup.HandleFunc("POST /api/ip-query", func(w http.ResponseWriter, r *http.Request) {
+		var q ipatlas.QueryRequest
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<10)).Decode(&q); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		a, err := netaddr.Parse(q.IP)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if b, special := netaddr.Classify(a); special {
+			http.Error(w, b.Name, http.StatusBadRequest)
+			return
+		}
+		lang, ok := ipatlas.ParseLang(q.Lang)
+		if !ok {
+			http.Error(w, "lang", http.StatusBadRequest)
+			return
+		}
+		rec, err := eng.Lookup(a, lang)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(ipatlas.Envelope{Success: true, Data: &rec, Meta: ipatlas.Meta{IsAPIRequest: true}})
+	})
+	return lookup
+}
+
 func runMinimal(args []string) error {
 	fs := flag.NewFlagSet("minimal", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "address")
-	answerFile := fs.String("query-answer", "", "file holding the location query's answer")
+	answerFile := fs.String("query-answer", "", "file holding the location query's answer (the minimal reference)")
+	dataDir := fs.String("data-dir", "", "data dir to look addresses up in (the lookup reference)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	answer, err := os.ReadFile(*answerFile)
-	if err != nil {
-		return err
+	var h http.Handler
+	if *dataDir != "" {
+		eng, err := geo.Open(*dataDir, geo.Options{})
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		h = lookupHandler(eng)
+	} else {
+		answer, err := os.ReadFile(*answerFile)
+		if err != nil {
+			return err
+		}
+		h = minimalHandler(answer)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: minimalHandler(answer), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 	fmt.Fprintf(os.Stderr, "listening on %s\n", ln.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -162,3 +162,44 @@ func processCPU(pid int) (time.Duration, bool) {
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond, true
 }
+
+// procMemory is a process's memory as Linux accounts it, in bytes: RSS,
+// PSS (shared pages divided among the processes that map them, so the
+// mmap'd data files count once across processes), and the anonymous part
+// (heap, stacks: what the process itself allocated).
+type procMemory struct {
+	rss, pss, anon int64
+}
+
+// processMemory reads /proc/PID/smaps_rollup.
+func processMemory(pid int) (procMemory, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return procMemory{}, err
+	}
+	var m procMemory
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[2] != "kB" {
+			continue
+		}
+		n, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "Rss:":
+			m.rss = n << 10
+		case "Pss:":
+			m.pss = n << 10
+		case "Anonymous:":
+			m.anon = n << 10
+		}
+	}
+	if m.rss == 0 {
+		return m, errors.New("no Rss line in smaps_rollup")
+	}
+	return m, nil
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
