@@ -21,8 +21,8 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// Defaults of a Client. The timeouts and the cache lifetime follow the
-// spec's advice to clients.
+// Defaults of a Client: 10 s for a lookup, 5 s for Get my IP, and results
+// reused for 24 h, within the 24 to 48 h a location stays good for.
 const (
 	DefaultURL           = "http://localhost:8080"
 	DefaultLookupTimeout = 10 * time.Second
@@ -36,8 +36,8 @@ const (
 // Config configures a Client. The zero Config talks to a local server at
 // DefaultURL with the default timeouts, caching and retries.
 //
-// The four URLs are the spec's {base_url}, {ipv4_url}, {ipv6_url} and
-// {test_url}. IPv4URL and IPv6URL are fetched with GET exactly as given, so
+// The four URLs are the query service, the IPv4-only and IPv6-only
+// address services, and the auto-detection service. IPv4URL and IPv6URL are fetched with GET exactly as given, so
 // both deployments work: separate hosts answering GET / ("https://v4.example.net")
 // and one host with /ipv4 and /ipv6 paths ("http://localhost:8080/ipv4").
 type Config struct {
@@ -71,7 +71,7 @@ type Config struct {
 
 	// CacheTTL is how long a successful lookup is reused for the same
 	// address and language: 0 means DefaultCacheTTL, otherwise it must be
-	// between MinCacheTTL and MaxCacheTTL (the spec's 24 to 48 hours).
+	// between MinCacheTTL and MaxCacheTTL (24 to 48 hours).
 	CacheTTL time.Duration
 	// DisableCache turns the lookup cache off. Concurrent lookups of the
 	// same address and language still share one request.
@@ -113,7 +113,7 @@ type RetryPolicy struct {
 	MaxWait time.Duration
 }
 
-// Client talks to an ipatlas service (or any server following the spec).
+// Client talks to an ipatlas service, or any server with the same API.
 // It is safe for concurrent use.
 //
 // Lookup and LookupDetail query locations (validated locally first, cached,
@@ -447,7 +447,7 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 // failure builds the error of a failed answer: a non-2xx status, or a 2xx
 // whose body says success false. The code comes from the body's "code"
 // field; failing that from its text when it is one of the table's default
-// texts (a server that follows the spec without sending codes); failing
+// texts (a server of the same API that sends no codes); failing
 // that from the status.
 func (c *Client) failure(r *reply) *Error {
 	e := &Error{Status: r.status}

@@ -52,8 +52,8 @@ var recordKeys = []string{
 }
 
 // Has reports whether the server sent the record's field with this JSON key
-// ("district", "latitude", ...). The spec makes every field but "ip"
-// optional and says an absent field is unknown, so Has tells an unknown
+// ("district", "latitude", ...). Every field but "ip" is optional and an
+// absent field is unknown, so Has tells an unknown
 // district (absent, or null) from a known empty one ("district": ""). For the
 // coordinates, Record.Latitude and Record.Longitude are already nil when
 // unknown.

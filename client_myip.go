@@ -122,7 +122,7 @@ func unwrapURL(err error) error {
 
 // MyIP asks the auto-detection endpoint for this machine's public address
 // and the IP version its network prefers. IPVersion is "IPv4" when the
-// server leaves it out, as the spec says clients must assume. Each attempt
+// server leaves it out. Each attempt
 // is bounded by Config.MyIPTimeout.
 func (c *Client) MyIP(ctx context.Context) (MyIPResponse, error) {
 	r, err := c.do(ctx, request{

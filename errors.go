@@ -7,7 +7,7 @@ import (
 )
 
 // ErrorCode names a failure. It is sent in the envelope's "code" field; the
-// spec's five codes come first.
+// five codes of the location query come first, then the service's own.
 type ErrorCode string
 
 // The error codes of the service.

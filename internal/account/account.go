@@ -23,7 +23,7 @@ const (
 	Enterprise Tier = "enterprise"
 )
 
-// Monthly request limits per key of the fixed tiers (the spec's table).
+// Monthly request limits per key of the fixed tiers.
 const (
 	FreeMonthlyLimit = 1000
 	ProMonthlyLimit  = 10000

@@ -99,8 +99,8 @@ type Config struct {
 // Defaults of the abuse limits, for `ipatlas serve`'s flags. Generous:
 // a key gets 50 requests per second (100 at once), far above what the
 // monthly quotas allow on average, and one address 20 free requests per
-// second (40 at once), which basic use of Get my IP never meets, as the
-// spec promises. Behind carrier-grade NAT many people share one IPv4
+// second (40 at once), which basic use of Get my IP, free and unlimited,
+// never meets. Behind carrier-grade NAT many people share one IPv4
 // address; operators serving such networks may raise AddrRate.
 const (
 	DefaultKeyRate           = 50
