@@ -1,8 +1,9 @@
 package main
 
 // The db command: fetch the default datasets (db fetch), describe what is in
-// the data dir (db info), and migrate the account store (db migrate, in
-// db_migrate.go).
+// the data dir (db info), measure how complete its answers are (db
+// coverage, in db_coverage.go), and migrate the account store (db migrate,
+// in db_migrate.go).
 
 import (
 	"context"
@@ -28,6 +29,7 @@ const dbHelp = `usage: ipatlas db <subcommand> [flags]
 subcommands:
   fetch    download, verify and install the default datasets
   info     describe the datasets in the data dir
+  coverage measure how complete the answers of the data dir are
   migrate  apply the account store's schema migrations
 
 Run 'ipatlas db <subcommand> -h' for its flags.
@@ -67,13 +69,15 @@ Flags:
 func runDB(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, dbHelp)
-		return usageError("db: no subcommand given (fetch, info or migrate)")
+		return usageError("db: no subcommand given (fetch, info, coverage or migrate)")
 	}
 	switch args[0] {
 	case "fetch":
 		return runDBFetch(ctx, e, args[1:])
 	case "info":
 		return runDBInfo(ctx, e, args[1:])
+	case "coverage":
+		return runDBCoverage(ctx, e, args[1:])
 	case "migrate":
 		return runDBMigrate(ctx, e, args[1:])
 	case "-h", "-help", "--help", "help":
