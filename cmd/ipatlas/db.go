@@ -21,6 +21,7 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/names"
 	"golang.org/x/term"
 )
 
@@ -58,7 +59,8 @@ const dbInfoHelp = `usage: ipatlas db info [--data-dir DIR] [--json]
 Describes every dataset in the data dir: for the fetched ones, package,
 version, build date, licence and attribution; for every MMDB file, its
 database type, IP version, build time and number of networks (counting
-them reads each file completely, which takes a few seconds).
+them reads each file completely, which takes a few seconds). Then lists
+every data source of the answers, fetched or built in, with its licence.
 
 Flags:
   --data-dir DIR   data directory (env IPATLAS_DATA_DIR; default
@@ -155,6 +157,9 @@ type dbInfo struct {
 	// Other lists MMDB files that no fetched package installed (an
 	// operator's own MaxMind files, say).
 	Other []geo.SourceInfo `json:"other_files"`
+	// Sources are every data source of the answers and the web page, with
+	// its licence: the fetched datasets and the tables built in.
+	Sources []names.Source `json:"sources"`
 }
 
 type dbInfoDataset struct {
@@ -211,7 +216,7 @@ func runDBInfo(ctx context.Context, e env, args []string) error {
 // describeDataDir joins the manifest (what was fetched, under which
 // licence) with what the files say about themselves.
 func describeDataDir(dir string) (dbInfo, error) {
-	info := dbInfo{DataDir: dir, Datasets: []dbInfoDataset{}, Other: []geo.SourceInfo{}}
+	info := dbInfo{DataDir: dir, Datasets: []dbInfoDataset{}, Other: []geo.SourceInfo{}, Sources: names.Sources()}
 	if abs, err := filepath.Abs(dir); err == nil {
 		info.DataDir = abs
 	}
@@ -294,6 +299,10 @@ func printDBInfo(w io.Writer, info dbInfo) error {
 			fmt.Fprintf(tw, "  %s\t%s\n", s.File, describeSource(s, size))
 		}
 		tw.Flush()
+	}
+	fmt.Fprintf(w, "\ndata sources of the answers and the web page\n")
+	for _, s := range info.Sources {
+		fmt.Fprintf(w, "  %s [%s]: %s\n      %s\n", s.Name, s.Licence, s.Provides, s.URL)
 	}
 	return nil
 }
