@@ -1,8 +1,9 @@
 package main
 
 // The db command: fetch the default datasets (db fetch), describe what is in
-// the data dir (db info), and migrate the account store (db migrate, in
-// db_migrate.go).
+// the data dir (db info), measure how complete its answers are (db
+// coverage, in db_coverage.go), and migrate the account store (db migrate,
+// in db_migrate.go).
 
 import (
 	"context"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/names"
 	"golang.org/x/term"
 )
 
@@ -28,6 +30,7 @@ const dbHelp = `usage: ipatlas db <subcommand> [flags]
 subcommands:
   fetch    download, verify and install the default datasets
   info     describe the datasets in the data dir
+  coverage measure how complete the answers of the data dir are
   migrate  apply the account store's schema migrations
 
 Run 'ipatlas db <subcommand> -h' for its flags.
@@ -56,7 +59,8 @@ const dbInfoHelp = `usage: ipatlas db info [--data-dir DIR] [--json]
 Describes every dataset in the data dir: for the fetched ones, package,
 version, build date, licence and attribution; for every MMDB file, its
 database type, IP version, build time and number of networks (counting
-them reads each file completely, which takes a few seconds).
+them reads each file completely, which takes a few seconds). Then lists
+every data source of the answers, fetched or built in, with its licence.
 
 Flags:
   --data-dir DIR   data directory (env IPATLAS_DATA_DIR; default
@@ -67,13 +71,15 @@ Flags:
 func runDB(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, dbHelp)
-		return usageError("db: no subcommand given (fetch, info or migrate)")
+		return usageError("db: no subcommand given (fetch, info, coverage or migrate)")
 	}
 	switch args[0] {
 	case "fetch":
 		return runDBFetch(ctx, e, args[1:])
 	case "info":
 		return runDBInfo(ctx, e, args[1:])
+	case "coverage":
+		return runDBCoverage(ctx, e, args[1:])
 	case "migrate":
 		return runDBMigrate(ctx, e, args[1:])
 	case "-h", "-help", "--help", "help":
@@ -151,6 +157,9 @@ type dbInfo struct {
 	// Other lists MMDB files that no fetched package installed (an
 	// operator's own MaxMind files, say).
 	Other []geo.SourceInfo `json:"other_files"`
+	// Sources are every data source of the answers and the web page, with
+	// its licence: the fetched datasets and the tables built in.
+	Sources []names.Source `json:"sources"`
 }
 
 type dbInfoDataset struct {
@@ -207,7 +216,7 @@ func runDBInfo(ctx context.Context, e env, args []string) error {
 // describeDataDir joins the manifest (what was fetched, under which
 // licence) with what the files say about themselves.
 func describeDataDir(dir string) (dbInfo, error) {
-	info := dbInfo{DataDir: dir, Datasets: []dbInfoDataset{}, Other: []geo.SourceInfo{}}
+	info := dbInfo{DataDir: dir, Datasets: []dbInfoDataset{}, Other: []geo.SourceInfo{}, Sources: names.Sources()}
 	if abs, err := filepath.Abs(dir); err == nil {
 		info.DataDir = abs
 	}
@@ -290,6 +299,10 @@ func printDBInfo(w io.Writer, info dbInfo) error {
 			fmt.Fprintf(tw, "  %s\t%s\n", s.File, describeSource(s, size))
 		}
 		tw.Flush()
+	}
+	fmt.Fprintf(w, "\ndata sources of the answers and the web page\n")
+	for _, s := range info.Sources {
+		fmt.Fprintf(w, "  %s [%s]: %s\n      %s\n", s.Name, s.Licence, s.Provides, s.URL)
 	}
 	return nil
 }

