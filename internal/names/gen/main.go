@@ -43,15 +43,36 @@ func run(args []string) error {
 	registry := fs.String("registry", "https://registry.npmjs.org", "npm registry base URL")
 	npmDir := fs.String("npm-dir", "", "directory of the pinned npm tarballs (as saved by npm pack) instead of downloading them")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "IANA tz database directory with zone.tab, iso3166.tab and tzdata.zi")
-	only := fs.String("only", "", `write only "china" or "tz"`)
+	only := fs.String("only", "", `write only one table: "china", "tz", "subdivisions" or "currency"`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *only != "" && *only != "china" && *only != "tz" {
-		return fmt.Errorf("-only: %q is neither china nor tz", *only)
+	switch *only {
+	case "", "china", "tz", "subdivisions", "currency":
+	default:
+		return fmt.Errorf("-only: %q is none of china, tz, subdivisions, currency", *only)
 	}
+	want := func(table string) bool { return *only == "" || *only == table }
 
-	if *only != "china" {
+	if want("subdivisions") {
+		s, err := loadSubdivisions(*npmDir, *registry)
+		if err != nil {
+			return err
+		}
+		t, err := buildSubdivisions(s)
+		if err != nil {
+			return err
+		}
+		src, stats := emitSubdivisions(t, s.sources)
+		if err := writeGo(filepath.Join(*out, "subdivisions_gen.go"), src); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "gen:", stats)
+		for _, c := range s.codeClashes {
+			fmt.Fprintln(os.Stderr, "gen: CLDR and iso3166-2-db name a code differently (CLDR's name not used):", c)
+		}
+	}
+	if want("tz") {
 		tz, err := loadTZ(*zoneinfo)
 		if err != nil {
 			return err
@@ -60,7 +81,7 @@ func run(args []string) error {
 			return err
 		}
 	}
-	if *only == "tz" {
+	if !want("china") {
 		return nil
 	}
 
