@@ -9,7 +9,6 @@ import (
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/nyaruka/phonenumbers"
-	"golang.org/x/text/currency"
 	"golang.org/x/text/language"
 )
 
@@ -93,10 +92,8 @@ func TestEveryISOCountry(t *testing.T) {
 		if !valid[ContinentCode(code)] {
 			t.Errorf("%s: continent %q", code, ContinentCode(code))
 		}
-		if cur := Currency(code); cur != "" {
-			if _, err := currency.ParseISO(cur); err != nil {
-				t.Errorf("%s: currency %q: %v", code, cur, err)
-			}
+		if cur := Currency(code); cur != "" && !regexp.MustCompile(`^[A-Z]{3}$`).MatchString(cur) {
+			t.Errorf("%s: currency %q", code, cur)
 		}
 		if a := AreaCode(code, "", "", nan, nan); a != "" && !regexp.MustCompile(`^[1-9][0-9]{0,2}$`).MatchString(a) {
 			t.Errorf("%s: calling code %q", code, a)
@@ -132,7 +129,12 @@ func TestContinents(t *testing.T) {
 		"MX": "NA", "PA": "NA", "GT": "NA", "CU": "NA", "JM": "NA", "PR": "NA", "GL": "NA", "CA": "NA",
 		"CO": "SA", "AR": "SA", "FK": "SA",
 		"RU": "EU", "FR": "EU", "TR": "AS", "IN": "AS", "NZ": "OC", "FJ": "OC", "UM": "OC",
-		"ZA": "AF", "MA": "AF", "BV": "AN", "GS": "AN", "HM": "AN", "TF": "AN",
+		"ZA": "AF", "MA": "AF", "BV": "AN", "GS": "AN", "HM": "AN", "TF": "AN", "AQ": "AN",
+		// Where CLDR's containment and GeoNames (and so MaxMind) disagree,
+		// GeoNames: CLDR says AS, AF, OC, OC and AS.
+		"CY": "EU", "IO": "AS", "CX": "AS", "CC": "AS", "TL": "OC",
+		// Where they agree, across the usual borders.
+		"AM": "AS", "AZ": "AS", "GE": "AS", "KZ": "AS", "EG": "AF", "TT": "NA", "IS": "EU", "MV": "AS",
 	} {
 		if got := ContinentCode(code); got != want {
 			t.Errorf("ContinentCode(%q) = %q, want %q", code, got, want)
