@@ -12,7 +12,8 @@ type subdivision struct {
 
 // lookupSubdivision finds the subdivision of country named english: by the
 // full fold key of the name first, then by its key without generic words
-// ("Province", "Oblast", "-ken"). The table is a sorted array of constant
+// ("Province", "Oblast", "-ken") among the stripped keys of the table's
+// spellings. The table is a sorted array of constant
 // strings, compiled into the binary: it costs no heap and no start-up time,
 // and a lookup is two binary searches that allocate nothing.
 func lookupSubdivision(country, english string) *subdivision {
@@ -25,15 +26,13 @@ func lookupSubdivision(country, english string) *subdivision {
 	if !ok {
 		return nil
 	}
-	var key [2 + fold.MaxLen]byte
+	var key [2 + len(fold.StrippedMark) + fold.MaxLen]byte
 	copy(key[:], cc[:])
 	if s := searchSubdivision(key[:2+copy(key[2:], full)]); s != nil {
 		return s
 	}
-	if len(stripped) != len(full) {
-		return searchSubdivision(key[:2+copy(key[2:], stripped)])
-	}
-	return nil
+	n := 2 + copy(key[2:], fold.StrippedMark)
+	return searchSubdivision(key[:n+copy(key[n:], stripped)])
 }
 
 func searchSubdivision(key []byte) *subdivision {

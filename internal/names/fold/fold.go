@@ -12,6 +12,10 @@ package fold
 
 import "golang.org/x/text/unicode/norm"
 
+// StrippedMark separates the country code from a stripped key in the
+// tables, so that stripped keys and full keys are looked up apart.
+const StrippedMark = "."
+
 // MaxLen is the longest name, in bytes of its folded words, that has a key.
 const MaxLen = 96
 

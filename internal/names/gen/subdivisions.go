@@ -241,18 +241,18 @@ type subdivisionTable struct {
 	named     int
 }
 
-// buildSubdivisions indexes every place by the full and the stripped key of
-// each of its spellings. A full key beats a stripped one; a hand-written
-// place beats a source's; a key that still leads to two places with
-// different Chinese names is dropped, since no name is better than a wrong
-// one. Places without a Chinese name are left out: the lookup then answers
-// the English name, as for a name it does not know.
+// buildSubdivisions indexes every place twice: by the full key of each of
+// its spellings (country + key), and by their stripped keys (country +
+// fold.StrippedMark + key), which the lookup tries when the full key is not
+// found. Where a key leads to two places, a hand-written place beats a
+// source's; a key that still leads to two places with different Chinese
+// names is dropped, since no name is better than a wrong one: "Tashkent
+// Region" strips to the key of both the city of Tashkent and Tashkent
+// Province, and keeps its English name. Places without a Chinese name are
+// left out: the lookup then answers the English name, as for a name it does
+// not know.
 func buildSubdivisions(s *subdivisionSources) (*subdivisionTable, error) {
-	type cand struct {
-		place    *place
-		stripped bool
-	}
-	cands := map[string][]cand{}
+	cands := map[string][]*place{}
 	var buf fold.Buf
 	for _, p := range s.places {
 		for _, en := range p.english {
@@ -260,21 +260,18 @@ func buildSubdivisions(s *subdivisionSources) (*subdivisionTable, error) {
 			if !ok {
 				continue
 			}
-			cands[p.country+string(full)] = append(cands[p.country+string(full)], cand{p, false})
-			if !bytes.Equal(full, stripped) {
-				cands[p.country+string(stripped)] = append(cands[p.country+string(stripped)], cand{p, true})
+			for _, key := range []string{p.country + string(full), p.country + fold.StrippedMark + string(stripped)} {
+				if !containsPlace(cands[key], p) {
+					cands[key] = append(cands[key], p)
+				}
 			}
 		}
 	}
-	rank := func(c cand) int {
-		r := 0
-		if !c.stripped {
-			r += 2
+	rank := func(p *place) int {
+		if p.hand {
+			return 1
 		}
-		if c.place.hand {
-			r++
-		}
-		return r
+		return 0
 	}
 	t := &subdivisionTable{}
 	for key, cs := range cands {
@@ -283,9 +280,9 @@ func buildSubdivisions(s *subdivisionSources) (*subdivisionTable, error) {
 		for _, c := range cs {
 			switch r := rank(c); {
 			case r > best:
-				best, winners = r, []*place{c.place}
-			case r == best && !containsPlace(winners, c.place):
-				winners = append(winners, c.place)
+				best, winners = r, []*place{c}
+			case r == best && !containsPlace(winners, c):
+				winners = append(winners, c)
 			}
 		}
 		if len(winners) > 1 {
@@ -340,8 +337,9 @@ func emitSubdivisions(t *subdivisionTable, sources []string) ([]byte, string) {
 package names
 
 // subdivisions names the world's first-level subdivisions in Chinese, sorted
-// by key: the country code and the fold key of an English spelling (see
-// package fold). code is the ISO 3166-2 code, "" for a place without one.
+// by key: the country code and the full fold key of an English spelling, or
+// the country code, fold.StrippedMark and its stripped key (see package
+// fold). code is the ISO 3166-2 code, "" for a place without one.
 var subdivisions = [...]subdivision{
 `)
 	for _, e := range t.entries {
