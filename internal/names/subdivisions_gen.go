@@ -8493,6 +8493,7 @@ var subdivisions = [...]subdivision{
 	{"UZsurxondaryoprovince", "UZ-SU", "苏尔汉河州"},
 	{"UZtashkent", "UZ-TK", "塔什干"},
 	{"UZtashkentprovince", "UZ-TO", "塔什干州"},
+	{"UZtashkentregion", "UZ-TO", "塔什干州"},
 	{"UZxorazm", "UZ-XO", "花拉子模州"},
 	{"UZxorazmprovince", "UZ-XO", "花拉子模州"},
 	{"VC.charlotte", "VC-01", "夏洛特区"},

@@ -44,6 +44,7 @@ var subdivisionAliases = map[string][]string{
 	"KR-44":  {"Chungcheongnam-do"},
 	"KR-43":  {"Chungcheongbuk-do"},
 	"RO-B":   {"Bucuresti"},
+	"UZ-TO":  {"Tashkent Region"},
 	"PL-04":  {"Kujawsko-Pomorskie"},
 	"QA-DA":  {"Baladiyat ad Dawhah"},
 	"QA-RA":  {"Baladiyat ar Rayyan"},
