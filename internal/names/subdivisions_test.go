@@ -44,7 +44,8 @@ func TestWorldProvince(t *testing.T) {
 		{"MA", "Casablanca-Settat", "卡萨布兰卡-塞塔特大区"},
 		{"MA", "Meknès-Tafilalet", "梅克内斯-塔菲拉勒特大区"},
 		// Unknown or ambiguous: the English name, never a guess.
-		{"UZ", "Tashkent Region", "Tashkent Region"}, // the city 塔什干 or its province
+		{"UZ", "Tashkent Oblast", "Tashkent Oblast"}, // stripped: the city 塔什干 or its province
+		{"UZ", "Tashkent Region", "塔什干州"},            // the data's spelling, an alias of UZ-TO
 		{"TW", "Chiayi", "Chiayi"},                   // 嘉义市 or 嘉义县
 		{"US", "Nowhere", "Nowhere"},
 		{"US", "", ""},
