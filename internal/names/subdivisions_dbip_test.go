@@ -83,6 +83,21 @@ func TestDBIPSubdivisionCoverage(t *testing.T) {
 		t.Fatal("no records outside CN in the DB-IP data")
 	}
 
+	// The data's spellings of well-known provinces.
+	for p, want := range map[pair]string{
+		{"JP", "Tokyo"}:     "东京都",
+		{"BR", "Sao Paulo"}: "圣保罗州",
+		{"KR", "Seoul"}:     "首尔",
+		{"HK", "Kowloon"}:   "九龙",
+	} {
+		if networks[p] == 0 {
+			t.Errorf("no network in %s / %s: the data spells it otherwise", p.country, p.province)
+		}
+		if got := Province(p.country, p.province, ipatlas.Chinese); got != want {
+			t.Errorf("%s / %s: province %q, want %q", p.country, p.province, got, want)
+		}
+	}
+
 	type miss struct {
 		pair
 		n int
