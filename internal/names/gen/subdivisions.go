@@ -199,6 +199,15 @@ func loadSubdivisions(dir, registry string) (*subdivisionSources, error) {
 	for _, h := range placesWithoutCode {
 		s.places = append(s.places, &place{country: h.country, code: h.code, english: h.english, chinese: h.chinese, hand: true})
 	}
+	named := 0
+	for _, p := range s.places {
+		if p.chinese != "" {
+			named++
+		}
+	}
+	if named < 2000 {
+		return nil, fmt.Errorf("only %d subdivisions have a Chinese name", named)
+	}
 	return s, nil
 }
 
@@ -307,9 +316,6 @@ func buildSubdivisions(s *subdivisionSources) (*subdivisionTable, error) {
 		} else {
 			t.named++
 		}
-	}
-	if t.named < 2000 {
-		return nil, fmt.Errorf("only %d subdivisions have a Chinese name", t.named)
 	}
 	return t, nil
 }
