@@ -24,9 +24,19 @@ func BenchmarkContinent(b *testing.B) {
 }
 
 func BenchmarkProvince(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		sink = Province("CN", "Guangdong", zh)
+	for _, c := range []struct{ name, country, english string }{
+		{"CN", "CN", "Guangdong"},
+		{"world", "US", "California"},
+		{"world-stripped", "KR", "Gyeonggi-do"},
+		{"world-accents", "BR", "São Paulo"},
+		{"world-unknown", "FR", "Nowhere Région"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sink = Province(c.country, c.english, zh)
+			}
+		})
 	}
 }
 

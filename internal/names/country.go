@@ -1,12 +1,12 @@
 package names
 
 import (
+	"sort"
 	"strconv"
 	"sync"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/nyaruka/phonenumbers"
-	"golang.org/x/text/currency"
 	"golang.org/x/text/language"
 	"golang.org/x/text/language/display"
 )
@@ -39,10 +39,19 @@ var continents = [...]continent{
 	{code: "AN", region: language.MustParseRegion("AQ")},
 }
 
-// antarctic are the territories CLDR files under Outlying Oceania (QO, in
-// 009) that the GeoIP convention (MaxMind, GeoNames) puts in Antarctica: the
-// continent itself and the uninhabited sub-Antarctic islands.
-var antarctic = map[string]bool{"AQ": true, "BV": true, "GS": true, "HM": true, "TF": true}
+// geonamesContinent are the countries whose continent in GeoNames'
+// countryInfo, which MaxMind follows, is not the CLDR region that contains
+// them; GeoNames wins. Antarctica itself and the uninhabited sub-Antarctic
+// islands, which CLDR files under Outlying Oceania (QO); Cyprus, which CLDR
+// puts in Western Asia; the British Indian Ocean Territory (CLDR: Eastern
+// Africa); Christmas Island and the Cocos Islands (CLDR: Australia and New
+// Zealand); Timor-Leste (CLDR: South-Eastern Asia).
+var geonamesContinent = map[string]string{
+	"AQ": "AN", "BV": "AN", "GS": "AN", "HM": "AN", "TF": "AN",
+	"CY": "EU",
+	"IO": "AS", "CX": "AS", "CC": "AS",
+	"TL": "OC",
+}
 
 // nonISO are the codes outside ISO 3166-1 that IP data uses for a place with
 // a CLDR name (see the package comment).
@@ -78,8 +87,8 @@ var countryTable = sync.OnceValue(func() map[string]*countryInfo {
 		}
 		c := &countryInfo{en: en.Name(r), zh: zh.Name(r)}
 		switch {
-		case antarctic[code]:
-			c.continent = "AN"
+		case geonamesContinent[code] != "":
+			c.continent = geonamesContinent[code]
 		case code == "EU":
 			c.continent = "EU"
 		default:
@@ -90,9 +99,7 @@ var countryTable = sync.OnceValue(func() map[string]*countryInfo {
 				}
 			}
 		}
-		if u, ok := currency.FromRegion(r); ok {
-			c.currency = u.String()
-		}
+		c.currency = tenderOf(code)
 		if n := phonenumbers.GetCountryCodeForRegion(code); n > 0 {
 			c.calling = strconv.Itoa(n)
 		}
@@ -106,6 +113,16 @@ var countryTable = sync.OnceValue(func() map[string]*countryInfo {
 	}
 	return m
 })
+
+// tenderOf is the region's currency in the generated table tenders, "" when
+// it has none.
+func tenderOf(region string) string {
+	i := sort.Search(len(tenders), func(i int) bool { return tenders[i].region >= region })
+	if i < len(tenders) && tenders[i].region == region {
+		return tenders[i].code
+	}
+	return ""
+}
 
 func lookupCountry(code string) *countryInfo {
 	m := countryTable()

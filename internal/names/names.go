@@ -21,7 +21,9 @@ package names
 import "github.com/ipatlas/ipatlas"
 
 // ContinentCode returns the continent of an ISO 3166-1 alpha-2 country code
-// as one of AF AN AS EU NA OC SA (the GeoIP convention), "" when unknown.
+// as one of AF AN AS EU NA OC SA, "" when unknown. It follows GeoNames'
+// countryInfo, as MaxMind does: CLDR's region containment, but Cyprus in
+// Europe, Timor-Leste in Oceania and a few more (geonamesContinent).
 func ContinentCode(country string) string {
 	if c := lookupCountry(country); c != nil {
 		return c.continent
@@ -97,7 +99,9 @@ func District(country, provinceEnglish, cityEnglish, english string, lang ipatla
 	return english
 }
 
-// Currency returns the ISO 4217 code of the country's tender ("USD").
+// Currency returns the ISO 4217 code of the country's tender ("USD"): the
+// currency CLDR lists as tender on the generated table's date (currencyDate),
+// "EUR" for Croatia and Bulgaria, "VES" for Venezuela.
 func Currency(country string) string {
 	if c := lookupCountry(country); c != nil {
 		return c.currency

