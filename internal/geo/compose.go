@@ -154,13 +154,8 @@ func compose(in cityInput, countries *countryTable) cityData {
 		d.hasCoords = true
 	}
 	d.timeZone = strings.TrimSpace(in.timeZone)
-	if d.timeZone == "" && d.hasCoords {
-		d.timeZone = timeZoneAt(d.coords[0], d.coords[1])
-	}
-	if d.timeZone == "" && cc != "" {
-		if zones := names.TimeZones(cc); len(zones) == 1 {
-			d.timeZone = zones[0]
-		}
+	if d.timeZone == "" {
+		d.timeZone = timeZoneOf(cc, d.coords[0], d.coords[1], d.hasCoords)
 	}
 	return d
 }

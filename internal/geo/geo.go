@@ -108,12 +108,15 @@ type Options struct {
 	AllowEmpty bool
 }
 
-// Default cache sizes. Measured on the real default dataset with uniformly
-// random public IPv4 addresses (the worst case: real traffic repeats
-// itself more), a direct-mapped 2^16-entry cache hit about 86% of lookups
-// (2^17: 89%, 2^18: 91%); the two-way cache does somewhat better. Full,
-// it holds about 13 MB; the budget for the whole served dataset is 300 MB
-// RSS.
+// Default cache sizes. Measured on the real default dataset with TestRSS's
+// traffic, two million uniformly random public addresses, one in eight
+// IPv6 (the worst case: real traffic repeats itself more), which reach
+// 129,657 distinct city records and 37,652 ASN records: once warm, the
+// two-way city cache hits 79.8% of lookups at 2^14 entries, 85.5% at 2^15,
+// 90.2% at 2^16 and 93.4% at 2^17; the ASN cache 94.2%, 96.8%, 98.1% and
+// 98.5%. Each doubling of the city cache adds about 9 MB to what serving
+// adds to RSS (TestRSS: 129, 135, 145 and 154 MB). Full, the city cache
+// holds about 13 MB of composed records.
 const (
 	DefaultCacheEntries    = 1 << 16
 	DefaultASNCacheEntries = 1 << 16
