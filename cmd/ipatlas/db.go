@@ -78,8 +78,9 @@ Flags (each also read from its environment variable):
 
 const dbInfoHelp = `usage: ipatlas db info [--data-dir DIR] [--json]
 
-Describes every dataset in the data dir: for the fetched ones, package,
-version, build date, licence and attribution; for every MMDB file, its
+Describes every dataset in the data dir: for the fetched ones, source,
+package, version, build date and age (with a warning past 60 days), licence
+and attribution; for every MMDB file, its
 database type, IP version, build time and number of networks (counting
 them reads each file completely, which takes a few seconds).
 
