@@ -125,14 +125,24 @@ func (f *fetcher) latestSHA256(ctx context.Context, edition string) (published, 
 	if err != nil {
 		return published{}, fmt.Errorf("reading the published SHA-256: %w", err)
 	}
-	line, _, _ := strings.Cut(string(body), "\n")
+	p, err := parseSHA256Doc(string(body))
+	if err != nil {
+		return published{}, fmt.Errorf("reading the published SHA-256: GET %s: %w", u, err)
+	}
+	return p, nil
+}
+
+// parseSHA256Doc reads a .sha256 document: "<64 hex digits>  <file name>",
+// the name optional.
+func parseSHA256Doc(doc string) (published, error) {
+	line, _, _ := strings.Cut(doc, "\n")
 	fields := strings.Fields(line)
 	if len(fields) == 0 {
-		return published{}, fmt.Errorf("reading the published SHA-256: GET %s: empty", u)
+		return published{}, errors.New("empty")
 	}
 	sum, err := hex.DecodeString(fields[0])
 	if err != nil || len(sum) != sha256.Size {
-		return published{}, fmt.Errorf("reading the published SHA-256: GET %s: %q is not a SHA-256", u, fields[0])
+		return published{}, fmt.Errorf("%q is not a SHA-256", fields[0])
 	}
 	p := published{sum: sum, version: hex.EncodeToString(sum)[:12]}
 	if len(fields) > 1 {

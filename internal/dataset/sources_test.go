@@ -155,7 +155,7 @@ func TestFetchDBIPRefusesBadFiles(t *testing.T) {
 		{"interrupted body", func(d *datasettest.DBIP) {
 			d.Publish(t, "dbip-city-lite", "2026-03", good)
 			d.Drop("dbip-city-lite", "2026-03", 1000)
-		}, nil, "dbip-city-lite"},
+		}, nil, "unexpected EOF"},
 		{"corrupt gzip stream", func(d *datasettest.DBIP) { d.PublishRaw("dbip-city-lite", "2026-03", corrupt) }, nil, "decompressing"},
 		{"wrong gzip checksum", func(d *datasettest.DBIP) { d.PublishRaw("dbip-city-lite", "2026-03", badCRC) }, nil, "checksum"},
 		{"not gzip", func(d *datasettest.DBIP) { d.PublishRaw("dbip-city-lite", "2026-03", good) }, nil, "gzip"},
@@ -299,7 +299,7 @@ func TestFetchMaxMindFailures(t *testing.T) {
 		{"malformed hash", func(mm *datasettest.MaxMind, o *dataset.FetchOptions) {
 			mm.SetSHA256("GeoLite2-City", "<html>maintenance</html>")
 		}, nil, "not a SHA-256"},
-		{"interrupted body", func(mm *datasettest.MaxMind, o *dataset.FetchOptions) { mm.Drop("GeoLite2-City", 2000) }, nil, "GeoLite2-City"},
+		{"interrupted body", func(mm *datasettest.MaxMind, o *dataset.FetchOptions) { mm.Drop("GeoLite2-City", 2000) }, nil, "unexpected EOF"},
 		{"unknown edition", func(mm *datasettest.MaxMind, o *dataset.FetchOptions) {
 			o.MaxMindEditions = []string{"GeoIP2-Nonesuch"}
 		}, nil, "404"},
