@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,6 +161,18 @@ func TestServeUpdateSettings(t *testing.T) {
 		strings.Join(o.MaxMindEditions, ",") != "GeoIP2-City,GeoIP2-ISP" || c.UpdateInterval != 0 {
 		t.Errorf("fetch options %+v, interval %s", o, c.UpdateInterval)
 	}
+	// The config file's keys are the flag names.
+	conf := filepath.Join(t.TempDir(), "ipatlas.conf")
+	if err := os.WriteFile(conf, []byte("source = dbip\nupdate_interval = 6h\ndbip-url = http://mirror.example/dbip\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err = parseServeConfig([]string{"--config", conf}, mapEnv(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source != dataset.SourceDBIP || c.UpdateInterval != 6*time.Hour || c.DBIPURL != "http://mirror.example/dbip" {
+		t.Errorf("from the config file: source %s, interval %s, dbip-url %s", c.Source, c.UpdateInterval, c.DBIPURL)
+	}
 	for _, args := range [][]string{
 		{"--source", "ftp"},
 		{"--source", "maxmind"}, // no credentials
@@ -201,11 +214,19 @@ func TestDBFetchPublisherSources(t *testing.T) {
 	if strings.Contains(out, "warning") {
 		t.Errorf("db info warns about a day-old dataset:\n%s", out)
 	}
+	// The engine serves DB-IP's own files (GeoIP2 schema, DB-IP's ASN).
+	out, stderr, err := runLocal(t, nil, "", "--data-dir", dir, "--json", "8.8.8.8")
+	if err != nil {
+		t.Fatalf("lookup on the DB-IP files: %v\n%s", err, stderr)
+	}
+	if recs := decodeRecords(t, out); len(recs) != 1 || recs[0].City != "Mountain View" || recs[0].ASN != "AS15169" || recs[0].CountryCode != "US" {
+		t.Errorf("8.8.8.8 from DB-IP's files: %s", out)
+	}
 
 	mm := datasettest.NewMaxMind(t, "42", "secret-licence-key")
 	mm.Publish(t, "GeoLite2-City", built.Format("20060102"), datasettest.GeoIP2CityMMDB(t, "GeoLite2-City", built, datasettest.CityIPv4))
 	env := map[string]string{"IPATLAS_MAXMIND_ACCOUNT_ID": "42", "IPATLAS_MAXMIND_LICENSE_KEY": "wrong-key-xyzzy"}
-	out, stderr, err := runDBTest(t, env, "db", "fetch", "--data-dir", dir, "--source", "maxmind", "--maxmind-url", mm.URL, "--maxmind-editions", "GeoLite2-City")
+	out, stderr, err = runDBTest(t, env, "db", "fetch", "--data-dir", dir, "--source", "maxmind", "--maxmind-url", mm.URL, "--maxmind-editions", "GeoLite2-City")
 	if err == nil || !strings.Contains(err.Error(), "refused the credentials") || strings.Contains(out+stderr+err.Error(), "xyzzy") {
 		t.Errorf("a wrong licence key: %v\n%s%s", err, out, stderr)
 	}
