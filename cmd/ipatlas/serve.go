@@ -342,7 +342,7 @@ func ensureDataset(ctx context.Context, e env, cfg *serveConfig, log *slog.Logge
 	}
 	_, err = dataset.Fetch(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("fetching the default dataset: %w", err)
+		return fmt.Errorf("fetching a dataset from %s: %w", cfg.Source, err)
 	}
 	return nil
 }

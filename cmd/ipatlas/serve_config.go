@@ -560,9 +560,10 @@ func serveUsage(w io.Writer) {
 	fmt.Fprint(w, `usage: ipatlas serve [flags]
 
 Runs the public API and, on a separate listener, the admin API. On the first
-run it fetches the default dataset into the data dir (unless --no-fetch),
+run it fetches a dataset from --source into the data dir (unless --no-fetch),
 creates the store and, if there is no account, a "default" free account whose
-key is printed once.
+key is printed once. While it runs it checks --source for a newer dataset
+every --update-interval and swaps it in without dropping a request.
 
 Every setting is taken from, in order: its flag, its environment variable,
 the config file (--config FILE or IPATLAS_CONFIG), its default. The config
