@@ -51,7 +51,8 @@ func dbipURL(base, name, month string) string {
 // or while it is not published yet (a 404), last month's. DB-IP publishes
 // no hash of its Lite files, so what is checked is the gzip stream (its
 // CRC-32 and length), the MMDB structure (maxminddb's Verify), the database
-// type, the build date and the size of the search tree.
+// type, the build date (not in the future, not before the previous month)
+// and the size of the search tree.
 func (f *fetcher) fetchDBIP(ctx context.Context, e dbipEdition, installed Package, have bool) (Package, bool, error) {
 	now := f.now().UTC()
 	months := []string{now.Format("2006-01"), now.AddDate(0, 0, -now.Day()).Format("2006-01")}
@@ -110,6 +111,13 @@ func (f *fetcher) installDBIP(ctx context.Context, e dbipEdition, month string, 
 	if err != nil {
 		removeStaged([]stagedFile{s})
 		return Package{}, err
+	}
+	// DB-IP builds each month's file at the turn of the month: one built
+	// long before is an old file under a new name.
+	if first, _ := time.Parse("2006-01", month); md.BuildTime().Before(first.AddDate(0, -1, 0)) {
+		removeStaged([]stagedFile{s})
+		return Package{}, fmt.Errorf("%w: %s for %s says it was built at %s", ErrImplausible, s.name, month,
+			md.BuildTime().UTC().Format(time.RFC3339))
 	}
 	if err := ctx.Err(); err != nil {
 		removeStaged([]stagedFile{s})

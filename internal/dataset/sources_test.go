@@ -166,6 +166,9 @@ func TestFetchDBIPRefusesBadFiles(t *testing.T) {
 		{"build date in the future", func(d *datasettest.DBIP) {
 			d.Publish(t, "dbip-city-lite", "2026-03", datasettest.GeoIP2CityMMDB(t, "DBIP-City-Lite", fetchedAt.AddDate(0, 1, 0), datasettest.CityIPv4))
 		}, dataset.ErrImplausible, "built at"},
+		{"an old file under a new month", func(d *datasettest.DBIP) {
+			d.Publish(t, "dbip-city-lite", "2026-03", datasettest.GeoIP2CityMMDB(t, "DBIP-City-Lite", time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC), datasettest.CityIPv4))
+		}, dataset.ErrImplausible, "built at 2025-12-01"},
 		{"too few records", func(d *datasettest.DBIP) {
 			d.Publish(t, "dbip-city-lite", "2026-03", datasettest.CityMMDB(t, 6, datasettest.CityIPv6))
 		}, dataset.ErrImplausible, ""},
