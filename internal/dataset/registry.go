@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -177,12 +178,17 @@ func (d *digest) check() error {
 // download streams url into dst, at most max bytes, cancelling when no byte
 // has arrived for stall: a dead connection must not hang a fetch forever,
 // and a slow but live one must not be cut off by an overall deadline.
-func download(ctx context.Context, client *http.Client, u string, dst io.Writer, max int64, stall time.Duration, prog func(total int64) io.Writer) (int64, error) {
+//
+// auth, when not nil, adds credentials to the request.
+func download(ctx context.Context, client *http.Client, u string, auth func(*http.Request), dst io.Writer, max int64, stall time.Duration, prog func(total int64) io.Writer) (int64, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, err
+	}
+	if auth != nil {
+		auth(req)
 	}
 	errStalled := fmt.Errorf("download stalled: no data for %s", stall)
 	timer := time.AfterFunc(stall, func() { cancel(errStalled) })
@@ -193,7 +199,7 @@ func download(ctx context.Context, client *http.Client, u string, dst io.Writer,
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", u, resp.Status)
+		return 0, statusErr(u, resp)
 	}
 	if resp.ContentLength > max {
 		return 0, fmt.Errorf("%w: GET %s: tarball is %d bytes, more than the limit of %d", ErrUnsafeArchive, u, resp.ContentLength, max)
@@ -239,4 +245,38 @@ func (w *watchdogReader) Read(p []byte) (int, error) {
 		w.timer.Reset(w.stall)
 	}
 	return n, err
+}
+
+// statusError is an answer other than 200 OK.
+type statusError struct {
+	url    string
+	code   int
+	status string
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("GET %s: %s", e.url, e.status) }
+
+// statusErr describes a response that is not 200 OK; a 401 or 403 also
+// matches ErrUnauthorized.
+func statusErr(u string, resp *http.Response) error {
+	e := &statusError{url: u, code: resp.StatusCode, status: resp.Status}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return fmt.Errorf("%w: %w", ErrUnauthorized, e)
+	}
+	return e
+}
+
+// isStatus reports whether err is an answer with the given status code.
+func isStatus(err error, code int) bool {
+	var e *statusError
+	return errors.As(err, &e) && e.code == code
+}
+
+// checkBaseURL checks the base URL of a download service.
+func checkBaseURL(base, what string) error {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+		return fmt.Errorf("invalid %s URL %q: want http(s)://host[/path]", what, base)
+	}
+	return nil
 }

@@ -67,7 +67,7 @@ var sources = []Source{
 	},
 	{
 		Name:     "OpenCC",
-		Provides: "Traditional to Simplified Chinese conversion of names, via opencc-js (MIT)",
+		Provides: "Traditional to Simplified Chinese conversion of names, via the Go port longbridgeapp/opencc (Apache-2.0)",
 		Licence:  "Apache-2.0", URL: "https://github.com/BYVoid/OpenCC", LicenceURL: apache2,
 	},
 	{

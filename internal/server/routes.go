@@ -55,6 +55,7 @@ func (s *Server) adminRoutes() http.Handler {
 	r.handle("GET /admin/keys/{key}/usage", a(s.adminKeyUsage))
 	r.handle("POST /admin/keys/{key}/revoke", a(s.adminRevokeKey))
 	r.handle("POST /admin/keys/{key}/rotate", a(s.adminRotateKey))
+	r.handle("GET /admin/datasets", a(s.adminDatasets)) // files in service, their build dates, scheduled updates
 
 	// pprof's handlers take any method (symbol reads POST bodies).
 	r.handleAny("/debug/pprof/", a(pprof.Index)) // named profiles: heap, goroutine, allocs...

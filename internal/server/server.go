@@ -120,6 +120,9 @@ type Deps struct {
 	Meter    *account.Meter
 	Registry *prometheus.Registry // metrics are registered here and served by the admin API
 	Ready    func() error         // readiness beyond the store, e.g. "dataset loaded"
+	// DatasetSources adds the manifest and the update schedule to GET
+	// /admin/datasets; nil leaves them out.
+	DatasetSources DatasetSources
 }
 
 // Server holds both handlers.

@@ -1,0 +1,145 @@
+package main
+
+// serve's side of keeping the dataset fresh: the scheduled updates, the
+// warning about an old dataset, its age as a metric and in the admin API.
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// freshness watches the age of the dataset in service and, when scheduled
+// updates are on, keeps it up to date.
+type freshness struct {
+	engine  *geo.Engine
+	dir     string
+	log     *slog.Logger
+	now     func() time.Time
+	updater *dataset.Updater // nil when scheduled updates are off
+}
+
+func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *freshness {
+	f := &freshness{engine: engine, dir: cfg.DataDir, log: log, now: time.Now}
+	switch {
+	case cfg.UpdateInterval == 0:
+		log.Info("scheduled dataset updates are off (--update-interval 0)")
+	case cfg.NoFetch:
+		log.Info("scheduled dataset updates are off (--no-fetch)")
+	case !hasManifest(cfg.DataDir):
+		// Files an operator put there are the operator's to update.
+		log.Info("scheduled dataset updates are off: the data dir holds no "+dataset.ManifestFile+", so ipatlas did not install its files (run 'ipatlas db fetch' once to have them managed)",
+			"dir", cfg.DataDir)
+	default:
+		f.updater = dataset.NewUpdater(dataset.UpdaterOptions{
+			Fetch:    cfg.fetchOptions(),
+			Interval: cfg.UpdateInterval,
+			// The watcher would reload too, after a second of quiet; this
+			// also covers a data dir it cannot watch.
+			Installed: engine.Reload,
+			Checked:   f.warnOld,
+			Logger:    log,
+		})
+		log.Info("scheduled dataset updates are on", "source", cfg.Source, "interval", cfg.UpdateInterval)
+	}
+	return f
+}
+
+func hasManifest(dir string) bool {
+	_, err := dataset.ReadManifest(dir)
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
+}
+
+// run checks for updates until ctx is done; it returns at once when they
+// are off.
+func (f *freshness) run(ctx context.Context) {
+	if f.updater != nil {
+		f.updater.Run(ctx)
+	}
+}
+
+// warnOld logs a warning for every file in service built more than
+// dataset.MaxAge ago.
+func (f *freshness) warnOld() {
+	now := f.now()
+	for _, d := range f.engine.Datasets() {
+		built, err := time.Parse(time.RFC3339, d.BuildTime)
+		if err != nil {
+			continue
+		}
+		if age := now.Sub(built); age > dataset.MaxAge {
+			f.log.Warn("the dataset in service is old: answers drift as addresses change hands; update it (db fetch, or --update-interval with a --source that publishes)",
+				"file", d.File, "database_type", d.DatabaseType, "built", built.Format(time.DateOnly),
+				"age_days", int(age.Hours()/24), "warn_after_days", int(dataset.MaxAge.Hours()/24))
+		}
+	}
+}
+
+// sources is the manifest and the updater's status, for GET
+// /admin/datasets.
+func (f *freshness) sources() ([]dataset.Package, *dataset.UpdateStatus) {
+	m, _ := dataset.ReadManifest(f.dir)
+	if f.updater == nil {
+		return m.Packages, nil
+	}
+	st := f.updater.Status()
+	return m.Packages, &st
+}
+
+// register exports the dataset's build time and age per file in service,
+// and the scheduled checks.
+func (f *freshness) register(reg *prometheus.Registry) {
+	reg.MustRegister(&datasetCollector{f: f})
+	if f.updater == nil {
+		return
+	}
+	u := f.updater
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ipatlas", Subsystem: "dataset", Name: "update_checks_total",
+			Help: "Scheduled checks for a new dataset."}, func() float64 { return float64(u.Status().Checks) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ipatlas", Subsystem: "dataset", Name: "update_failures_total",
+			Help: "Scheduled checks for a new dataset that failed (the previous dataset stays in service)."},
+			func() float64 { return float64(u.Status().Failures) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "ipatlas", Subsystem: "dataset", Name: "update_last_success_timestamp_seconds",
+			Help: "When a scheduled check last succeeded, as a Unix time; 0 before the first."}, func() float64 {
+			if t := u.Status().LastSuccess; t != nil {
+				return float64(t.Unix())
+			}
+			return 0
+		}),
+	)
+}
+
+// datasetCollector reads the files in service at each scrape, so that the
+// series follow a reload.
+type datasetCollector struct{ f *freshness }
+
+var (
+	datasetAgeDesc = prometheus.NewDesc("ipatlas_dataset_age_seconds",
+		"Time since the build of each MMDB file in service (alert well before 60 days).", []string{"source", "database_type"}, nil)
+	datasetBuiltDesc = prometheus.NewDesc("ipatlas_dataset_build_timestamp_seconds",
+		"Build time of each MMDB file in service, as a Unix time.", []string{"source", "database_type"}, nil)
+)
+
+func (c *datasetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- datasetAgeDesc
+	ch <- datasetBuiltDesc
+}
+
+func (c *datasetCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.f.now()
+	for _, d := range c.f.engine.Datasets() {
+		built, err := time.Parse(time.RFC3339, d.BuildTime)
+		if err != nil {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(datasetAgeDesc, prometheus.GaugeValue, now.Sub(built).Seconds(), d.File, d.DatabaseType)
+		ch <- prometheus.MustNewConstMetric(datasetBuiltDesc, prometheus.GaugeValue, float64(built.Unix()), d.File, d.DatabaseType)
+	}
+}

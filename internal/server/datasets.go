@@ -1,0 +1,54 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/geo"
+)
+
+// Datasets is the body of GET /admin/datasets: the files in service, what
+// was fetched into the data dir, and the scheduled updates.
+type Datasets struct {
+	Files    []DatasetFile         `json:"files"`
+	Packages []dataset.Package     `json:"packages"`
+	Update   *dataset.UpdateStatus `json:"update"` // null when scheduled updates are off
+}
+
+// DatasetFile is one MMDB file in service, in precedence order.
+type DatasetFile struct {
+	File         string    `json:"file"`
+	Kind         string    `json:"kind"`
+	DatabaseType string    `json:"database_type"`
+	IPVersion    int       `json:"ip_version"`
+	BuildTime    time.Time `json:"build_time"`
+	AgeSeconds   int64     `json:"age_seconds"` // since BuildTime
+}
+
+// DatasetSources is what the server cannot see for itself: the manifest of
+// the data dir and the state of scheduled updates (nil when off).
+type DatasetSources func() ([]dataset.Package, *dataset.UpdateStatus)
+
+// datasetLister is the part of the engine that lists the files in service.
+type datasetLister interface{ Datasets() []geo.SourceInfo }
+
+func (s *Server) adminDatasets(w http.ResponseWriter, r *http.Request) {
+	body := Datasets{Files: []DatasetFile{}, Packages: []dataset.Package{}}
+	if l, ok := s.deps.Geo.(datasetLister); ok {
+		now := s.now()
+		for _, d := range l.Datasets() {
+			built, _ := time.Parse(time.RFC3339, d.BuildTime)
+			body.Files = append(body.Files, DatasetFile{File: d.File, Kind: d.Kind, DatabaseType: d.DatabaseType,
+				IPVersion: d.IPVersion, BuildTime: built, AgeSeconds: int64(now.Sub(built) / time.Second)})
+		}
+	}
+	if s.deps.DatasetSources != nil {
+		pkgs, upd := s.deps.DatasetSources()
+		if pkgs != nil {
+			body.Packages = pkgs
+		}
+		body.Update = upd
+	}
+	writeJSON(w, http.StatusOK, &body)
+}

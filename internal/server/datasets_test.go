@@ -1,0 +1,65 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/servertest"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// GET /admin/datasets lists the engine's files with their build times and
+// ages, and what the data dir's manifest and the updater report.
+func TestAdminDatasets(t *testing.T) {
+	p := servertest.New(t, func() time.Time { return testNow })
+	built := time.Date(2026, 6, 5, 0, 0, 0, 0, time.UTC)
+	last := testNow.Add(-time.Hour)
+	status := &dataset.UpdateStatus{Source: dataset.SourceDBIP, IntervalSeconds: 86400, Checks: 3, Failures: 1, LastCheck: &last, LastError: "GET x: 503"}
+	pkgs := []dataset.Package{{Source: dataset.SourceDBIP, Name: "dbip-city-lite", Kind: dataset.KindCity, Version: "2026-06",
+		BuildDate: built, License: "CC-BY-4.0", Attribution: dataset.DBIPCityAttribution,
+		Files: []dataset.File{{Name: "dbip-city-lite.mmdb", Size: 10, SHA256: "00"}}}}
+	srv := New(Config{AdminToken: testAdminToken, Logger: slog.New(slog.DiscardHandler), Now: p.Now}, Deps{
+		Geo: p.Geo, Accounts: p.Accounts, Meter: p.Meter, Registry: prometheus.NewRegistry(),
+		DatasetSources: func() ([]dataset.Package, *dataset.UpdateStatus) { return pkgs, status },
+	})
+	e := &env{admin: srv.AdminHandler()}
+
+	r := e.adminCall(t, "GET", "/admin/datasets", "")
+	if r.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", r.Code, r.Body)
+	}
+	got := decode[Datasets](t, r)
+	want := p.Geo.Datasets()
+	if len(got.Files) != len(want) || len(want) == 0 {
+		t.Fatalf("files %+v, want the engine's %+v", got.Files, want)
+	}
+	for i, f := range got.Files {
+		if f.File != want[i].File || f.DatabaseType != want[i].DatabaseType || f.BuildTime.Format(time.RFC3339) != want[i].BuildTime {
+			t.Errorf("file %d: %+v, engine says %+v", i, f, want[i])
+		}
+		if age := testNow.Sub(f.BuildTime); f.AgeSeconds != int64(age/time.Second) {
+			t.Errorf("%s: age %d s, want %d", f.File, f.AgeSeconds, int64(age/time.Second))
+		}
+	}
+	if len(got.Packages) != 1 || !got.Packages[0].BuildDate.Equal(built) || got.Packages[0].Source != dataset.SourceDBIP {
+		t.Errorf("packages %+v", got.Packages)
+	}
+	if got.Update == nil || got.Update.Checks != 3 || got.Update.LastError != status.LastError || !got.Update.LastCheck.Equal(last) {
+		t.Errorf("update %+v", got.Update)
+	}
+
+	// Without the manifest and updater: empty lists and a null update.
+	e = &env{admin: New(Config{AdminToken: testAdminToken, Logger: slog.New(slog.DiscardHandler), Now: p.Now},
+		Deps{Geo: p.Geo, Accounts: p.Accounts, Meter: p.Meter, Registry: prometheus.NewRegistry()}).AdminHandler()}
+	r = e.adminCall(t, "GET", "/admin/datasets", "")
+	if body := r.Body.String(); r.Code != http.StatusOK || !strings.Contains(body, `"packages":[]`) || !strings.Contains(body, `"update":null`) {
+		t.Errorf("without sources: %d %s", r.Code, body)
+	}
+	// The token is required.
+	r = e.doAdmin(t, req{method: "GET", path: "/admin/datasets"})
+	wantAdminError(t, r, http.StatusUnauthorized, adminUnauthorized)
+}
