@@ -51,8 +51,13 @@ const regionScale = 1024
 
 // cnNearLimit is how far, in degrees, a point outside every polygon may lie
 // from the nearest one and still belong to it: the simplified coastlines
-// and borders leave out some shore towns and islands.
-const cnNearLimit = 0.15
+// and borders leave out some shore towns and islands. Within the province
+// the data names, cnProvinceNearLimit: a point in the sea off its coast is
+// the province's (DB-IP places Beidaihe 40 km out in the Bohai).
+const (
+	cnNearLimit         = 0.15
+	cnProvinceNearLimit = 0.6
+)
 
 var cnRegions = sync.OnceValue(func() *cnRegionIndex {
 	idx, ok := decodeRegions(cnRegionsData)
@@ -143,8 +148,8 @@ func cellKey(cx, cy int32) int32 { return (cy+90)*360 + cx + 180 }
 // cnCountyAt returns the index in cnCounties of the county containing
 // the point, among the counties of province (an index in cnProvinces), or
 // of all of China when province is negative. A point outside every
-// polygon goes to the nearest one within cnNearLimit.
-func cnCountyAt(lat, lon float64, province int) (int, bool) {
+// polygon goes to the nearest one within near degrees.
+func cnCountyAt(lat, lon float64, province int, near float64) (int, bool) {
 	if !(lat >= -90 && lat <= 90 && lon >= -180 && lon <= 180) {
 		return 0, false
 	}
@@ -165,10 +170,11 @@ func cnCountyAt(lat, lon float64, province int) (int, bool) {
 	}
 	// Nearest edge within the limit, in the cells around.
 	best, bestD := -1, math.Inf(1)
-	limit := cnNearLimit * regionScale
+	limit := near * regionScale
 	scale := math.Cos(lat * math.Pi / 180)
-	for dy := int32(-1); dy <= 1; dy++ {
-		for dx := int32(-1); dx <= 1; dx++ {
+	cells := int32(math.Ceil(near))
+	for dy := -cells; dy <= cells; dy++ {
+		for dx := -cells; dx <= cells; dx++ {
 			for _, i := range idx.cells[cellKey(cx+dx, cy+dy)] {
 				pg := &idx.polygons[i]
 				if province >= 0 && int(pg.province) != province {
