@@ -66,6 +66,11 @@ func chinaResolve(provinceEnglish, english string, lat, lon float64) cnResolved 
 			province = int(i)
 		}
 		c, ok := cnCountyAt(lat, lon, province, cnNearLimit)
+		if !ok && okP && p.municipality {
+			// Every place of a municipality is in it, wherever the data
+			// puts it (DB-IP places some at China's centroid).
+			return cnResolved{chinese: p.chinese, english: p.english, areaCode: p.areaCode, town: english != p.english}
+		}
 		if !ok && province >= 0 {
 			// Coordinates outside the province the data names: the
 			// data's province is the wrong one more often than its
@@ -119,7 +124,9 @@ func chinaCity(provinceEnglish, english string, lat, lon float64, lang ipatlas.L
 func chinaDistrict(provinceEnglish, cityEnglish, english string, lat, lon float64, lang ipatlas.Lang) string {
 	r := chinaResolve(provinceEnglish, cityEnglish, lat, lon)
 	if english == "" {
-		if !r.town || cityEnglish == "" {
+		// A county-level city a province administers directly (琼海市)
+		// is its own county: no district below it.
+		if !r.town || cityEnglish == "" || r.county == r.chinese {
 			return ""
 		}
 		if lang == ipatlas.Chinese && r.county != "" {

@@ -251,6 +251,9 @@ func TestChinaByCoordinates(t *testing.T) {
 		// district of its own.
 		{"Guangdong", "Guangzhou", "", 23.1317, 113.266, "Guangzhou", "广州市", "020", "", ""},
 		{"Guangdong", "Guangzhou", "Yuexiu Qu", 23.1291, 113.264, "Guangzhou", "广州市", "020", "Yuexiu", "越秀区"},
+		// A county-level city Hainan administers directly is its own
+		// county: no district.
+		{"Hainan", "Qionghai", "", 19.2425, 110.4617, "Qionghai", "琼海市", "0898", "", ""},
 		// Without a province, the coordinates give it.
 		{"", "Shenzhen Bay Park", "", 22.4994, 113.952, "Shenzhen", "深圳市", "0755", "Shenzhen Bay Park", "南山区"},
 		// Coordinates far outside China resolve nothing.
