@@ -55,7 +55,7 @@ func TestDBIPCoverage(t *testing.T) {
 		// 6.3 million networks share about 425,000 records: decode each
 		// record once (by its offset), which matters under -race.
 		type record struct {
-			Country string `maxminddb:"country_code"`
+			Country string  `maxminddb:"country_code"`
 			State1  string  `maxminddb:"state1"`
 			City    string  `maxminddb:"city"`
 			Lat     float64 `maxminddb:"latitude"`
