@@ -2,6 +2,7 @@ package names
 
 import (
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -330,6 +331,34 @@ func TestChinaRegions(t *testing.T) {
 	}
 	if _, ok := decodeRegions(cnRegionsData[:len(cnRegionsData)/2]); ok {
 		t.Error("a truncated china_regions.bin decodes")
+	}
+}
+
+// TestChinaRegionsMemory measures what decoding the boundaries costs
+// the heap (what their first use adds to the process), and holds it to a
+// budget.
+func TestChinaRegionsMemory(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	idx, ok := decodeRegions(cnRegionsData)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if !ok {
+		t.Fatal("china_regions.bin does not decode")
+	}
+	points := 0
+	for _, pg := range idx.polygons {
+		for _, r := range pg.rings {
+			points += len(r) / 2
+		}
+	}
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	runtime.KeepAlive(idx)
+	t.Logf("%d polygons, %d points, %d cells: the heap grows by %.2f MB (the embedded file is %.2f MB)",
+		len(idx.polygons), points, len(idx.cells), float64(grew)/(1<<20), float64(len(cnRegionsData))/(1<<20))
+	if grew > 8<<20 {
+		t.Errorf("the boundaries take %.1f MB of heap, over the 8 MB budget", float64(grew)/(1<<20))
 	}
 }
 
