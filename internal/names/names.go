@@ -1,12 +1,15 @@
 // Package names turns codes and English place names into the names,
 // currencies and telephone codes of the location record: continent and
 // country names in English and Chinese (CLDR), Chinese names of China's
-// provinces and prefecture-level cities, ISO 4217 currencies, and area codes.
-// Tables the code cannot compute are generated files (see gen/).
+// provinces, prefecture-level cities and counties, ISO 4217 currencies, and
+// area codes. A Chinese town the tables do not know is found by its
+// coordinates in China's county boundaries (china_regions.bin, decoded on
+// first use, about 3 MB of heap). Tables the code cannot compute are
+// generated files (see gen/).
 //
-// Every function is a few map lookups and allocates nothing, so the engine
-// can call them for every record. Unknown input gives "" (or the English
-// name itself), never an error or a panic.
+// Every function is a few map lookups, or a point-in-polygon test, and
+// allocates nothing, so the engine can call them for every record. Unknown
+// input gives "" (or the English name itself), never an error or a panic.
 //
 // Country codes are ISO 3166-1 alpha-2 (upper or lower case), plus two
 // codes that IP data uses outside ISO 3166-1: XK (Kosovo, user-assigned, used
