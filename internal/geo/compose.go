@@ -124,10 +124,14 @@ func compose(in cityInput, countries *countryTable) cityData {
 		d.country = countries.get(countryKey{cc, cont, in.continentNames, in.countryNames})
 	}
 
-	// "City (District)" is two places; a district the data gives on its
-	// own wins over the one in brackets.
+	// "City (District)" is two places, unless it is a place's own name
+	// ("Frankfurt (Oder)"); a district the data gives on its own wins over
+	// the one in brackets.
 	prov := clean(in.province.EN)
 	city, dist := splitDistrict(in.city.EN)
+	if whole := clean(in.city.EN); names.WholeName(cc, whole) {
+		city, dist = whole, ""
+	}
 	cityZH, distZH := splitDistrict(in.city.ZH)
 	if d := clean(in.district.EN); d != "" {
 		dist = d

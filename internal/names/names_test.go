@@ -362,6 +362,26 @@ func TestChinaRegionsMemory(t *testing.T) {
 	}
 }
 
+func TestWholeName(t *testing.T) {
+	for _, tt := range []struct {
+		country, name string
+		want          bool
+	}{
+		{"DE", "Frankfurt (Oder)", true},
+		{"de", "Halle (Saale)", true},
+		{"DE", "Kempten (Allgäu)", true},
+		{"DE", "Kempten (Allgaeu)", true}, // the ASCII name
+		{"PL", "Frankfurt (Oder)", false},
+		{"KR", "Seoul (Toegye-ro)", false},
+		{"DE", "Frankfurt", false},
+		{"", "Frankfurt (Oder)", false},
+	} {
+		if got := WholeName(tt.country, tt.name); got != tt.want {
+			t.Errorf("WholeName(%q, %q) = %v, want %v", tt.country, tt.name, got, tt.want)
+		}
+	}
+}
+
 // TestChinaProvinces checks that each of mainland China's 31 province-level
 // divisions, as DB-IP spells it, has its official Chinese name.
 func TestChinaProvinces(t *testing.T) {
@@ -561,6 +581,7 @@ func TestNoAllocations(t *testing.T) {
 		"AreaCode town": func() { _ = AreaCode("CN", "Henan", "Guancheng", 34.7657, 113.753) },
 		"District":      func() { _ = District("CN", "Guangdong", "Wushipai", "Nanshan Qu", 22.5138, 113.908, zh) },
 		"District town": func() { _ = District("CN", "Henan", "Guancheng", "", 34.7657, 113.753, zh) },
+		"WholeName":     func() { _ = WholeName("de", "Frankfurt (Oder)") },
 		"District US":   func() { _ = District("US", "Virginia", "Ashburn", "Loudoun County", 39.04, -77.49, zh) },
 		"AreaCode US":   func() { _ = AreaCode("US", "California", "Mountain View", nan, nan) },
 		"TimeZones":     func() { _ = TimeZones("jp") },

