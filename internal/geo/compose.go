@@ -124,7 +124,21 @@ func compose(in cityInput, countries *countryTable) cityData {
 		d.country = countries.get(countryKey{cc, cont, in.continentNames, in.countryNames})
 	}
 
-	prov, city, dist := clean(in.province.EN), clean(in.city.EN), clean(in.district.EN)
+	// "City (District)" is two places, unless it is a place's own name
+	// ("Frankfurt (Oder)"); a district the data gives on its own wins over
+	// the one in brackets.
+	prov := clean(in.province.EN)
+	city, dist := splitDistrict(in.city.EN)
+	if whole := clean(in.city.EN); names.WholeName(cc, whole) {
+		city, dist = whole, ""
+	}
+	cityZH, distZH := splitDistrict(in.city.ZH)
+	if d := clean(in.district.EN); d != "" {
+		dist = d
+	}
+	if d := clean(in.district.ZH); d != "" {
+		distZH = d
+	}
 	for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
 		t := &d.text[lang]
 		if prov != "" {
@@ -133,14 +147,25 @@ func compose(in cityInput, countries *countryTable) cityData {
 			t.province = chineseOnly(in.province.ZH)
 		}
 		if city != "" {
-			t.city = localize(names.City(cc, prov, city, in.lat, in.lon, lang), city, in.city.ZH, lang)
+			t.city = localize(names.City(cc, prov, city, in.lat, in.lon, lang), city, cityZH, lang)
 		} else if lang == ipatlas.Chinese {
-			t.city = chineseOnly(in.city.ZH)
+			t.city = chineseOnly(cityZH)
 		}
-		if dist != "" {
-			t.district = localize(names.District(cc, prov, city, dist, lang), dist, in.district.ZH, lang)
+		// The names package may name a district the data only implies (a
+		// town of China the tables resolve to its prefecture by its
+		// coordinates): its English answer then stands for the data's.
+		distEN := dist
+		fromNames := names.District(cc, prov, city, dist, in.lat, in.lon, lang)
+		if distEN == "" && lang == ipatlas.English {
+			distEN = fromNames
+		}
+		if distEN == "" && lang == ipatlas.Chinese {
+			distEN = names.District(cc, prov, city, dist, in.lat, in.lon, ipatlas.English)
+		}
+		if distEN != "" {
+			t.district = localize(fromNames, distEN, distZH, lang)
 		} else if lang == ipatlas.Chinese {
-			t.district = chineseOnly(in.district.ZH)
+			t.district = chineseOnly(distZH)
 		}
 	}
 
@@ -158,6 +183,51 @@ func compose(in cityInput, countries *countryTable) cityData {
 		d.timeZone = timeZoneOf(cc, d.coords[0], d.coords[1], d.hasCoords)
 	}
 	return d
+}
+
+// splitDistrict splits a city name written "City (District)", as DB-IP
+// writes a place within a city ("Seoul (Toegye-ro)", "Guangzhou (Yuexiu
+// Qu)"), at its last top-level bracket pair. It never loses the city: a
+// name with no such pair, with text after the closing bracket, or whose
+// brackets do not balance is all city; an empty part gives "" for the
+// district, or the bracket's text for the city ("(Toegye-ro)"); an opening
+// bracket never closed splits there ("Seoul (Toegye-ro").
+func splitDistrict(s string) (city, district string) {
+	s = clean(s)
+	if !strings.HasSuffix(s, ")") {
+		if i := strings.LastIndexByte(s, '('); i >= 0 && !strings.ContainsRune(s[i:], ')') {
+			return orWhole(clean(s[:i]), clean(s[i+1:]), s)
+		}
+		return s, ""
+	}
+	depth := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		switch s[i] {
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				return orWhole(clean(s[:i]), clean(s[i+1:len(s)-1]), s)
+			}
+		}
+	}
+	return s, ""
+}
+
+// orWhole keeps a split only when it leaves a city: the inner text
+// becomes the city when nothing stands before the bracket, and a city
+// with nothing in brackets has no district.
+func orWhole(city, district, whole string) (string, string) {
+	switch {
+	case city != "" && district != "":
+		return city, district
+	case city != "":
+		return city, ""
+	case district != "":
+		return district, ""
+	}
+	return whole, ""
 }
 
 // localize picks a subdivision or city name in lang. fromNames is the names

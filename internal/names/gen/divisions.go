@@ -34,6 +34,7 @@ type division struct {
 type divisions struct {
 	provinces []division            // code "11".."65" (mainland only)
 	cities    map[string][]division // province code -> prefecture-level divisions
+	counties  map[string][]division // province code -> county-level divisions (six-digit codes)
 	areaCodes map[string][]string   // Chinese city name -> long-distance codes
 	source    string                // what was read, for the file header
 }
@@ -46,7 +47,7 @@ func loadDivisions(dir, registry string) (*divisions, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := untar(tgz, "package/dist/province.csv", "package/dist/city.csv", "package/dist/district-code.csv", "package/package.json")
+	files, err := untar(tgz, "package/dist/province.csv", "package/dist/city.csv", "package/dist/district-code.csv", "package/dist/area.csv", "package/package.json")
 	if err != nil {
 		return nil, fmt.Errorf("%s@%s: %w", p.name, p.version, err)
 	}
@@ -55,6 +56,7 @@ func loadDivisions(dir, registry string) (*divisions, error) {
 	}
 	d := &divisions{
 		cities:    map[string][]division{},
+		counties:  map[string][]division{},
 		areaCodes: map[string][]string{},
 		source:    p.String(),
 	}
@@ -88,6 +90,19 @@ func loadDivisions(dir, registry string) (*divisions, error) {
 		d.cities[r[2]] = append(d.cities[r[2]], division{code: r[2] + r[3], name: r[1]})
 	}
 
+	// area.csv: code,name,province,city,area ("440305,南山区,44,03,05"):
+	// the county-level divisions, those a province administers directly
+	// under city "90".
+	rows, err = readCSV(files["package/dist/area.csv"], "code", "name", "province", "city", "area")
+	if err != nil {
+		return nil, fmt.Errorf("area.csv: %w", err)
+	}
+	for _, r := range rows {
+		if r[2] >= "11" && r[2] <= "65" {
+			d.counties[r[2]] = append(d.counties[r[2]], division{code: r[0], name: r[1]})
+		}
+	}
+
 	// district-code.csv: name,code ("深圳市,0755").
 	rows, err = readCSV(files["package/dist/district-code.csv"], "name", "code")
 	if err != nil {
@@ -109,17 +124,31 @@ func download(url string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return io.ReadAll(io.LimitReader(resp.Body, 128<<20))
 }
 
 func untar(tgz []byte, names ...string) (map[string][]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(tgz))
-	if err != nil {
-		return nil, err
-	}
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
+	}
+	out, err := untarMatch(tgz, func(name string) bool { return want[name] })
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			return nil, fmt.Errorf("no %s in the tarball", n)
+		}
+	}
+	return out, nil
+}
+
+// untarMatch reads the files of a gzipped tarball whose names match.
+func untarMatch(tgz []byte, match func(string) bool) (map[string][]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		return nil, err
 	}
 	out := map[string][]byte{}
 	tr := tar.NewReader(zr)
@@ -131,17 +160,15 @@ func untar(tgz []byte, names ...string) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if want[h.Name] {
-			b, err := io.ReadAll(io.LimitReader(tr, 16<<20))
+		if match(h.Name) {
+			if h.Size > 64<<20 {
+				return nil, fmt.Errorf("%s: %d bytes, over the 64 MB a file may have", h.Name, h.Size)
+			}
+			b, err := io.ReadAll(tr)
 			if err != nil {
 				return nil, err
 			}
 			out[h.Name] = b
-		}
-	}
-	for _, n := range names {
-		if _, ok := out[n]; !ok {
-			return nil, fmt.Errorf("no %s in the tarball", n)
 		}
 	}
 	return out, nil

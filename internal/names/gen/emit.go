@@ -23,6 +23,14 @@ func writeGo(path string, src []byte) error {
 	return os.Rename(tmp, path)
 }
 
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
 func emitTZ(t *tzData, dir string) []byte {
 	var b bytes.Buffer
 	b.WriteString(header)

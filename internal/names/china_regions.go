@@ -1,0 +1,237 @@
+package names
+
+import (
+	_ "embed"
+	"encoding/binary"
+	"math"
+	"sync"
+)
+
+// The county-level boundaries of China resolve a place the tables do not
+// know by its coordinates: the county that contains it, and so its
+// prefecture-level city. china_regions.bin holds the simplified
+// polygons, each as its county (an index in cnCounties) and its rings in
+// fixed point (1/1024 degree, zigzag varint deltas); it is decoded on first
+// use into int32 rings, about 2.5 MB.
+
+//go:embed china_regions.bin
+var cnRegionsData string
+
+// cnUnit is a prefecture-level city, a municipality, or a county-level
+// division a province administers directly (仙桃市).
+type cnUnit struct {
+	province uint8  // index in cnProvinces
+	chinese  string // "郑州市"
+	english  string // "Zhengzhou"; "" when no source names it in English
+	areaCode string
+}
+
+// cnCounty is a county-level division of a unit; chinese is "" where the
+// boundary data's county was merged or renamed since and only its unit is
+// known.
+type cnCounty struct {
+	unit    uint16
+	chinese string
+}
+
+type cnPolygon struct {
+	county                 uint16
+	province               uint8
+	minX, minY, maxX, maxY int32
+	rings                  [][]int32 // x0, y0, x1, y1, ... per ring
+}
+
+type cnRegionIndex struct {
+	polygons []cnPolygon
+	cells    map[int32][]uint16 // 1° cell -> polygons whose box meets it
+}
+
+// regionScale is the fixed point of china_regions.bin, 1/1024 degree.
+const regionScale = 1024
+
+// cnNearLimit is how far, in degrees, a point outside every polygon may lie
+// from the nearest one and still belong to it: the simplified coastlines
+// and borders leave out some shore towns and islands. Within the province
+// the data names, cnProvinceNearLimit: a point in the sea off its coast is
+// the province's (DB-IP places Beidaihe 40 km out in the Bohai).
+const (
+	cnNearLimit         = 0.15
+	cnProvinceNearLimit = 0.6
+)
+
+var cnRegions = sync.OnceValue(func() *cnRegionIndex {
+	idx, ok := decodeRegions(cnRegionsData)
+	if !ok {
+		// The data is embedded: an undecodable file is a build defect,
+		// and places the tables do not know stay unresolved.
+		return &cnRegionIndex{}
+	}
+	return idx
+})
+
+func decodeRegions(s string) (*cnRegionIndex, bool) {
+	b := []byte(s)
+	if len(b) < 5 || string(b[:5]) != "CNRG1" {
+		return nil, false
+	}
+	b = b[5:]
+	next := func() (uint64, bool) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return v, true
+	}
+	nextI := func() (int64, bool) {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return v, true
+	}
+	np, ok := next()
+	if !ok || np > 1<<16 {
+		return nil, false
+	}
+	idx := &cnRegionIndex{polygons: make([]cnPolygon, 0, np), cells: map[int32][]uint16{}}
+	for range np {
+		county, ok1 := next()
+		nr, ok2 := next()
+		if !ok1 || !ok2 || county >= uint64(len(cnCounties)) || nr > 1<<16 {
+			return nil, false
+		}
+		pg := cnPolygon{county: uint16(county), province: cnUnits[cnCounties[county].unit].province,
+			minX: math.MaxInt32, minY: math.MaxInt32, maxX: math.MinInt32, maxY: math.MinInt32}
+		for range nr {
+			n, ok := next()
+			if !ok || n > 1<<20 {
+				return nil, false
+			}
+			ring := make([]int32, 0, 2*n)
+			var x, y int64
+			for range n {
+				dx, ok1 := nextI()
+				dy, ok2 := nextI()
+				if !ok1 || !ok2 {
+					return nil, false
+				}
+				x, y = x+dx, y+dy
+				ring = append(ring, int32(x), int32(y))
+				pg.minX, pg.maxX = min(pg.minX, int32(x)), max(pg.maxX, int32(x))
+				pg.minY, pg.maxY = min(pg.minY, int32(y)), max(pg.maxY, int32(y))
+			}
+			pg.rings = append(pg.rings, ring)
+		}
+		i := uint16(len(idx.polygons))
+		idx.polygons = append(idx.polygons, pg)
+		for cy := floorDiv(pg.minY); cy <= floorDiv(pg.maxY); cy++ {
+			for cx := floorDiv(pg.minX); cx <= floorDiv(pg.maxX); cx++ {
+				k := cellKey(cx, cy)
+				idx.cells[k] = append(idx.cells[k], i)
+			}
+		}
+	}
+	return idx, len(b) == 0
+}
+
+func floorDiv(v int32) int32 {
+	if v < 0 {
+		return -((-v + regionScale - 1) / regionScale)
+	}
+	return v / regionScale
+}
+
+func cellKey(cx, cy int32) int32 { return (cy+90)*360 + cx + 180 }
+
+// cnCountyAt returns the index in cnCounties of the county containing
+// the point, among the counties of province (an index in cnProvinces), or
+// of all of China when province is negative. A point outside every
+// polygon goes to the nearest one within near degrees.
+func cnCountyAt(lat, lon float64, province int, near float64) (int, bool) {
+	if !(lat >= -90 && lat <= 90 && lon >= -180 && lon <= 180) {
+		return 0, false
+	}
+	idx := cnRegions()
+	x, y := lon*regionScale, lat*regionScale
+	cx, cy := int32(math.Floor(lon)), int32(math.Floor(lat))
+	for _, i := range idx.cells[cellKey(cx, cy)] {
+		pg := &idx.polygons[i]
+		if province >= 0 && int(pg.province) != province {
+			continue
+		}
+		if x < float64(pg.minX) || x > float64(pg.maxX) || y < float64(pg.minY) || y > float64(pg.maxY) {
+			continue
+		}
+		if pg.contains(x, y) {
+			return int(pg.county), true
+		}
+	}
+	// Nearest edge within the limit, in the cells around.
+	best, bestD := -1, math.Inf(1)
+	limit := near * regionScale
+	scale := math.Cos(lat * math.Pi / 180)
+	cells := int32(math.Ceil(near))
+	for dy := -cells; dy <= cells; dy++ {
+		for dx := -cells; dx <= cells; dx++ {
+			for _, i := range idx.cells[cellKey(cx+dx, cy+dy)] {
+				pg := &idx.polygons[i]
+				if province >= 0 && int(pg.province) != province {
+					continue
+				}
+				if x < float64(pg.minX)-limit || x > float64(pg.maxX)+limit || y < float64(pg.minY)-limit || y > float64(pg.maxY)+limit {
+					continue
+				}
+				if d := pg.distance(x, y, scale); d < bestD {
+					best, bestD = int(pg.county), d
+				}
+			}
+		}
+	}
+	if best >= 0 && bestD <= limit {
+		return best, true
+	}
+	return 0, false
+}
+
+// contains is the even-odd rule over all rings, so that holes and
+// islands count right.
+func (pg *cnPolygon) contains(x, y float64) bool {
+	in := false
+	for _, r := range pg.rings {
+		n := len(r) / 2
+		for i, j := 0, n-1; i < n; j, i = i, i+1 {
+			xi, yi := float64(r[2*i]), float64(r[2*i+1])
+			xj, yj := float64(r[2*j]), float64(r[2*j+1])
+			if (yi > y) != (yj > y) && x < (xj-xi)*(y-yi)/(yj-yi)+xi {
+				in = !in
+			}
+		}
+	}
+	return in
+}
+
+// distance is the shortest distance from the point to the polygon's
+// edges, longitudes scaled by the cosine of the latitude.
+func (pg *cnPolygon) distance(x, y, scale float64) float64 {
+	best := math.Inf(1)
+	for _, r := range pg.rings {
+		n := len(r) / 2
+		for i := 1; i < n; i++ {
+			ax, ay := float64(r[2*i-2])*scale, float64(r[2*i-1])
+			bx, by := float64(r[2*i])*scale, float64(r[2*i+1])
+			best = min(best, segmentDistance(x*scale, y, ax, ay, bx, by))
+		}
+	}
+	return best
+}
+
+func segmentDistance(px, py, ax, ay, bx, by float64) float64 {
+	dx, dy := bx-ax, by-ay
+	t := 0.0
+	if l := dx*dx + dy*dy; l > 0 {
+		t = max(0, min(1, ((px-ax)*dx+(py-ay)*dy)/l))
+	}
+	return math.Hypot(px-(ax+t*dx), py-(ay+t*dy))
+}
