@@ -23,8 +23,16 @@ type cityRow struct {
 	alt      bool   // the key is an alternate name's: the place's own names go first
 }
 
-func (r *cityRow) keyString() string  { return cityKeys[r.key : r.key+uint32(r.keyLen)] }
-func (r *cityRow) nameString() string { return cityNames[r.name : r.name+uint32(r.nameLen)] }
+// A cityTable is the generated table: rows and the strings they slice.
+type cityTable struct {
+	rows        []cityRow
+	keys, names string
+}
+
+var worldCities = cityTable{cityRows[:], cityKeys, cityNames}
+
+func (t *cityTable) key(r *cityRow) string  { return t.keys[r.key : r.key+uint32(r.keyLen)] }
+func (t *cityTable) name(r *cityRow) string { return t.names[r.name : r.name+uint32(r.nameLen)] }
 
 // maxCityName bounds the names looked up, so that folding fits a buffer
 // on the stack; no city of the table has a longer name.
@@ -43,6 +51,10 @@ const maxCityName = 96
 //
 // It allocates nothing.
 func lookupCity(country, english string, lat, lon float64) (string, bool) {
+	return worldCities.lookup(country, english, lat, lon)
+}
+
+func (t *cityTable) lookup(country, english string, lat, lon float64) (string, bool) {
 	cc, ok := upper(country)
 	if !ok {
 		return "", false
@@ -58,11 +70,11 @@ func lookupCity(country, english string, lat, lon float64) (string, bool) {
 	c := uint16(cc[0])<<8 | uint16(cc[1])
 
 	// The first row not before (c, key).
-	lo, hi := 0, len(cityRows)
+	lo, hi := 0, len(t.rows)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		r := &cityRows[m]
-		if r.country < c || r.country == c && compareKey(r.keyString(), key) < 0 {
+		r := &t.rows[m]
+		if r.country < c || r.country == c && compareKey(t.key(r), key) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -70,19 +82,26 @@ func lookupCity(country, english string, lat, lon float64) (string, bool) {
 	}
 	known := !math.IsNaN(lat) && !math.IsNaN(lon)
 	best, bestD, bestAlt := -1, math.Inf(1), true
-	for i := lo; i < len(cityRows); i++ {
-		r := &cityRows[i]
-		if r.country != c || compareKey(r.keyString(), key) != 0 {
+	for i := lo; i < len(t.rows); i++ {
+		r := &t.rows[i]
+		if r.country != c || compareKey(t.key(r), key) != 0 {
 			break
 		}
 		if !known {
 			if r.unique {
-				return r.nameString(), true
+				return t.name(r), true
 			}
 			continue
 		}
-		d := distanceKm(lat, lon, float64(r.lat)/1e4, float64(r.lon)/1e4)
-		if d > float64(r.radius)/10 || r.alt && !bestAlt {
+		if r.alt && !bestAlt {
+			continue
+		}
+		radius, rlat := float64(r.radius)/10, float64(r.lat)/1e4
+		if math.Abs(lat-rlat)*kmPerDegree > radius {
+			continue // a degree of latitude is 111 km anywhere
+		}
+		d := distanceKm(lat, lon, rlat, float64(r.lon)/1e4)
+		if d > radius {
 			continue
 		}
 		if d < bestD || bestAlt && !r.alt {
@@ -92,7 +111,7 @@ func lookupCity(country, english string, lat, lon float64) (string, bool) {
 	if best < 0 {
 		return "", false
 	}
-	return cityRows[best].nameString(), true
+	return t.name(&t.rows[best]), true
 }
 
 // compareKey compares a row's key with a folded name, like strings.Compare.
@@ -114,6 +133,10 @@ func compareKey(a string, b []byte) int {
 	}
 	return 0
 }
+
+// kmPerDegree is the length of a degree of latitude (a meridian's length
+// over 180), a little less than any great-circle degree.
+const kmPerDegree = 111.19
 
 // distanceKm is the great-circle distance between two points (haversine).
 func distanceKm(lat1, lon1, lat2, lon2 float64) float64 {

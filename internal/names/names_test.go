@@ -410,9 +410,14 @@ func TestNoAllocations(t *testing.T) {
 		"City":          func() { _ = City("CN", "Guangdong", "Shenzhen", nan, nan, zh) },
 		"City decor":    func() { _ = City("CN", "Shaanxi", "Xianyangshi (Yanta Qu)", nan, nan, zh) },
 		"City unknown":  func() { _ = City("CN", "Fujian", "Wenquan (Somewhere)", nan, nan, zh) },
-		"AreaCode":      func() { _ = AreaCode("CN", "Guangdong", "Shenzhen", nan, nan) },
-		"AreaCode US":   func() { _ = AreaCode("US", "California", "Mountain View", nan, nan) },
-		"TimeZones":     func() { _ = TimeZones("jp") },
+		"City world":    func() { _ = City("US", "California", "Mountain View", 37.422, -122.085, zh) },
+		"City world decor": func() {
+			_ = City("RU", "Moscow", "Moscow (Tsentralnyy administrativnyy okrug)", 55.7558, 37.6173, zh)
+		},
+		"City world unknown": func() { _ = City("US", "Virginia", "Ashburn", 39.0438, -77.4874, zh) },
+		"AreaCode":           func() { _ = AreaCode("CN", "Guangdong", "Shenzhen", nan, nan) },
+		"AreaCode US":        func() { _ = AreaCode("US", "California", "Mountain View", nan, nan) },
+		"TimeZones":          func() { _ = TimeZones("jp") },
 	}
 	for name, f := range calls {
 		f() // builds the lazy tables

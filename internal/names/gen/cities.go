@@ -110,6 +110,10 @@ func loadGeoNames(dir, registry string) ([]*gnPlace, error) {
 	return places, nil
 }
 
+// maxKey is the longest key kept, in bytes: the lookup (names.maxCityName)
+// folds no longer name.
+const maxKey = 96
+
 // latinKeys are the folded forms of a place's name, ASCII name and Latin
 // alternate names that can be the name IP data gives it. An alternate
 // name is kept when it is written like a proper name: it begins with a
@@ -119,7 +123,7 @@ func loadGeoNames(dir, registry string) ([]*gnPlace, error) {
 func latinKeys(name, ascii string, alternates []string) (keys []string, primary int) {
 	add := func(s string) {
 		k := fold.String(s)
-		if k != "" && fold.Latin([]byte(k)) && !slices.Contains(keys, k) {
+		if k != "" && len(k) <= maxKey && fold.Latin([]byte(k)) && !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
