@@ -2,8 +2,12 @@ package names
 
 import (
 	"math"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestWorldCityTable looks places up in the generated table: the large
@@ -132,4 +136,50 @@ func TestCityTableSorted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestWorldCityMemory: the table is static data, so its first use costs no
+// heap (a map built at start-up would cost megabytes). It logs the heap
+// and, on Linux, the resident memory that looking every row's name up
+// touches, which is the table's share of the service's RSS.
+func TestWorldCityMemory(t *testing.T) {
+	tab := &worldCities
+	countries := map[uint16]string{}
+	for i := range tab.rows {
+		c := tab.rows[i].country
+		countries[c] = string([]byte{byte(c >> 8), byte(c)})
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rss0 := residentKiB()
+	for i := range tab.rows {
+		r := &tab.rows[i]
+		if _, ok := lookupCity(countries[r.country], tab.key(r), float64(r.lat)/1e4, float64(r.lon)/1e4); !ok {
+			t.Errorf("%s %q (%s) is not found at its own place", countries[r.country], tab.key(r), tab.name(r))
+		}
+	}
+	runtime.ReadMemStats(&after)
+	rss1 := residentKiB()
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d rows (%d bytes each), keys %d bytes, names %d bytes; heap growth over a lookup of every row %d bytes, %d mallocs; resident memory %d KiB -> %d KiB",
+		len(tab.rows), unsafe.Sizeof(cityRow{}), len(tab.keys), len(tab.names), growth, after.Mallocs-before.Mallocs, rss0, rss1)
+	if growth > 1<<20 {
+		t.Errorf("the lookups grew the heap by %d bytes", growth)
+	}
+}
+
+// residentKiB is the process's resident set size from /proc, 0 elsewhere.
+func residentKiB() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
 }

@@ -122,6 +122,11 @@ const maxKey = 96
 // and postal codes). Upper-case codes ("MOW", "SYD") are dropped too.
 func latinKeys(name, ascii string, alternates []string) (keys []string, primary int) {
 	add := func(s string) {
+		// The lookup drops a trailing " (...)", a place within the city:
+		// a key with brackets would never be looked up.
+		if strings.Contains(s, "(") {
+			return
+		}
 		k := fold.String(s)
 		if k != "" && len(k) <= maxKey && fold.Latin([]byte(k)) && !slices.Contains(keys, k) {
 			keys = append(keys, k)
