@@ -47,7 +47,8 @@ const maxCityName = 96
 //     radius holds them names the place (a namesake farther away is
 //     another place), a row of a place's own name before one of an
 //     alternate name;
-//   - without, only a key no other place of the country has.
+//   - without, only a place's own name that no other place of the
+//     country bears: another place's alternate name is too weak a clue.
 //
 // It allocates nothing.
 func lookupCity(country, english string, lat, lon float64) (string, bool) {
@@ -88,7 +89,7 @@ func (t *cityTable) lookup(country, english string, lat, lon float64) (string, b
 			break
 		}
 		if !known {
-			if r.unique {
+			if r.unique && !r.alt {
 				return t.name(r), true
 			}
 			continue

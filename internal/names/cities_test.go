@@ -71,7 +71,8 @@ func TestWorldCityTable(t *testing.T) {
 func TestCityTableMatching(t *testing.T) {
 	// Two Springfields 100 km apart, each with a radius of half that;
 	// a Newport with an alternate name's row and a Newport of its own.
-	keys := "springfield" + "newport"
+	// Rows are sorted by key.
+	keys := "springfield" + "newport" + "harbor"
 	names := "春田甲" + "春田乙" + "纽波特" + "新港"
 	row := func(cc string, key, keyLen, name, nameLen int, lat, lon float64, radiusKm float64, unique, alt bool) cityRow {
 		return cityRow{country: uint16(cc[0])<<8 | uint16(cc[1]), keyLen: uint8(keyLen), nameLen: uint8(nameLen),
@@ -79,6 +80,7 @@ func TestCityTableMatching(t *testing.T) {
 			radius: uint16(radiusKm * 10), unique: unique, alt: alt}
 	}
 	tab := cityTable{keys: keys, names: names, rows: []cityRow{
+		row("US", 18, 6, 27, 6, 40.1, -90.0, 30, true, true),    // harbor 新港, its alternate name too
 		row("US", 11, 7, 18, 9, 40.0, -90.0, 30, true, false),   // newport 纽波特, the place's own name
 		row("US", 11, 7, 27, 6, 40.1, -90.0, 30, true, true),    // newport 新港, another place's alternate name
 		row("US", 0, 11, 0, 9, 40.0, -80.0, 50, false, false),   // springfield 春田甲
@@ -97,6 +99,8 @@ func TestCityTableMatching(t *testing.T) {
 		{"Springfield", math.NaN(), 0, ""},  // ambiguous without coordinates
 		{"Newport", 40.09, -90.0, "纽波特"},    // the own name wins though farther
 		{"Newport", math.NaN(), math.NaN(), "纽波特"},
+		{"Harbor", math.NaN(), math.NaN(), ""}, // an alternate name only
+		{"Harbor", 40.1, -90.0, "新港"},          // which holds with coordinates
 		{"Newport (Harbor)", 40.0, -90.0, "纽波特"},
 		{"Newport", 40.0, -89.0, ""}, // 85 km away
 		{"Newport", 40.0, -90.0, "纽波特"},
