@@ -33,6 +33,7 @@ func TestWorldCityTable(t *testing.T) {
 		{"GB", "London", 51.5072, -0.1276, "伦敦"},
 		{"FR", "Paris", 48.8566, 2.3522, "巴黎"},
 		{"DE", "Frankfurt am Main", 50.1109, 8.6821, "法兰克福"},
+		{"DE", "Nuremberg", 49.4521, 11.0767, "纽伦堡"}, // GeoNames' name is Nürnberg
 		{"KR", "Seoul (Toegye-ro)", 37.5665, 126.9780, "首尔"},
 		{"AE", "Dubai", 25.2048, 55.2708, "迪拜"},
 		{"SG", "Singapore", 1.2897, 103.8501, "新加坡"},
