@@ -58,7 +58,7 @@ func TestComposeDistrict(t *testing.T) {
 		zhCity, zhDistrict, areaCode string
 	}{
 		{"bracket", cityInput{countryCode: "KR", province: localNames{EN: "Seoul"}, city: localNames{EN: "Seoul (Toegye-ro)"}, lat: 37.56, lon: 126.98},
-			"Seoul", "Toegye-ro", "Seoul", "Toegye-ro", "82"},
+			"Seoul", "Toegye-ro", "首尔", "Toegye-ro", "82"},
 		{"separate district wins", cityInput{countryCode: "US", city: localNames{EN: "Ashburn (Loudoun)"}, district: localNames{EN: "Loudoun County"}, lat: nan, lon: nan},
 			"Ashburn", "Loudoun County", "Ashburn", "Loudoun County", "1"},
 		{"zh from the file", cityInput{countryCode: "JP", city: localNames{EN: "Tokyo (Chiyoda)", ZH: "东京 (千代田区)"}, lat: nan, lon: nan},

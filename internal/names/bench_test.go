@@ -73,6 +73,18 @@ func BenchmarkCity(b *testing.B) {
 			sink = City("CN", "Fujian", "Wenquan", nan, nan, zh)
 		}
 	})
+	b.Run("world", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sink = City("US", "California", "Mountain View", 37.422, -122.085, zh)
+		}
+	})
+	b.Run("world unknown", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sink = City("US", "Virginia", "Ashburn", 39.0438, -77.4874, zh)
+		}
+	})
 }
 
 func BenchmarkAreaCode(b *testing.B) {

@@ -504,8 +504,8 @@ func TestChinaTables(t *testing.T) {
 }
 
 // TestNotChina: other countries' places keep their English names in
-// English, get their province's Chinese name from the world table (never
-// China's), and get the country calling code.
+// English, get their province's and city's Chinese names from the world
+// tables (never China's), and get the country calling code.
 func TestNotChina(t *testing.T) {
 	for _, tt := range []struct{ country, province, zhProvince, city, area string }{
 		{"US", "California", "加利福尼亚州", "Mountain View", "1"},
@@ -524,8 +524,14 @@ func TestNotChina(t *testing.T) {
 			if got := Province(tt.country, tt.province, l); got != want {
 				t.Errorf("Province(%q, %q, %v) = %q, want %q", tt.country, tt.province, l, got, want)
 			}
-			if got := City(tt.country, tt.province, tt.city, nan, nan, l); got != tt.city {
-				t.Errorf("City(%q, %q, %q, %v) = %q", tt.country, tt.province, tt.city, l, got)
+			// In Chinese, the world table's name if it has one, never
+			// China's.
+			wantCity := tt.city
+			if zhName, ok := lookupCity(tt.country, tt.city, nan, nan); ok && l == zh {
+				wantCity = zhName
+			}
+			if got := City(tt.country, tt.province, tt.city, nan, nan, l); got != wantCity {
+				t.Errorf("City(%q, %q, %q, %v) = %q, want %q", tt.country, tt.province, tt.city, l, got, wantCity)
 			}
 		}
 		if got := AreaCode(tt.country, tt.province, tt.city, nan, nan); got != tt.area {
@@ -597,6 +603,11 @@ func TestNoAllocations(t *testing.T) {
 		"District town":  func() { _ = District("CN", "Henan", "Guancheng", "", 34.7657, 113.753, zh) },
 		"WholeName":      func() { _ = WholeName("de", "Frankfurt (Oder)") },
 		"District US":    func() { _ = District("US", "Virginia", "Ashburn", "Loudoun County", 39.04, -77.49, zh) },
+		"City world":     func() { _ = City("US", "California", "Mountain View", 37.422, -122.085, zh) },
+		"City world decor": func() {
+			_ = City("RU", "Moscow", "Moscow (Tsentralnyy administrativnyy okrug)", 55.7558, 37.6173, zh)
+		},
+		"City world unknown": func() { _ = City("US", "Virginia", "Ashburn", 39.0438, -77.4874, zh) },
 	}
 	for name, f := range calls {
 		f() // builds the lazy tables

