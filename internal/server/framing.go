@@ -9,6 +9,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ipatlas/ipatlas"
@@ -94,7 +95,7 @@ type framedConnKey struct{}
 const (
 	framingChunked   = 1 + iota // Transfer-Encoding on HTTP/1.1: fine, but the scan ends there
 	framingTEAndCL              // Transfer-Encoding and Content-Length together
-	framingTEOnHTTP1            // Transfer-Encoding on HTTP/1.0
+	framingTEOnHTTP1            // Transfer-Encoding on HTTP/1.0 (or older)
 	framingUnchecked            // a head the scan could not parse (net/http refuses it too)
 )
 
@@ -211,7 +212,14 @@ func (c *framedConn) endHead() {
 	if !mentionsFraming(c.head) {
 		return // no body: net/http reads none without either header
 	}
-	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(c.head)))
+	if n, ok := quickLength(c.head); ok {
+		c.body = n
+		return
+	}
+	br := headReaders.Get().(*bufio.Reader)
+	defer headReaders.Put(br)
+	br.Reset(bytes.NewReader(c.head))
+	tp := textproto.NewReader(br)
 	line, err := tp.ReadLine()
 	if err != nil {
 		c.stop(ord, framingUnchecked)
@@ -228,8 +236,8 @@ func (c *framedConn) endHead() {
 	cl := h["Content-Length"]
 	if _, te := h["Transfer-Encoding"]; te {
 		switch {
-		case major == 1 && minor == 0:
-			c.stop(ord, framingTEOnHTTP1)
+		case major < 1 || major == 1 && minor < 1:
+			c.stop(ord, framingTEOnHTTP1) // net/http frames it by Content-Length
 		case len(cl) > 0:
 			c.stop(ord, framingTEAndCL)
 		default:
@@ -256,6 +264,9 @@ func (c *framedConn) endHead() {
 	c.body = int64(n)
 }
 
+// headReaders hold the buffers that heads are parsed through.
+var headReaders = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
+
 func (c *framedConn) stop(ord int64, verdict uint64) {
 	c.done, c.head = true, nil
 	c.flag.CompareAndSwap(0, uint64(ord)<<8|verdict)
@@ -276,6 +287,50 @@ func mentionsFraming(head []byte) bool {
 		head = head[i+1:]
 	}
 	return false
+}
+
+// quickLength reads the Content-Length of a plain head without textproto:
+// one field of that name with digits only, no Transfer-Encoding, and no
+// line folded onto the one before. ok is false for any other head, which
+// textproto then parses. Where it answers, net/http reads the same length
+// (or refuses the head for some other reason, and closes).
+func quickLength(head []byte) (n int64, ok bool) {
+	i := bytes.IndexByte(head, '\n')
+	if i < 0 {
+		return 0, false
+	}
+	for rest := head[i+1:]; len(rest) > 0; {
+		line := rest
+		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+			line, rest = rest[:j], rest[j+1:]
+		} else {
+			rest = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		switch {
+		case len(line) == 0:
+			return n, ok
+		case line[0] == ' ' || line[0] == '\t', hasPrefixFold(line, "transfer-encoding"):
+			return 0, false
+		case hasPrefixFold(line, "content-length"):
+			v := line[len("content-length"):]
+			if ok || len(v) == 0 || v[0] != ':' {
+				return 0, false
+			}
+			v = bytes.Trim(v[1:], " \t")
+			if len(v) == 0 || len(v) > 18 {
+				return 0, false
+			}
+			for _, d := range v {
+				if d < '0' || d > '9' {
+					return 0, false
+				}
+				n = n*10 + int64(d-'0')
+			}
+			ok = true
+		}
+	}
+	return n, ok
 }
 
 func hasPrefixFold(b []byte, prefix string) bool {

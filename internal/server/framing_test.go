@@ -323,3 +323,94 @@ func TestConnect(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkFramingScan is the guard's cost per request on the wire: a
+// Get-my-IP head (no parse: it names neither framing header) and a query's
+// head and body (parsed with textproto for its Content-Length), as one
+// keep-alive connection delivers them.
+func BenchmarkFramingScan(b *testing.B) {
+	body := `{"ip":"8.8.8.8"}`
+	for _, bc := range []struct{ name, raw string }{
+		{"myip", "GET /api/ip/myip HTTP/1.1\r\nHost: api.example.com\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n"},
+		{"query", "POST /api/ip-query HTTP/1.1\r\nHost: api.example.com\r\nUser-Agent: Go-http-client/1.1\r\n" +
+			"Content-Length: " + strconv.Itoa(len(body)) + "\r\nAuthorization: Bearer ipa_0123456789ab_" + strings.Repeat("x", 43) +
+			"\r\nContent-Type: application/json\r\nAccept-Encoding: gzip\r\n\r\n" + body},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := &framedConn{limit: 1 << 20}
+			raw := []byte(bc.raw)
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				c.scan(raw)
+			}
+			if c.done || c.heads == 0 {
+				b.Fatalf("the scan stopped or saw nothing: %+v", c.flag.Load())
+			}
+		})
+	}
+}
+
+// FuzzFramingHead holds the scan to net/http's reading of a request head:
+// wherever net/http accepts a head, the scan ends it at the same byte, and
+// reads the same body length, or flags it when net/http frames it by
+// Transfer-Encoding. A head net/http accepts is never flagged as unparsed.
+func FuzzFramingHead(f *testing.F) {
+	for _, s := range []string{
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET / HTTP/1.1\nHost: x\n\n",
+		"POST /q HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n",
+		"POST /q HTTP/1.1\r\nHost: x\r\ncontent-length:  17 \r\n\r\n",
+		"POST /q HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+		"POST /q HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\nContent-Length: 5\r\n\r\n",
+		"POST /q HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n 6\r\n\r\n",
+		"POST /q HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST /q HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+		"POST /q HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+		"POST /q HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST /q HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\n",
+		"POST /q HTTP/1.1\r\nHost: x\r\nContent-Length\r\n: 5\r\n\r\n",
+		"POST /q HTTP/1.1\r\nHost: x\r\n\r\r\nContent-Length: 5\r\n\r\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if len(raw) > 3000 {
+			return
+		}
+		br := bufio.NewReader(strings.NewReader(raw))
+		req, err := http.ReadRequest(br)
+		if err != nil || req.ProtoMajor != 1 {
+			return // net/http's server refuses it and closes: nothing follows
+		}
+		headLen := len(raw) - br.Buffered()
+
+		short := &framedConn{limit: 1 << 20}
+		short.scan([]byte(raw[:headLen-1]))
+		if short.heads != 0 {
+			t.Fatalf("the scan ended the head before net/http did, at %d of %d", headLen-1, headLen)
+		}
+		c := &framedConn{limit: 1 << 20}
+		c.scan([]byte(raw[:headLen]))
+		verdict := c.flag.Load() & 0xff
+		if c.heads != 1 && verdict == 0 {
+			t.Fatalf("the scan did not end the head where net/http did (%d bytes)", headLen)
+		}
+		switch {
+		case verdict == framingUnchecked:
+			t.Fatalf("net/http accepts the head (length %d, coding %q), the scan could not check it", req.ContentLength, req.TransferEncoding)
+		case len(req.TransferEncoding) > 0:
+			if verdict != framingChunked && verdict != framingTEAndCL {
+				t.Fatalf("net/http reads it chunked, the scan's verdict is %d", verdict)
+			}
+		case verdict == framingTEOnHTTP1:
+			if req.ProtoAtLeast(1, 1) {
+				t.Fatalf("flagged as HTTP/1.0 with Transfer-Encoding, but it is %s", req.Proto)
+			}
+		case verdict != 0:
+			t.Fatalf("net/http reads %d bytes of body, the scan's verdict is %d", req.ContentLength, verdict)
+		case c.body != req.ContentLength:
+			t.Fatalf("net/http reads %d bytes of body, the scan %d", req.ContentLength, c.body)
+		}
+	})
+}
