@@ -32,7 +32,9 @@ import (
 // from an HTTP/1.0 request's. So GuardFraming wraps the connections: each
 // one reads the request heads off the wire, as net/http receives them, and
 // parses them with the same textproto reader net/http uses, so that both
-// see the same headers. To find the next head it skips the body by its
+// see the same headers (a head whose only framing field is one plain
+// Content-Length is read directly; FuzzFramingHead holds both ways to
+// net/http's). To find the next head it skips the body by its
 // Content-Length; it does not follow chunked bodies, so it stops at the
 // first request carrying Transfer-Encoding, and that request's connection
 // is closed after the answer even when it is a plain, valid chunked
@@ -339,17 +341,17 @@ func hasPrefixFold(b []byte, prefix string) bool {
 
 // framing is what the connection's framing allows for r: refuse is the
 // reason to refuse it (in English and Chinese) when its body cannot be
-// trusted, and close says the connection must close after the answer.
-func framing(r *http.Request) (refuse *bodyError, close bool) {
-	close = len(r.TransferEncoding) > 0 // the scan, if any, ended at this request
+// trusted, and mustClose says the connection must close after the answer.
+func framing(r *http.Request) (refuse *bodyError, mustClose bool) {
+	mustClose = len(r.TransferEncoding) > 0 // the scan, if any, ended at this request
 	fc, _ := r.Context().Value(framedConnKey{}).(*framedConn)
 	if fc == nil {
-		return nil, close
+		return nil, mustClose
 	}
 	k := fc.served.Add(1)
 	f := fc.flag.Load()
 	if f == 0 {
-		return nil, close
+		return nil, mustClose
 	}
 	ord, verdict := int64(f>>8), f&0xff
 	switch {

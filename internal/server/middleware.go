@@ -96,7 +96,7 @@ func (s *Server) instrument(next http.Handler, admin bool) http.Handler {
 			*rec = recorder{}
 			recorderPool.Put(rec)
 		}()
-		if refuse, close := framing(r); close {
+		if refuse, mustClose := framing(r); mustClose {
 			w.Header()["Connection"] = hdrClose // net/http closes after the answer
 			if refuse != nil {
 				if admin {
