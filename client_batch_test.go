@@ -59,8 +59,8 @@ func TestServerLookupBatch(t *testing.T) {
 		ips = append(ips, p.IP)
 		wants = append(wants, want{rec: p.Want})
 		if i == 1 {
-			ips = append(ips, "10.0.0.1", "not an address", p.IP) // a repeat of Beijing
-			wants = append(wants, want{code: ipatlas.CodePrivateIP}, want{code: ipatlas.CodeInvalidIP}, want{rec: p.Want})
+			ips = append(ips, "10.0.0.1", "not an address", "", p.IP) // a repeat of Beijing
+			wants = append(wants, want{code: ipatlas.CodePrivateIP}, want{code: ipatlas.CodeInvalidIP}, want{code: ipatlas.CodeInvalidIP}, want{rec: p.Want})
 		}
 	}
 	ips = append(ips, geotest.UncoveredIP)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -95,6 +96,13 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	}
 	defer adminLn.Close()
 
+	// The admin token before the store too: a token file to fix stops the
+	// start before a first run creates an account.
+	adminToken, err := resolveAdminToken(cfg, log)
+	if err != nil {
+		return err
+	}
+
 	store, err := openStore(ctx, cfg.Store, storeOptions{
 		RequireMigrated:  !cfg.StoreMigrate,
 		MaxConns:         cfg.StoreMaxConns,
@@ -117,11 +125,6 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	if err := firstRunAccount(ctx, svc, cfg, e.stdout, log); err != nil {
 		return err
 	}
-	adminToken, err := resolveAdminToken(cfg, log)
-	if err != nil {
-		return err
-	}
-
 	meter := account.NewMeter(store, account.MeterOptions{
 		Cost:     cfg.QueryCost,
 		MaxDelay: cfg.MeterMaxDelay,
@@ -193,9 +196,12 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		ErrorLog:       errLog,
 	}
 
+	// Both listeners refuse requests whose body length is ambiguous, and
+	// close their connections (request smuggling; see server.GuardFraming).
+	guarded, adminGuarded := server.GuardFraming(public, ln), server.GuardFraming(admin, adminLn)
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- public.Serve(ln) }()
-	go func() { serveErr <- admin.Serve(adminLn) }()
+	go func() { serveErr <- public.Serve(guarded) }()
+	go func() { serveErr <- admin.Serve(adminGuarded) }()
 	// Whatever the log level: tools find the ports (of :0) by these words.
 	logAlways(log, "listening on "+ln.Addr().String(), slog.String("addr", ln.Addr().String()))
 	logAlways(log, "admin on "+adminLn.Addr().String(), slog.String("addr", adminLn.Addr().String()))
@@ -388,29 +394,92 @@ It is shown only this once: store it now. Make more keys with
 }
 
 // resolveAdminToken returns the configured admin token, or the one kept in
-// the data dir, generating it on first use. The token is never logged.
+// the data dir, generating it on first use (or when the file is empty). The
+// token is never logged. Like ssh with a private key, it refuses a token
+// file that its group or others may read or write: the token is the admin
+// API's only secret.
 func resolveAdminToken(cfg *serveConfig, log *slog.Logger) (string, error) {
 	if cfg.AdminToken != "" {
 		return cfg.AdminToken, nil
 	}
 	path := filepath.Join(cfg.DataDir, adminTokenFile)
-	b, err := os.ReadFile(path)
-	if err == nil {
-		if tok := strings.TrimSpace(string(b)); tok != "" {
-			log.Info("admin token read from file", "path", path)
-			return tok, nil
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("admin token: %w", err)
+	tok, err := readAdminToken(path)
+	if err != nil {
+		return "", err
+	}
+	if tok != "" {
+		log.Info("admin token read from file", "path", path)
+		return tok, nil
 	}
 	buf := make([]byte, 32)
 	rand.Read(buf)
-	tok := hex.EncodeToString(buf)
-	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+	tok = hex.EncodeToString(buf)
+	if err := writeAdminToken(path, tok); err != nil {
 		return "", fmt.Errorf("admin token: %w", err)
 	}
 	log.Info("admin token generated (set --admin-token or IPATLAS_ADMIN_TOKEN to choose one)", "path", path)
 	return tok, nil
+}
+
+// readAdminToken returns the token in path, or "" when the file is
+// missing or empty. The mode is read from the open file, so that it is the
+// mode of the file read.
+func readAdminToken(path string) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("admin token: %s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4<<10))
+	if err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", nil // replaced by a new file, whatever its mode
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return "", fmt.Errorf("admin token file %s has mode %04o: its group or others can read or change it; "+
+			"run 'chmod 600 %s' (and consider the token leaked: empty the file to have a new one generated)", path, perm, path)
+	}
+	return tok, nil
+}
+
+// writeAdminToken writes tok to path as a new file of mode 0600, whatever
+// was there: a temporary file in the same directory, renamed over path, so
+// that the token is never in a file others can read, nor half written.
+func writeAdminToken(path, tok string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // fails harmlessly once renamed
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // redactDSN hides a password in a store DSN, for logs and banners.

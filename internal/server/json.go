@@ -247,6 +247,40 @@ func checkKeys(data []byte, allowed []string) *bodyError {
 	}
 }
 
+// hasStringMember reports whether the object data, which encoding/json
+// has already validated, has a top-level member name (matched as
+// encoding/json matches fields) whose value is a string.
+func hasStringMember(data []byte, name string) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i++
+	for {
+		i = skipSpace(data, i)
+		if i >= len(data) || data[i] == '}' {
+			return false
+		}
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		end := skipString(data, i)
+		key := data[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var s string
+			if json.Unmarshal(data[i:end], &s) != nil {
+				return false
+			}
+			key = []byte(s)
+		}
+		v := skipSpace(data, skipSpace(data, end)+1) // past ':'
+		if v < len(data) && data[v] == '"' && bytes.EqualFold(key, []byte(name)) {
+			return true
+		}
+		i = skipValue(data, v)
+	}
+}
+
 func knownKey(key []byte, allowed []string) bool {
 	for _, a := range allowed {
 		if bytes.EqualFold(key, []byte(a)) {

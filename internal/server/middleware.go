@@ -70,7 +70,8 @@ func (s *Server) clientOf(w http.ResponseWriter, r *http.Request) netip.Addr {
 
 // instrument is the outer middleware of both handlers, in one piece so that
 // the request is not copied: it finds the client address, sets the
-// security headers (security.go), turns a panic into a 500 envelope, and
+// security headers (security.go), refuses a request whose framing cannot be
+// trusted (framing.go), turns a panic into a 500 envelope, and
 // logs and counts the request by the route template the mux matched (the
 // mux sets r.Pattern on this very request).
 //
@@ -95,6 +96,18 @@ func (s *Server) instrument(next http.Handler, admin bool) http.Handler {
 			*rec = recorder{}
 			recorderPool.Put(rec)
 		}()
+		if refuse, mustClose := framing(r); mustClose {
+			w.Header()["Connection"] = hdrClose // net/http closes after the answer
+			if refuse != nil {
+				if admin {
+					adminFail(rec, http.StatusBadRequest, adminInvalidRequest, refuse.en)
+				} else {
+					lang := requestLang(r)
+					writeError(rec, lang, refuse.code, refuse.detail(lang), ipatlas.Meta{IsAPIRequest: true})
+				}
+				return
+			}
+		}
 		next.ServeHTTP(rec, r)
 	})
 }
@@ -111,8 +124,13 @@ func (s *Server) recovered(rec *recorder, r *http.Request, p any, admin bool) {
 		slog.String("panic", fmt.Sprint(p)),
 		slog.String("stack", string(debug.Stack())))
 	if !rec.wroteHeader {
-		// The handler may have set headers for a response it never sent.
+		// The handler may have set headers for a response it never sent;
+		// a connection that must close still must.
+		conn := rec.Header()["Connection"]
 		clear(rec.Header())
+		if conn != nil {
+			rec.Header()["Connection"] = conn
+		}
 		securityHeaders(rec.Header(), r, admin)
 		if admin {
 			adminFail(rec, http.StatusInternalServerError, adminInternal, "internal error; see the server log")

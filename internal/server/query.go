@@ -117,8 +117,12 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	defer func() { *req = ipatlas.QueryRequest{}; queryPool.Put(req) }()
 	var fields ipatlas.FieldSet // all, unless the body names some
 	buf, berr := readBody(w, r)
+	ipMissing := false
 	if berr == nil {
 		berr = decodeJSON(buf.Bytes(), req, nil)
+		// "ip": "" is an address that is not one (InvalidIP, below); no
+		// "ip" at all (or null) is a malformed request.
+		ipMissing = berr == nil && req.IP == "" && !hasStringMember(buf.Bytes(), "ip")
 		putBuf(buf)
 	}
 	if berr == nil {
@@ -126,7 +130,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		if l, berr = bodyLang(w, req.Lang); berr == nil {
 			lang = l
 			fields, berr = parseFields(req.Fields)
-			if berr == nil && req.IP == "" {
+			if berr == nil && ipMissing {
 				berr = &bodyError{ipatlas.CodeInvalidRequest,
 					`the field "ip" is required`, `缺少必填字段 "ip"`}
 			}

@@ -108,5 +108,24 @@ func (r *router) finish(notFound http.HandlerFunc, notAllowed func(allow string)
 	if _, ok := r.methods["/"]; !ok {
 		r.mux.Handle("/", notFound)
 	}
-	return r.mux
+	return muxHandler{r.mux}
+}
+
+// muxHandler is a router's mux, which also answers CONNECT with a target
+// in authority form ("CONNECT example.com:443"): no pattern matches a
+// request without a path, and the mux would answer in plain text. It gets
+// what the path "/" gets for CONNECT: 405 or 404 in our format.
+type muxHandler struct{ *http.ServeMux }
+
+func (m muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect && !strings.HasPrefix(r.URL.Path, "/") {
+		root := r.WithContext(r.Context())
+		u := *r.URL
+		u.Path, u.RawPath = "/", ""
+		root.URL = &u
+		h, _ := m.Handler(root)
+		h.ServeHTTP(w, r)
+		return
+	}
+	m.ServeMux.ServeHTTP(w, r)
 }

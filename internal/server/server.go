@@ -180,7 +180,9 @@ func New(cfg Config, deps Deps) *Server {
 	s.limits = s.newLimits()
 	s.page, s.me = s.newWeb()
 	public := s.routes()
-	s.mux, _ = public.(*http.ServeMux)
+	if m, ok := public.(muxHandler); ok {
+		s.mux = m.ServeMux
+	}
 	s.public = s.instrument(s.protect(public), false)
 	s.admin = s.instrument(s.adminRoutes(), true)
 	return s
