@@ -119,12 +119,14 @@ func chinaCity(provinceEnglish, english string, lat, lon float64, lang ipatlas.L
 // ("Nanshan Qu") is, in English, its name without the word for its kind
 // (Nanshan). A town the tables do not know (Guancheng) is the district,
 // in English as the data spells it. In Chinese either is the county of
-// its city whose pinyin the data's district name, else the town's name,
-// spells (南山区, 管城回族区); failing that, the county its coordinates
-// lie in when that county is in the same city; failing that, the data's
-// spelling. A name beats the coordinates: the boundaries are simplified to
-// about 500 m and the data's coordinates are approximate, so a town near
-// a county border often lies in the neighbouring polygon.
+// its city whose pinyin the district's name, or the town's name when the
+// data gives no district, spells (南山区, 管城回族区): the town's name is
+// no guide beside a district ("Lianyun (Baitabuzhen)" is a town of 东海县,
+// not 连云区). Failing that, the county its coordinates lie in when that
+// county is in the same city; failing that, the data's spelling. A name
+// beats the coordinates: the boundaries are simplified to about 500 m and
+// the data's coordinates are approximate, so a town near a county border
+// often lies in the neighbouring polygon.
 func chinaDistrict(provinceEnglish, cityEnglish, english string, lat, lon float64, lang ipatlas.Lang) string {
 	r := chinaResolve(provinceEnglish, cityEnglish, lat, lon)
 	if english == "" {
@@ -149,11 +151,6 @@ func chinaDistrict(provinceEnglish, cityEnglish, english string, lat, lon float6
 	}
 	if c, ok := cnCountyNamed(r.chinese, english); ok {
 		return c
-	}
-	if r.town {
-		if c, ok := cnCountyNamed(r.chinese, cityEnglish); ok {
-			return c
-		}
 	}
 	if county := cnContainingCounty(provinceEnglish, r, lat, lon); county != "" {
 		return county

@@ -1,6 +1,7 @@
 package names
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/binary"
 	"math"
@@ -55,9 +56,11 @@ var cnUnitsIndex = sync.OnceValue(func() *cnUnitIndex {
 })
 
 // cnCountyNamed returns the county of the unit named unitChinese (郑州市)
-// that the English name spells ("Guancheng", "Nanshan Qu"): the one county
-// of the unit whose key the name folds to. Two counties of one key
-// (临夏市 and 临夏县, 郁南县 and 云安区) are no answer.
+// that the English name spells ("Guancheng", "Nanshan Qu", "Peixian"):
+// the one county of the unit whose key the name folds to, else, when no
+// county has that key, the one whose key it folds to without a trailing
+// word for its kind written together with it (Peixian pei, 沛县). Two
+// counties of one key (临夏市 and 临夏县, 郁南县 and 云安区) are no answer.
 func cnCountyNamed(unitChinese, english string) (string, bool) {
 	var buf [64]byte
 	key, ok := foldPinyin(buf[:0], trimDistrictWord(english))
@@ -69,16 +72,32 @@ func cnCountyNamed(unitChinese, english string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	found := ""
-	for _, c := range x.counties[u] {
-		if cnCounties[c].key == string(key) {
-			if found != "" {
-				return "", false
+	name, n := countyWithKey(x.counties[u], key)
+	if n == 0 {
+		for _, w := range kindSyllables {
+			if t, ok := bytes.CutSuffix(key, []byte(w)); ok && len(t) >= 2 {
+				name, n = countyWithKey(x.counties[u], t)
+				break
 			}
-			found = cnCounties[c].chinese
 		}
 	}
-	return found, found != ""
+	return name, n == 1
+}
+
+// kindSyllables are the words for a county's kind as the data writes them
+// joined to its name.
+var kindSyllables = [...]string{"xian", "qu", "shi", "qi"}
+
+// countyWithKey returns the county among counties with the key, and how
+// many have it.
+func countyWithKey(counties []uint16, key []byte) (string, int) {
+	name, n := "", 0
+	for _, c := range counties {
+		if cnCounties[c].key == string(key) {
+			name, n = cnCounties[c].chinese, n+1
+		}
+	}
+	return name, n
 }
 
 // foldPinyin appends to dst the key of an English spelling of a Chinese

@@ -310,6 +310,11 @@ func TestChinaDistrictByName(t *testing.T) {
 		// The district in brackets wins over the town's name.
 		{"Henan", "Guancheng", "Jinshui Qu", 34.7657, 113.753, "金水区", "金水区", "Jinshui"},
 		{"Henan", "Zhengzhou", "Guancheng Qu", 34.7657, 113.753, "金水区", "管城回族区", "Guancheng"},
+		// Beside a district, the town's name is no guide: Lianyun spells
+		// 连云区, but Baitabu is a town of 东海县, which contains it.
+		{"Jiangsu", "Lianyun", "Baitabuzhen", 34.5650, 118.8820, "东海县", "东海县", "Baitabuzhen"},
+		// The kind written together with the name: Peixian is 沛县.
+		{"Jiangsu", "Xuzhou", "Peixian", 34.3, 117.2, "鼓楼区", "沛县", "Peixian"},
 		// Case and hyphens fold away (TestFoldPinyin).
 		{"Henan", "Zhengzhou", "GUAN-CHENG Qu", 34.7657, 113.753, "金水区", "管城回族区", "GUAN-CHENG"},
 	}

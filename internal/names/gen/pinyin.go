@@ -3,7 +3,6 @@ package main
 import (
 	"runtime/debug"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mozillazg/go-pinyin"
 )
@@ -31,8 +30,8 @@ var peoples = []string{
 }
 
 // countyKey is the key of a county's Chinese name, "" for no name. A stem
-// of one character (城区, 郊区) keeps its kind: the data writes
-// "Chengqu".
+// of one character is a key too (沛县 pei, 城区 cheng): the data's
+// "Peixian" and "Chengqu" fold to it at lookup.
 func countyKey(zh string) string {
 	if zh == "" {
 		return ""
@@ -56,7 +55,7 @@ func countyKey(zh string) string {
 		}
 		stem = strings.TrimSuffix(stem, best+"族")
 	}
-	if utf8.RuneCountInString(stem) < 2 {
+	if stem == "" {
 		stem = zh
 	}
 	a := pinyin.NewArgs() // Normal style: no tones, ü as v

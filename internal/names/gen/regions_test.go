@@ -67,7 +67,8 @@ func TestCountyKey(t *testing.T) {
 		{"浦东新区", "pudong"},
 		{"神农架林区", "shennongjia"},
 		{"绿园区", "luyuan"}, // ü is written u
-		{"城区", "chengqu"}, // a one-character stem keeps its kind
+		{"城区", "cheng"},   // a one-character stem
+		{"沛县", "pei"},
 		{"", ""},
 	} {
 		if got := countyKey(tt.zh); got != tt.want {
