@@ -12,6 +12,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/longbridgeapp/opencc v0.3.13
 	github.com/maxmind/mmdbwriter v1.2.0
+	github.com/mozillazg/go-pinyin v0.21.0
 	github.com/nyaruka/phonenumbers v1.8.1
 	github.com/oschwald/maxminddb-golang/v2 v2.9.0
 	github.com/paulmach/orb v0.13.0

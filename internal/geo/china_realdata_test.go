@@ -94,7 +94,7 @@ func TestRealDataChina(t *testing.T) {
 	defer e.Close()
 
 	examples := map[string]struct{ enCity, enDistrict, zhCity, zhDistrict, area string }{
-		"Henan/Guancheng":                 {"Zhengzhou", "Guancheng", "郑州市", "", "0371"},
+		"Henan/Guancheng":                 {"Zhengzhou", "Guancheng", "郑州市", "管城回族区", "0371"},
 		"Guangdong/Wushipai (Nanshan Qu)": {"Shenzhen", "Nanshan", "深圳市", "南山区", "0755"},
 	}
 	seen := map[string]int{}

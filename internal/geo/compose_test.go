@@ -70,7 +70,7 @@ func TestComposeDistrict(t *testing.T) {
 		{"China bracket", cityInput{countryCode: "CN", province: localNames{EN: "Guangdong"}, city: localNames{EN: "Wushipai (Nanshan Qu)"}, lat: 22.5138, lon: 113.908},
 			"Shenzhen", "Nanshan", "深圳市", "南山区", "0755"},
 		{"China town", cityInput{countryCode: "CN", province: localNames{EN: "Henan"}, city: localNames{EN: "Guancheng"}, lat: 34.7657, lon: 113.753},
-			"Zhengzhou", "Guancheng", "郑州市", "", "0371"},
+			"Zhengzhou", "Guancheng", "郑州市", "管城回族区", "0371"},
 		{"China city", cityInput{countryCode: "CN", province: localNames{EN: "Guangdong"}, city: localNames{EN: "Guangzhou"}, lat: 23.1317, lon: 113.266},
 			"Guangzhou", "", "广州市", "", "020"},
 	}

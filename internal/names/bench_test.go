@@ -102,3 +102,26 @@ func BenchmarkAreaCode(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkDistrict(b *testing.B) {
+	b.Run("town named", func(b *testing.B) {
+		b.ReportAllocs()
+		District("CN", "Henan", "Guancheng", "", 34.7657, 113.753, zh)
+		for b.Loop() {
+			sink = District("CN", "Henan", "Guancheng", "", 34.7657, 113.753, zh)
+		}
+	})
+	b.Run("district named", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sink = District("CN", "Guangdong", "Wushipai", "Nanshan Qu", 22.5138, 113.908, zh)
+		}
+	})
+	b.Run("town contained", func(b *testing.B) {
+		// No county of its name: the name match fails, containment decides.
+		b.ReportAllocs()
+		for b.Loop() {
+			sink = District("CN", "Shanxi", "Liuxiang", "", 37.8734, 112.563, zh)
+		}
+	})
+}

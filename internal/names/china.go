@@ -117,10 +117,16 @@ func chinaCity(provinceEnglish, english string, lat, lon float64, lang ipatlas.L
 
 // chinaDistrict is District for China. A district the data gives
 // ("Nanshan Qu") is, in English, its name without the word for its kind
-// (Nanshan) and, in Chinese, the county its coordinates lie in when that
-// county is in the same city. A town the tables do not know (Guancheng)
-// is the district: in English as the data spells it, in Chinese the
-// county that contains it, else the data's spelling.
+// (Nanshan). A town the tables do not know (Guancheng) is the district,
+// in English as the data spells it. In Chinese either is the county of
+// its city whose pinyin the district's name, or the town's name when the
+// data gives no district, spells (南山区, 管城回族区): the town's name is
+// no guide beside a district ("Lianyun (Baitabuzhen)" is a town of 东海县,
+// not 连云区). Failing that, the county its coordinates lie in when that
+// county is in the same city; failing that, the data's spelling. A name
+// beats the coordinates: the boundaries are simplified to about 500 m and
+// the data's coordinates are approximate, so a town near a county border
+// often lies in the neighbouring polygon.
 func chinaDistrict(provinceEnglish, cityEnglish, english string, lat, lon float64, lang ipatlas.Lang) string {
 	r := chinaResolve(provinceEnglish, cityEnglish, lat, lon)
 	if english == "" {
@@ -129,7 +135,13 @@ func chinaDistrict(provinceEnglish, cityEnglish, english string, lat, lon float6
 		if !r.town || cityEnglish == "" || r.county == r.chinese {
 			return ""
 		}
-		if lang == ipatlas.Chinese && r.county != "" {
+		if lang == ipatlas.English {
+			return cityEnglish
+		}
+		if c, ok := cnCountyNamed(r.chinese, cityEnglish); ok {
+			return c
+		}
+		if r.county != "" {
 			return r.county
 		}
 		return cityEnglish
@@ -137,17 +149,27 @@ func chinaDistrict(provinceEnglish, cityEnglish, english string, lat, lon float6
 	if lang == ipatlas.English {
 		return trimDistrictWord(english)
 	}
-	county := r.county
-	if !r.town && r.chinese != "" {
-		_, i, _ := cnProvinceOf(provinceEnglish)
-		if c, ok := cnCountyAt(lat, lon, int(i), cnNearLimit); ok && cnUnits[cnCounties[c].unit].chinese == r.chinese {
-			county = cnCounties[c].chinese
-		}
+	if c, ok := cnCountyNamed(r.chinese, english); ok {
+		return c
 	}
-	if county != "" {
+	if county := cnContainingCounty(provinceEnglish, r, lat, lon); county != "" {
 		return county
 	}
 	return english
+}
+
+// cnContainingCounty is the county of r's city that contains the point:
+// the one the town was resolved by, else the one the coordinates lie in
+// within the data's province, when it is a county of r's city.
+func cnContainingCounty(provinceEnglish string, r cnResolved, lat, lon float64) string {
+	if r.town || r.chinese == "" {
+		return r.county
+	}
+	_, i, _ := cnProvinceOf(provinceEnglish)
+	if c, ok := cnCountyAt(lat, lon, int(i), cnNearLimit); ok && cnUnits[cnCounties[c].unit].chinese == r.chinese {
+		return cnCounties[c].chinese
+	}
+	return ""
 }
 
 // districtWords are the kinds of county-level division the IP data

@@ -1,6 +1,7 @@
 package names
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/binary"
 	"math"
@@ -32,6 +33,104 @@ type cnUnit struct {
 type cnCounty struct {
 	unit    uint16
 	chinese string
+	key     string // its name's pinyin as foldPinyin folds an English spelling
+}
+
+// cnUnitIndex finds a unit by its Chinese name (no two share one) and
+// lists each unit's counties.
+type cnUnitIndex struct {
+	byName   map[string]uint16
+	counties [len(cnUnits)][]uint16
+}
+
+var cnUnitsIndex = sync.OnceValue(func() *cnUnitIndex {
+	x := &cnUnitIndex{byName: make(map[string]uint16, len(cnUnits))}
+	for i := range cnUnits {
+		x.byName[cnUnits[i].chinese] = uint16(i)
+	}
+	for i := range cnCounties {
+		u := cnCounties[i].unit
+		x.counties[u] = append(x.counties[u], uint16(i))
+	}
+	return x
+})
+
+// cnCountyNamed returns the county of the unit named unitChinese (郑州市)
+// that the English name spells ("Guancheng", "Nanshan Qu", "Peixian"):
+// the one county of the unit whose key the name folds to, else, when no
+// county has that key, the one whose key it folds to without a trailing
+// word for its kind written together with it (Peixian pei, 沛县). Two
+// counties of one key (临夏市 and 临夏县, 郁南县 and 云安区) are no answer.
+func cnCountyNamed(unitChinese, english string) (string, bool) {
+	var buf [64]byte
+	key, ok := foldPinyin(buf[:0], trimDistrictWord(english))
+	if !ok || len(key) == 0 {
+		return "", false
+	}
+	x := cnUnitsIndex()
+	u, ok := x.byName[unitChinese]
+	if !ok {
+		return "", false
+	}
+	name, n := countyWithKey(x.counties[u], key)
+	if n == 0 {
+		for _, w := range kindSyllables {
+			if t, ok := bytes.CutSuffix(key, []byte(w)); ok && len(t) >= 2 {
+				name, n = countyWithKey(x.counties[u], t)
+				break
+			}
+		}
+	}
+	return name, n == 1
+}
+
+// kindSyllables are the words for a county's kind as the data writes them
+// joined to its name.
+var kindSyllables = [...]string{"xian", "qu", "shi", "qi"}
+
+// countyWithKey returns the county among counties with the key, and how
+// many have it.
+func countyWithKey(counties []uint16, key []byte) (string, int) {
+	name, n := "", 0
+	for _, c := range counties {
+		if cnCounties[c].key == string(key) {
+			name, n = cnCounties[c].chinese, n+1
+		}
+	}
+	return name, n
+}
+
+// foldPinyin appends to dst the key of an English spelling of a Chinese
+// name: its letters in lower case, ü and v as u, without spaces,
+// apostrophes or hyphens ("Yun'an" yunan, "Lüliang" luliang). A name with
+// any other character, or too long for dst's capacity, has no key.
+func foldPinyin(dst []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+			if c == 'v' {
+				c = 'u'
+			}
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+			if c == 'v' {
+				c = 'u'
+			}
+		case c == ' ' || c == '\'' || c == '-':
+			continue
+		case c == 0xc3 && i+1 < len(s) && (s[i+1] == 0xbc || s[i+1] == 0x9c): // ü, Ü
+			i++
+			c = 'u'
+		default:
+			return dst, false
+		}
+		if len(dst) == cap(dst) {
+			return dst, false
+		}
+		dst = append(dst, c)
+	}
+	return dst, true
 }
 
 type cnPolygon struct {

@@ -103,9 +103,10 @@ func City(country, provinceEnglish, english string, lat, lon float64, lang ipatl
 // province given by theirs, at the coordinates (NaN when unknown). Outside
 // China it is the English name in both languages. In China a given
 // district is named without the word for its kind in English ("Nanshan
-// Qu" is Nanshan) and by the county that contains its coordinates in
-// Chinese (南山区); a town the tables do not know is the district of the
-// city that contains it (Guancheng; 管城回族区).
+// Qu" is Nanshan); a town the tables do not know is the district of the
+// city that contains it (Guancheng). In Chinese either is the county of
+// the city whose pinyin the district's name, else the town's, spells
+// (南山区, 管城回族区), else the county that contains the coordinates.
 func District(country, provinceEnglish, cityEnglish, english string, lat, lon float64, lang ipatlas.Lang) string {
 	if isChina(country) {
 		return chinaDistrict(provinceEnglish, cityEnglish, english, lat, lon, lang)

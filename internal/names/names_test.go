@@ -242,8 +242,14 @@ func TestChinaByCoordinates(t *testing.T) {
 		enCity, zhCity, area     string
 		enDistrict, zhDistrict   string
 	}{
-		{"Henan", "Guancheng", "", 34.7657, 113.753, "Zhengzhou", "郑州市", "0371", "Guancheng", "*"},
-		{"Shanxi", "Liuxiang", "", 37.8734, 112.563, "Taiyuan", "太原市", "0351", "Liuxiang", "*"},
+		// A town that is a county's name is that county, though its
+		// coordinates lie in 金水区 (TestChinaDistrictByName).
+		{"Henan", "Guancheng", "", 34.7657, 113.753, "Zhengzhou", "郑州市", "0371", "Guancheng", "管城回族区"},
+		// No county of 太原市 is called Liuxiang: the one containing it.
+		{"Shanxi", "Liuxiang", "", 37.8734, 112.563, "Taiyuan", "太原市", "0351", "Liuxiang", "杏花岭区"},
+		// Yunan spells both 郁南县 and 云安区 of 云浮市: no choice by name,
+		// the county containing the point (in 云安区).
+		{"Guangdong", "Yunan", "", 23.07, 112.0, "Yunfu", "云浮市", "0766", "Yunan", "云安区"},
 		{"Hubei", "Shizishan", "", 30.5454, 114.342, "Wuhan", "武汉市", "027", "Shizishan", "*"},
 		{"Fujian", "Wenquan", "", 26.0998, 119.297, "Fuzhou", "福州市", "0591", "Wenquan", "*"},
 		{"Xinjiang", "Xingfulu", "", 43.7934, 87.6271, "Urumchi", "乌鲁木齐市", "0991", "Xingfulu", "*"},
@@ -285,6 +291,65 @@ func TestChinaByCoordinates(t *testing.T) {
 		}
 		if got != tt.zhDistrict {
 			t.Errorf("District(%q, %q, %q, zh) = %q, want %q", tt.province, tt.city, tt.district, got, tt.zhDistrict)
+		}
+	}
+}
+
+// TestChinaDistrictByName: in Chinese, the district is the county of the
+// city whose pinyin the data's district name, else its town's name,
+// spells, where the county containing the coordinates is another (the
+// polygons are simplified and the coordinates approximate); in English
+// the data's spelling.
+func TestChinaDistrictByName(t *testing.T) {
+	tests := []struct {
+		province, city, district string
+		lat, lon                 float64
+		contained, zh, en        string
+	}{
+		{"Henan", "Guancheng", "", 34.7657, 113.753, "金水区", "管城回族区", "Guancheng"},
+		// The district in brackets wins over the town's name.
+		{"Henan", "Guancheng", "Jinshui Qu", 34.7657, 113.753, "金水区", "金水区", "Jinshui"},
+		{"Henan", "Zhengzhou", "Guancheng Qu", 34.7657, 113.753, "金水区", "管城回族区", "Guancheng"},
+		// Beside a district, the town's name is no guide: Lianyun spells
+		// 连云区, but Baitabu is a town of 东海县, which contains it.
+		{"Jiangsu", "Lianyun", "Baitabuzhen", 34.5650, 118.8820, "东海县", "东海县", "Baitabuzhen"},
+		// The kind written together with the name: Peixian is 沛县.
+		{"Jiangsu", "Xuzhou", "Peixian", 34.3, 117.2, "鼓楼区", "沛县", "Peixian"},
+		// Case and hyphens fold away (TestFoldPinyin).
+		{"Henan", "Zhengzhou", "GUAN-CHENG Qu", 34.7657, 113.753, "金水区", "管城回族区", "GUAN-CHENG"},
+	}
+	for _, tt := range tests {
+		r := chinaResolve(tt.province, tt.city, tt.lat, tt.lon)
+		if got := cnContainingCounty(tt.province, r, tt.lat, tt.lon); got != tt.contained {
+			t.Errorf("%s/%s: containing county %q, want %q", tt.city, tt.district, got, tt.contained)
+		}
+		if got := District("CN", tt.province, tt.city, tt.district, tt.lat, tt.lon, zh); got != tt.zh {
+			t.Errorf("District(%q, %q, %q, zh) = %q, want %q", tt.province, tt.city, tt.district, got, tt.zh)
+		}
+		if got := District("CN", tt.province, tt.city, tt.district, tt.lat, tt.lon, en); got != tt.en {
+			t.Errorf("District(%q, %q, %q, en) = %q, want %q", tt.province, tt.city, tt.district, got, tt.en)
+		}
+	}
+}
+
+func TestFoldPinyin(t *testing.T) {
+	for _, tt := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"Guancheng", "guancheng", true},
+		{"Yun'an", "yunan", true},
+		{"Lüliang", "luliang", true},
+		{"Lvliang", "luliang", true},
+		{"Xi-An", "xian", true},
+		{"São Paulo", "s", false},
+		{"Zhangjiakou (Qiaoxi)", "zhangjiakou", false},
+		{strings.Repeat("a", 65), strings.Repeat("a", 64), false},
+	} {
+		var buf [64]byte
+		got, ok := foldPinyin(buf[:0], tt.in)
+		if string(got) != tt.want || ok != tt.ok {
+			t.Errorf("foldPinyin(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 }
@@ -608,6 +673,8 @@ func TestNoAllocations(t *testing.T) {
 			_ = City("RU", "Moscow", "Moscow (Tsentralnyy administrativnyy okrug)", 55.7558, 37.6173, zh)
 		},
 		"City world unknown": func() { _ = City("US", "Virginia", "Ashburn", 39.0438, -77.4874, zh) },
+		"District homophone": func() { _ = District("CN", "Guangdong", "Yunan", "", 23.07, 112.0, zh) },
+		"District unnamed":   func() { _ = District("CN", "Shanxi", "Liuxiang", "", 37.8734, 112.563, zh) },
 	}
 	for name, f := range calls {
 		f() // builds the lazy tables

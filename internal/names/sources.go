@@ -77,6 +77,11 @@ var sources = []Source{
 		Licence:  "Apache-2.0", URL: "https://github.com/BYVoid/OpenCC", LicenceURL: apache2,
 	},
 	{
+		Name:     "pinyin-data",
+		Provides: "pinyin readings of China's county names, to match the IP data's spellings to its counties, via go-pinyin (MIT)",
+		Licence:  "MIT", URL: "https://github.com/mozillazg/pinyin-data", LicenceURL: mit,
+	},
+	{
 		Name:     "IANA tz database",
 		Provides: "each country's time zones",
 		Licence:  "public domain", URL: "https://www.iana.org/time-zones",

