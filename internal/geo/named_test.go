@@ -54,10 +54,11 @@ var namedPlaces = []struct {
 		namedPlace{"Brazil", "Sao Paulo", "Sao Paulo", "", "55"},
 		namedPlace{"巴西", "圣保罗州", "圣保罗", "", "55"}},
 	// China Telecom Henan's 1.192.0.0/17: "Guancheng", a district of
-	// Zhengzhou (管城回族区), answered as its prefecture in Chinese.
+	// Zhengzhou (管城回族区): the city is its prefecture, the town the
+	// district.
 	{"1.192.0.1",
-		namedPlace{"China", "Henan", unchecked, unchecked, "0371"},
-		namedPlace{"中国", "河南省", "郑州市", unchecked, "0371"}},
+		namedPlace{"China", "Henan", "Zhengzhou", "Guancheng", "0371"},
+		namedPlace{"中国", "河南省", "郑州市", "管城回族区", "0371"}},
 }
 
 // TestNamedPlaces looks up well-known addresses of the real dataset in
