@@ -37,10 +37,11 @@ var namedPlaces = []struct {
 	{"1.1.1.1",
 		namedPlace{"Australia", "New South Wales", "Sydney", "", "61"},
 		namedPlace{"澳大利亚", "新南威尔士州", "悉尼", "", "61"}},
-	// DB-IP writes "Moscow (Tsentralnyy administrativnyy okrug)".
+	// DB-IP writes "Moscow (Tsentralnyy administrativnyy okrug)"; a district
+	// with no Chinese name stays as the data spells it.
 	{"77.88.8.8",
 		namedPlace{"Russia", "Moscow", "Moscow", "Tsentralnyy administrativnyy okrug", "7"},
-		namedPlace{"俄罗斯", "莫斯科", "莫斯科", unchecked, "7"}},
+		namedPlace{"俄罗斯", "莫斯科", "莫斯科", "Tsentralnyy administrativnyy okrug", "7"}}, // no source names it in Chinese
 	// Alibaba Cloud's 8.210.0.0/16: Kowloon / Hong Kong.
 	{"8.210.0.1",
 		namedPlace{"Hong Kong SAR China", "Kowloon", "Hong Kong", "", "852"},
