@@ -66,7 +66,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
 	out := fs.String("out", ".", "directory of package names")
 	registry := fs.String("registry", "https://registry.npmjs.org", "npm registry base URL")
-	npmDir := fs.String("npm-dir", "", "directory of the pinned npm tarballs (as saved by npm pack) instead of downloading them")
+	npmDir := fs.String("npm-dir", "", "directory of the pinned npm tarballs (as saved by npm pack); a missing one is downloaded into it")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "IANA tz database directory with zone.tab, iso3166.tab and tzdata.zi")
 	only := fs.String("only", "", `write only one table: "china", "tz", "subdivisions", "currency" or "cities"`)
 	if err := fs.Parse(args); err != nil {

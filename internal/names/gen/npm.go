@@ -3,7 +3,9 @@ package main
 import (
 	"crypto/sha512"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -22,23 +24,46 @@ func (p pinned) tarball() string {
 	return filepath.Base(p.name) + "-" + p.version + ".tgz"
 }
 
-// load reads the package's tarball from dir when dir is set (a directory
-// of tarballs saved by `npm pack`), else downloads it from the registry,
-// and checks its integrity.
+// load returns the package's tarball, checked against its integrity hash.
+// With dir set (a directory of tarballs as saved by `npm pack`), it reads
+// the tarball from there, and a tarball missing there is downloaded and
+// saved into dir once it has passed the check, so that dir works as a
+// cache; without dir it downloads from the registry.
 func (p pinned) load(dir, registry string) ([]byte, error) {
-	var tgz []byte
-	var err error
+	path := ""
 	if dir != "" {
-		tgz, err = os.ReadFile(filepath.Join(dir, p.tarball()))
-	} else {
-		tgz, err = download(registry + "/" + p.name + "/-/" + p.tarball())
+		path = filepath.Join(dir, p.tarball())
+		tgz, err := os.ReadFile(path)
+		if err == nil {
+			return tgz, p.check(tgz)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 	}
+	tgz, err := download(registry + "/" + p.name + "/-/" + p.tarball())
 	if err != nil {
 		return nil, err
 	}
-	sum := sha512.Sum512(tgz)
-	if got := "sha512-" + base64.StdEncoding.EncodeToString(sum[:]); got != p.integrity {
-		return nil, fmt.Errorf("%s@%s: integrity %s, want %s", p.name, p.version, got, p.integrity)
+	if err := p.check(tgz); err != nil {
+		return nil, err
+	}
+	if path != "" {
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, tgz, 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return nil, err
+		}
 	}
 	return tgz, nil
+}
+
+func (p pinned) check(tgz []byte) error {
+	sum := sha512.Sum512(tgz)
+	if got := "sha512-" + base64.StdEncoding.EncodeToString(sum[:]); got != p.integrity {
+		return fmt.Errorf("%s@%s: integrity %s, want %s", p.name, p.version, got, p.integrity)
+	}
+	return nil
 }
