@@ -78,10 +78,11 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	refArgs := []string{minimalCommand, "-query-answer", answerFile}
+	refAddrFile := filepath.Join(tmp, "reference.addrs.json")
+	refArgs := []string{minimalCommand, "-addr-file", refAddrFile, "-query-answer", answerFile}
 	switch o.reference {
 	case refLookup:
-		refArgs = []string{minimalCommand, "-data-dir", ws.dataDir}
+		refArgs = []string{minimalCommand, "-addr-file", refAddrFile, "-data-dir", ws.dataDir}
 	case refMinimal:
 	default:
 		return fmt.Errorf("unknown -reference %q: lookup or minimal", o.reference)
@@ -91,11 +92,11 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer minProc.stop(10 * time.Second)
-	maddrs, err := minProc.waitAddrs(10*time.Second, "listening")
+	maddrs, err := minProc.waitAddrs(10*time.Second, refAddrFile)
 	if err != nil {
 		return err
 	}
-	minBase := "http://" + maddrs["listening"]
+	minBase := "http://" + maddrs.Public
 
 	fmt.Fprintf(stdout, "ipatlas-load -mode compare: %d connections, %v per server and endpoint in %d rounds, each after %v of warm-up\n",
 		o.concurrency, o.duration, o.rounds, o.warmup)

@@ -6,9 +6,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"testing"
 
-	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/geo/mmdbgen"
 )
 
 // makeFixture writes a default-shaped dataset of `networks` IPv4 and as
@@ -16,39 +15,30 @@ import (
 // data, every network under an ASN network, and returns the networks.
 // Records have coordinates but no time zone, like DB-IP Lite's, so the
 // engine derives it as it does on the real data.
-func makeFixture(dir string, networks int, seed uint64) (nets []netip.Prefix, err error) {
+func makeFixture(dir string, networks int, seed uint64) ([]netip.Prefix, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	t := &fixtureTB{}
-	defer func() {
-		if p := recover(); p != nil {
-			if f, ok := p.(fixtureFailure); ok {
-				err = f
-				return
-			}
-			panic(p)
-		}
-	}()
 
 	rng := rand.New(rand.NewPCG(seed, 2))
 	countries := []string{"US", "CN", "DE", "JP", "GB", "FR", "BR", "IN", "RU", "KR", "CA", "AU", "SG", "NL", "IT"}
-	pool := make([]geotest.FlatRow, max(networks/15, 1))
+	pool := make([]mmdbgen.FlatRow, max(networks/15, 1))
 	for i := range pool {
-		pool[i] = geotest.FlatRow{
+		pool[i] = mmdbgen.FlatRow{
 			CountryCode: countries[rng.IntN(len(countries))],
 			State1:      fmt.Sprintf("State %d", i%97), City: fmt.Sprintf("City %d", i),
 			Latitude: -50 + rng.Float64()*110, Longitude: -170 + rng.Float64()*340,
 		}
 	}
-	var v4, v6 []geotest.FlatRow
-	var asn []geotest.ASNRow
+	var v4, v6 []mmdbgen.FlatRow
+	var asn []mmdbgen.ASNRow
+	var nets []netip.Prefix
 	seen := map[netip.Prefix]bool{}
-	add := func(p netip.Prefix, rows *[]geotest.FlatRow) {
+	add := func(p netip.Prefix, rows *[]mmdbgen.FlatRow) {
 		r := pool[rng.IntN(len(pool))]
 		r.Network = p.String()
 		*rows = append(*rows, r)
-		asn = append(asn, geotest.ASNRow{Network: p.String(), ASN: uint32(1000 + rng.IntN(networks/10+1)), Org: fmt.Sprintf("Load Networks %d", rng.IntN(1000))})
+		asn = append(asn, mmdbgen.ASNRow{Network: p.String(), ASN: uint32(1000 + rng.IntN(networks/10+1)), Org: fmt.Sprintf("Load Networks %d", rng.IntN(1000))})
 		nets = append(nets, p)
 	}
 	for len(v4) < networks {
@@ -77,25 +67,14 @@ func makeFixture(dir string, networks int, seed uint64) (nets []netip.Prefix, er
 		p, _ := a.Prefix(32 + rng.IntN(17))
 		add(p, &v6)
 	}
-	geotest.WriteFlatCity(t, filepath.Join(dir, geotest.CityV4File), geotest.CityV4Type, 4, v4)
-	geotest.WriteFlatCity(t, filepath.Join(dir, geotest.CityV6File), geotest.CityV6Type, 6, v6)
-	geotest.WriteASN(t, filepath.Join(dir, geotest.ASNFile), geotest.ASNType, asn)
+	if err := mmdbgen.WriteFlatCity(filepath.Join(dir, mmdbgen.CityV4File), mmdbgen.CityV4Type, 4, v4); err != nil {
+		return nil, err
+	}
+	if err := mmdbgen.WriteFlatCity(filepath.Join(dir, mmdbgen.CityV6File), mmdbgen.CityV6Type, 6, v6); err != nil {
+		return nil, err
+	}
+	if err := mmdbgen.WriteASN(filepath.Join(dir, mmdbgen.ASNFile), mmdbgen.ASNType, asn); err != nil {
+		return nil, err
+	}
 	return nets, nil
 }
-
-// fixtureTB lets the geotest writers, made for tests, run in this tool: a
-// failure panics with fixtureFailure, recovered by makeFixture. Only the
-// methods the writers call are implemented; the embedded nil interface
-// would panic on any other.
-type fixtureTB struct{ testing.TB }
-
-type fixtureFailure struct{ msg string }
-
-func (f fixtureFailure) Error() string { return f.msg }
-
-func (*fixtureTB) Helper()                         {}
-func (*fixtureTB) Fatal(args ...any)               { panic(fixtureFailure{fmt.Sprint(args...)}) }
-func (*fixtureTB) Fatalf(format string, a ...any)  { panic(fixtureFailure{fmt.Sprintf(format, a...)}) }
-func (*fixtureTB) Error(args ...any)               { panic(fixtureFailure{fmt.Sprint(args...)}) }
-func (*fixtureTB) Errorf(format string, a ...any)  { panic(fixtureFailure{fmt.Sprintf(format, a...)}) }
-func (*fixtureTB) Logf(format string, args ...any) {}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/addrfile"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
@@ -117,6 +118,7 @@ func runMinimal(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:0", "address")
 	answerFile := fs.String("query-answer", "", "file holding the location query's answer (the minimal reference)")
 	dataDir := fs.String("data-dir", "", "data dir to look addresses up in (the lookup reference)")
+	addrFile := fs.String("addr-file", "", "file to write the bound address to, as ipatlas serve's --addr-file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -138,6 +140,13 @@ func runMinimal(args []string) error {
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
+	}
+	defer ln.Close()
+	if *addrFile != "" {
+		if err := addrfile.Write(*addrFile, addrfile.Addrs{Public: ln.Addr().String()}); err != nil {
+			return err
+		}
+		defer os.Remove(*addrFile)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 	fmt.Fprintf(os.Stderr, "listening on %s\n", ln.Addr())

@@ -5,27 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ipatlas/ipatlas/internal/addrfile"
 )
 
 // proc is a server subprocess. Its output goes straight to a log file (not
-// through this process, whose CPU the measurement shares), where its
-// "listening on ADDR" / "admin on ADDR" lines are looked for.
+// through this process, whose CPU the measurement shares); its addresses
+// come in a file of their own (see waitAddrs).
 type proc struct {
 	cmd  *exec.Cmd
 	log  string
 	done chan struct{}
 	err  error // of Wait, once done is closed
 }
-
-var listenLine = regexp.MustCompile(`(listening|admin) on ([^\s"]+)`)
 
 // startProc starts name with args; env nil means this process's environment.
 func startProc(logPath string, env []string, name string, args ...string) (*proc, error) {
@@ -48,31 +48,25 @@ func startProc(logPath string, env []string, name string, args ...string) (*proc
 	return p, nil
 }
 
-// waitAddrs waits for the addresses of the given kinds in the log.
-func (p *proc) waitAddrs(timeout time.Duration, kinds ...string) (map[string]string, error) {
+// waitAddrs waits for the process to write its listeners' addresses to
+// addrFile (the --addr-file of ipatlas serve and of the reference server).
+func (p *proc) waitAddrs(timeout time.Duration, addrFile string) (addrfile.Addrs, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		got := map[string]string{}
-		b, _ := os.ReadFile(p.log)
-		for _, m := range listenLine.FindAllStringSubmatch(string(b), -1) {
-			got[m[1]] = m[2]
+		a, err := addrfile.Read(addrFile)
+		if err == nil {
+			return a, nil
 		}
-		n := 0
-		for _, k := range kinds {
-			if got[k] != "" {
-				n++
-			}
-		}
-		if n == len(kinds) {
-			return got, nil
+		if !errors.Is(err, fs.ErrNotExist) {
+			return addrfile.Addrs{}, err
 		}
 		select {
 		case <-p.done:
-			return nil, fmt.Errorf("%s exited: %v (log: %s)", p.cmd.Path, p.err, p.log)
+			return addrfile.Addrs{}, fmt.Errorf("%s exited: %v (log: %s)", p.cmd.Path, p.err, p.log)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s did not report its address within %v (log: %s)", p.cmd.Path, timeout, p.log)
+			return addrfile.Addrs{}, fmt.Errorf("%s did not report its addresses within %v (log: %s)", p.cmd.Path, timeout, p.log)
 		}
 	}
 }

@@ -86,16 +86,17 @@ type serverProc struct {
 // server is ready. The admin token goes by the environment: a flag would
 // show in ps. stop it with proc.stop.
 func (w *workspace) startServer(ctx context.Context, logName, store string, args ...string) (*serverProc, error) {
-	all := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+	addrFile := filepath.Join(w.tmp, strings.TrimSuffix(logName, filepath.Ext(logName))+".addrs.json")
+	all := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--addr-file", addrFile,
 		"--data-dir", w.dataDir, "--store", store, "--no-fetch"}
 	all = append(append(all, args...), w.extra...)
 	p, err := startProc(filepath.Join(w.tmp, logName), append(os.Environ(), "IPATLAS_ADMIN_TOKEN="+w.token), w.bin, all...)
 	if err != nil {
 		return nil, err
 	}
-	addrs, err := p.waitAddrs(60*time.Second, "listening", "admin")
+	addrs, err := p.waitAddrs(60*time.Second, addrFile)
 	if err == nil {
-		err = waitHealthy(ctx, newClient(1), "http://"+addrs["admin"]+"/readyz", 60*time.Second)
+		err = waitHealthy(ctx, newClient(1), "http://"+addrs.Admin+"/readyz", 60*time.Second)
 	}
 	if err != nil {
 		if serr := p.stop(10 * time.Second); serr != nil {
@@ -103,5 +104,5 @@ func (w *workspace) startServer(ctx context.Context, logName, store string, args
 		}
 		return nil, err
 	}
-	return &serverProc{proc: p, public: addrs["listening"], admin: addrs["admin"]}, nil
+	return &serverProc{proc: p, public: addrs.Public, admin: addrs.Admin}, nil
 }

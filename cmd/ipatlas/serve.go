@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/addrfile"
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/server"
@@ -95,6 +96,12 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		return fmt.Errorf("admin listen: %w", err)
 	}
 	defer adminLn.Close()
+	if cfg.AddrFile != "" {
+		if err := addrfile.Write(cfg.AddrFile, addrfile.Addrs{Public: ln.Addr().String(), Admin: adminLn.Addr().String()}); err != nil {
+			return fmt.Errorf("addr file: %w", err)
+		}
+		defer os.Remove(cfg.AddrFile)
+	}
 
 	// The admin token before the store too: a token file to fix stops the
 	// start before a first run creates an account.
@@ -202,9 +209,8 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- public.Serve(guarded) }()
 	go func() { serveErr <- admin.Serve(adminGuarded) }()
-	// Whatever the log level: tools find the ports (of :0) by these words.
-	logAlways(log, "listening on "+ln.Addr().String(), slog.String("addr", ln.Addr().String()))
-	logAlways(log, "admin on "+adminLn.Addr().String(), slog.String("addr", adminLn.Addr().String()))
+	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String())
+	log.Info("admin on "+adminLn.Addr().String(), "addr", adminLn.Addr().String())
 
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
@@ -312,14 +318,6 @@ func accessLogLevel(on bool) slog.Level {
 		return slog.LevelInfo
 	}
 	return slog.LevelDebug
-}
-
-// logAlways logs at info level even when the configured level is higher:
-// the handler's Handle does not filter, only Logger's methods do.
-func logAlways(log *slog.Logger, msg string, attrs ...slog.Attr) {
-	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
-	r.AddAttrs(attrs...)
-	log.Handler().Handle(context.Background(), r)
 }
 
 // hasDataset reports whether dir holds any MMDB: whatever it holds (the

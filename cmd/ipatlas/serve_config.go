@@ -27,6 +27,7 @@ import (
 type serveConfig struct {
 	Listen         string
 	AdminListen    string
+	AddrFile       string // "": none
 	AdminToken     string // empty: read or create <data-dir>/admin-token
 	DataDir        string
 	Store          string
@@ -107,6 +108,8 @@ var serveSettings = []setting{
 		apply: func(c *serveConfig, v []string) error { c.Listen = v[0]; return checkAddr(v[0]) }},
 	{name: "admin-listen", arg: "ADDR", def: "127.0.0.1:8081", usage: "admin API, /metrics, /healthz, /readyz and pprof address",
 		apply: func(c *serveConfig, v []string) error { c.AdminListen = v[0]; return checkAddr(v[0]) }},
+	{name: "addr-file", arg: "PATH", usage: "once both listeners are bound, write their addresses to PATH as JSON {\"public\": \"HOST:PORT\", \"admin\": \"HOST:PORT\"} (atomically; removed on exit), for a supervisor that asks for port 0 (--listen 127.0.0.1:0); the server is ready when the admin listener's /readyz answers 200",
+		apply: func(c *serveConfig, v []string) error { c.AddrFile = v[0]; return nil }},
 	{name: "admin-token", arg: "TOKEN", usage: "bearer token of the admin API; prefer the environment variable to the flag, which other users can see in ps (default: read from, or generated once into, DATA-DIR/admin-token)",
 		apply: func(c *serveConfig, v []string) error { c.AdminToken = v[0]; return nil }},
 	{name: "data-dir", arg: "DIR", def: "$XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas", usage: "directory of the geolocation dataset",

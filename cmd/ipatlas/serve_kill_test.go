@@ -3,12 +3,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/addrfile"
 )
 
 // buildIpatlas builds this command into a temporary directory.
@@ -50,24 +52,13 @@ type serveChild struct {
 func startChild(t *testing.T, bin string, args ...string) *serveChild {
 	t.Helper()
 	c := &serveChild{log: &syncBuffer{}, exited: make(chan struct{})}
-	c.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
-	c.cmd.Stdout = c.log
-	stderr, err := c.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	addrFile := filepath.Join(t.TempDir(), "addrs.json")
+	c.cmd = exec.Command(bin, append([]string{"serve", "--addr-file", addrFile}, args...)...)
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	addrs := make(chan [2]string, 2)
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			fmt.Fprintln(c.log, sc.Text())
-			if m := listenRe.FindStringSubmatch(sc.Text()); m != nil {
-				addrs <- [2]string{m[1], m[2]}
-			}
-		}
 		c.cmd.Wait()
 		close(c.exited)
 	}()
@@ -75,17 +66,21 @@ func startChild(t *testing.T, bin string, args ...string) *serveChild {
 		c.cmd.Process.Kill()
 		<-c.exited
 	})
-	for c.public == "" || c.admin == "" {
+	for deadline := time.Now().Add(30 * time.Second); c.public == ""; {
+		a, err := addrfile.Read(addrFile)
+		switch {
+		case err == nil:
+			c.public, c.admin = a.Public, a.Admin
+			continue
+		case !errors.Is(err, fs.ErrNotExist):
+			t.Fatal(err)
+		}
 		select {
-		case a := <-addrs:
-			if a[0] == "listening" {
-				c.public = a[1]
-			} else {
-				c.admin = a[1]
-			}
 		case <-c.exited:
 			t.Fatalf("ipatlas serve exited: %v\n%s", c.cmd.ProcessState, c.log)
-		case <-time.After(30 * time.Second):
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
 			t.Fatalf("ipatlas serve did not report its addresses within 30s\n%s", c.log)
 		}
 	}

