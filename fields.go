@@ -37,6 +37,14 @@ const (
 	allFields = fieldAreaCode<<1 - 1
 )
 
+// recordKeys are the JSON names of Record's fields, in wire order and in
+// the bit order of FieldSet.
+var recordKeys = []string{
+	"ip", "continent", "continent_code", "country", "country_code", "province",
+	"city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
+	"currency", "zip_code", "area_code",
+}
+
 // RecordFields returns the JSON names of a Record's fields in wire order:
 // the names a "fields" list may hold.
 func RecordFields() []string { return slices.Clone(recordKeys) }

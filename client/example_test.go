@@ -1,4 +1,4 @@
-package ipatlas_test
+package client_test
 
 // The examples run against a real ipatlas server started for the tests
 // (exampleServer, in client_server_test.go) over a small generated dataset;
@@ -11,10 +11,11 @@ import (
 	"log"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 )
 
 func Example() {
-	c, err := ipatlas.NewClient(ipatlas.Config{
+	c, err := client.New(client.Config{
 		URL:    exampleServer(), // e.g. "https://ipatlas.example.net"
 		APIKey: exampleKey(100), // e.g. os.Getenv("IPATLAS_API_KEY")
 	})
@@ -33,7 +34,7 @@ func Example() {
 }
 
 func ExampleClient_Lookup_chinese() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer(), APIKey: exampleKey(10)})
+	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(10)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func ExampleClient_Lookup_chinese() {
 // Addresses that are malformed or not public fail before any request, with
 // the same codes the service uses, and cost nothing.
 func ExampleClient_Lookup_errors() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer(), APIKey: exampleKey(0)})
+	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(0)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func ExampleClient_Lookup_errors() {
 // LookupDetail tells an absent field (unknown) from an empty one, and says
 // whether the answer came from the cache.
 func ExampleClient_LookupDetail() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer(), APIKey: exampleKey(10)})
+	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(10)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func ExampleClient_LookupDetail() {
 func ExampleClient_MyIPs() {
 	// One local server answering /ipv4 and /ipv6; this machine reaches it
 	// over IPv4 only, so IPv6 is reported unavailable.
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer()})
+	c, err := client.New(client.Config{URL: exampleServer()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -101,14 +102,14 @@ func ExampleClient_MyIPs() {
 		log.Fatal(err)
 	}
 	fmt.Println("IPv4:", addrs.IPv4)
-	fmt.Println("IPv6 unavailable:", errors.Is(addrs.IPv6Err, ipatlas.ErrFamilyUnavailable))
+	fmt.Println("IPv6 unavailable:", errors.Is(addrs.IPv6Err, client.ErrFamilyUnavailable))
 	// Output:
 	// IPv4: 127.0.0.1
 	// IPv6 unavailable: true
 }
 
 func ExampleClient_MyIP() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer()})
+	c, err := client.New(client.Config{URL: exampleServer()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func ExampleClient_MyIP() {
 }
 
 func ExampleClient_Ping() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer()})
+	c, err := client.New(client.Config{URL: exampleServer()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func ExampleClient_Ping() {
 }
 
 func ExampleClient_Usage() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer(), APIKey: exampleKey(500)})
+	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(500)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -154,10 +155,10 @@ func ExampleClient_Usage() {
 // Retries are opt-in for 429 and 503, bounded, and honour Retry-After; a
 // quota that resets next month is not waited for.
 func ExampleRetryPolicy() {
-	c, err := ipatlas.NewClient(ipatlas.Config{
+	c, err := client.New(client.Config{
 		URL:    exampleServer(),
 		APIKey: exampleKey(100),
-		Retry:  ipatlas.RetryPolicy{RateLimited: true, Unavailable: true, Attempts: 3},
+		Retry:  client.RetryPolicy{RateLimited: true, Unavailable: true, Attempts: 3},
 	})
 	if err != nil {
 		log.Fatal(err)
