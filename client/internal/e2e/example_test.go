@@ -1,8 +1,9 @@
-package client_test
+package e2e_test
 
-// The examples run against a real ipatlas server started for the tests
-// (exampleServer, in client_server_test.go) over a small generated dataset;
-// point Config.URL at your own service and use your own key instead.
+// Examples of package client. They run against a real ipatlas server
+// started for the tests (exampleServer, in server_test.go) over a small
+// generated dataset; point Config.URL at your own service and use your own
+// key instead.
 
 import (
 	"context"
@@ -33,7 +34,7 @@ func Example() {
 	// credits left: 99
 }
 
-func ExampleClient_Lookup_chinese() {
+func Example_lookupChinese() {
 	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(10)})
 	if err != nil {
 		log.Fatal(err)
@@ -48,7 +49,7 @@ func ExampleClient_Lookup_chinese() {
 
 // Addresses that are malformed or not public fail before any request, with
 // the same codes the service uses, and cost nothing.
-func ExampleClient_Lookup_errors() {
+func Example_lookupErrors() {
 	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(0)})
 	if err != nil {
 		log.Fatal(err)
@@ -72,7 +73,7 @@ func ExampleClient_Lookup_errors() {
 
 // LookupDetail tells an absent field (unknown) from an empty one, and says
 // whether the answer came from the cache.
-func ExampleClient_LookupDetail() {
+func Example_lookupDetail() {
 	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(10)})
 	if err != nil {
 		log.Fatal(err)
@@ -90,7 +91,7 @@ func ExampleClient_LookupDetail() {
 	// cached: true has coordinates: false true credits: 9
 }
 
-func ExampleClient_MyIPs() {
+func Example_myIPs() {
 	// One local server answering /ipv4 and /ipv6; this machine reaches it
 	// over IPv4 only, so IPv6 is reported unavailable.
 	c, err := client.New(client.Config{URL: exampleServer()})
@@ -108,7 +109,7 @@ func ExampleClient_MyIPs() {
 	// IPv6 unavailable: true
 }
 
-func ExampleClient_MyIP() {
+func Example_myIP() {
 	c, err := client.New(client.Config{URL: exampleServer()})
 	if err != nil {
 		log.Fatal(err)
@@ -121,7 +122,7 @@ func ExampleClient_MyIP() {
 	// Output: 127.0.0.1 prefers IPv4
 }
 
-func ExampleClient_Ping() {
+func Example_ping() {
 	c, err := client.New(client.Config{URL: exampleServer()})
 	if err != nil {
 		log.Fatal(err)
@@ -135,7 +136,7 @@ func ExampleClient_Ping() {
 	// Output: 2026-11-15 12:00:00 +0000 UTC 127.0.0.1 true
 }
 
-func ExampleClient_Usage() {
+func Example_usage() {
 	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(500)})
 	if err != nil {
 		log.Fatal(err)
@@ -154,7 +155,7 @@ func ExampleClient_Usage() {
 
 // Retries are opt-in for 429 and 503, bounded, and honour Retry-After; a
 // quota that resets next month is not waited for.
-func ExampleRetryPolicy() {
+func Example_retryPolicy() {
 	c, err := client.New(client.Config{
 		URL:    exampleServer(),
 		APIKey: exampleKey(100),

@@ -1,9 +1,11 @@
-package client_test
-
-// The client against the real server: internal/server's handler on
-// in-process listeners (127.0.0.1 and ::1), a SQLite store in a temporary
-// directory, the real account Service and Meter, and the geo engine over
-// the geotest fixture.
+// Package e2e tests package client against the real server:
+// internal/server's handler on in-process listeners (127.0.0.1 and ::1), a
+// SQLite store in a temporary directory, the real account Service and
+// Meter, and the geo engine over the geotest fixture. These tests live
+// apart from package client so that a program importing the client does
+// not inherit the server's dependencies through the client's tests (go mod
+// tidy loads the tests of every package a module imports).
+package e2e_test
 
 import (
 	"context"
@@ -242,10 +244,10 @@ func TestServerCacheAndSingleFlightCharge(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	c := newClient(t, client.Config{URL: s.url, APIKey: key, Now: clk.Now})
 	ctx := context.Background()
+	// Concurrent lookups of one address share one request or hit the cache
+	// it filled: either way one charge. That they share the flight is
+	// TestSingleFlight's (package client) to prove.
 	const n = 12
-	var missed sync.WaitGroup
-	missed.Add(n)
-	client.SetBeforeFlight(c, missed.Done)
 	var wg sync.WaitGroup
 	recs := make([]ipatlas.Record, n)
 	for i := range n {
@@ -258,7 +260,6 @@ func TestServerCacheAndSingleFlightCharge(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	client.SetBeforeFlight(c, nil)
 	for _, r := range recs {
 		if !reflect.DeepEqual(r, geotest.Nuremberg.Want(ipatlas.Chinese)) {
 			t.Fatalf("record %+v", r)
@@ -476,6 +477,32 @@ func exampleServer() string {
 func exampleKey(credits int64) string {
 	exampleServer()
 	return exampleSvc.customer(exampleTB{}, account.Free, 0, credits)
+}
+
+func newClient(t *testing.T, cfg client.Config) *client.Client {
+	t.Helper()
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// roundTripper is a transport that is not an *http.Transport, so the
+// client cannot pin the dialled family: the server's view decides.
+type roundTripper struct{ http.RoundTripper }
+
+// clock is a settable clock for Config.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }
 
 func TestMain(m *testing.M) {

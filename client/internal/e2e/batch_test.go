@@ -1,4 +1,4 @@
-package client_test
+package e2e_test
 
 // LookupBatch and LookupFields against the real server (see
 // client_server_test.go for the service these tests start).
