@@ -37,6 +37,14 @@ const (
 	allFields = fieldAreaCode<<1 - 1
 )
 
+// recordKeys are the JSON names of Record's fields, in wire order and in
+// the bit order of FieldSet.
+var recordKeys = []string{
+	"ip", "continent", "continent_code", "country", "country_code", "province",
+	"city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
+	"currency", "zip_code", "area_code",
+}
+
 // RecordFields returns the JSON names of a Record's fields in wire order:
 // the names a "fields" list may hold.
 func RecordFields() []string { return slices.Clone(recordKeys) }
@@ -55,30 +63,28 @@ func FieldNamed(name string) (s FieldSet, ok bool) {
 
 // ParseFields reads a "fields" list. An empty list selects every field;
 // duplicates are harmless. A name that is not a field of Record is an
-// *Error with CodeInvalidRequest that names it.
+// *Error with CodeInvalidRequest whose English message names it (cut to
+// 32 bytes) and lists the fields.
 func ParseFields(names []string) (FieldSet, error) {
 	var s FieldSet
 	for _, n := range names {
 		f, ok := FieldNamed(n)
 		if !ok {
-			return 0, &Error{Code: CodeInvalidRequest, Message: UnknownFieldText(n, English)}
+			return 0, &Error{Code: CodeInvalidRequest,
+				Message: "unknown field " + strconv.Quote(ShortFieldName(n)) + ` in "fields"; the record's fields are ` + strings.Join(recordKeys, ", ")}
 		}
 		s |= f
 	}
 	return canonical(s), nil
 }
 
-// UnknownFieldText is the error text for a "fields" entry that names no
-// field, in lang: the name and the names allowed.
-func UnknownFieldText(name string, lang Lang) string {
+// ShortFieldName is an unknown "fields" entry as error texts quote it: its
+// first 32 bytes, and "..." when it is longer.
+func ShortFieldName(name string) string {
 	if len(name) > 32 {
-		name = name[:32] + "..."
+		return name[:32] + "..."
 	}
-	known := strings.Join(recordKeys, ", ")
-	if lang == Chinese {
-		return `"fields" 中有未知字段 ` + strconv.Quote(name) + "；可用字段：" + known
-	}
-	return "unknown field " + strconv.Quote(name) + ` in "fields"; the record's fields are ` + known
+	return name
 }
 
 func canonical(s FieldSet) FieldSet {

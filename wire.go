@@ -1,9 +1,10 @@
 // Package ipatlas holds the public wire format of the ipatlas IP information
 // service (the location record, the response envelope, the Get-my-IP, ping and
-// usage bodies, the error codes with their HTTP statuses) and the Go client.
+// usage bodies, the error codes with their HTTP statuses and *Error).
 //
-// The server builds its responses from these types and the client decodes
-// them with the same types, so the two cannot drift apart.
+// The server builds its responses from these types and the Go client
+// (package github.com/ipatlas/ipatlas/client) decodes them with the same
+// types, so the two cannot drift apart.
 package ipatlas
 
 import (

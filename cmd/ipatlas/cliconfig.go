@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"golang.org/x/term"
 )
@@ -129,12 +130,12 @@ func (f *clientFlags) resolve(e env) (clientSettings, error) {
 	ttl := pick(f.cacheTTL, "IPATLAS_CACHE_TTL", "cache_ttl")
 	switch strings.ToLower(ttl) {
 	case "":
-		s.cacheTTL = ipatlas.DefaultCacheTTL
+		s.cacheTTL = client.DefaultCacheTTL
 	case "off", "0", "none", "false":
 		s.cacheTTL = 0
 	default:
 		d, err := time.ParseDuration(ttl)
-		if err != nil || d < ipatlas.MinCacheTTL || d > ipatlas.MaxCacheTTL {
+		if err != nil || d < client.MinCacheTTL || d > client.MaxCacheTTL {
 			return clientSettings{}, usageError(fmt.Sprintf("cache TTL %q: want a duration from 24h to 48h, or off", ttl))
 		}
 		s.cacheTTL = d
@@ -252,13 +253,13 @@ func userCacheDir(getenv func(string) string) string {
 // newClient builds the Go client. The in-memory cache is on with the same
 // lifetime as the disk cache, so one run never asks twice for the same
 // address; --no-cache turns both off.
-func (s clientSettings) newClient(noCache bool) (*ipatlas.Client, error) {
-	cfg := ipatlas.Config{
+func (s clientSettings) newClient(noCache bool) (*client.Client, error) {
+	cfg := client.Config{
 		URL: s.url, IPv4URL: s.ipv4URL, IPv6URL: s.ipv6URL, TestURL: s.testURL,
 		APIKey: s.apiKey, CacheTTL: s.cacheTTL, DisableCache: noCache || s.cacheTTL == 0,
 		UserAgent: "ipatlas-cli",
 	}
-	c, err := ipatlas.NewClient(cfg)
+	c, err := client.New(cfg)
 	if err != nil {
 		return nil, usageError(err.Error())
 	}
@@ -292,7 +293,7 @@ func clientExitCode(err error) int {
 		}
 		return exitFailure
 	}
-	if errors.Is(err, ipatlas.ErrFamilyUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, client.ErrFamilyUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 		return exitNetwork
 	}
 	var ne net.Error
@@ -369,8 +370,8 @@ type diskCache struct {
 }
 
 type diskEntry struct {
-	Lang   string               `json:"lang"`
-	Result ipatlas.LookupResult `json:"result"`
+	Lang   string              `json:"lang"`
+	Result client.LookupResult `json:"result"`
 }
 
 func (d diskCache) path(addr string, lang ipatlas.Lang) string {
@@ -388,32 +389,32 @@ func (d diskCache) key(ip string) string {
 	return a.String()
 }
 
-func (d diskCache) get(ip string, lang ipatlas.Lang) (ipatlas.LookupResult, bool) {
+func (d diskCache) get(ip string, lang ipatlas.Lang) (client.LookupResult, bool) {
 	addr := d.key(ip)
 	if d.dir == "" || d.ttl == 0 || addr == "" {
-		return ipatlas.LookupResult{}, false
+		return client.LookupResult{}, false
 	}
 	p := d.path(addr, lang)
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return ipatlas.LookupResult{}, false
+		return client.LookupResult{}, false
 	}
 	var ent diskEntry
 	if json.Unmarshal(b, &ent) != nil || ent.Lang != lang.String() {
 		os.Remove(p)
-		return ipatlas.LookupResult{}, false
+		return client.LookupResult{}, false
 	}
 	age := d.now().Sub(ent.Result.FetchedAt)
 	if age < 0 || age >= d.ttl {
 		os.Remove(p)
-		return ipatlas.LookupResult{}, false
+		return client.LookupResult{}, false
 	}
 	ent.Result.Cached = true
 	return ent.Result, true
 }
 
 // put stores r; failures only cost a future request, so they are ignored.
-func (d diskCache) put(ip string, lang ipatlas.Lang, r ipatlas.LookupResult) {
+func (d diskCache) put(ip string, lang ipatlas.Lang, r client.LookupResult) {
 	if d.dir == "" || d.ttl == 0 {
 		return
 	}
@@ -454,7 +455,7 @@ func (d diskCache) prune() {
 		if err != nil || !info.Mode().IsRegular() {
 			continue
 		}
-		if d.now().Sub(info.ModTime()) > ipatlas.MaxCacheTTL+time.Hour {
+		if d.now().Sub(info.ModTime()) > client.MaxCacheTTL+time.Hour {
 			os.Remove(filepath.Join(d.dir, ent.Name()))
 		}
 	}

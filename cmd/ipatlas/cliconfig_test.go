@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/server"
 	"github.com/ipatlas/ipatlas/internal/servertest"
@@ -177,7 +178,7 @@ cache_ttl = 36h
 
 	// Defaults: no file, no variables.
 	s = resolve(newCLIEnv(t))
-	if s.url != "" || s.apiKey != "" || s.cacheTTL != ipatlas.DefaultCacheTTL {
+	if s.url != "" || s.apiKey != "" || s.cacheTTL != client.DefaultCacheTTL {
 		t.Fatalf("defaults: %+v", s)
 	}
 	// Another file by variable.
@@ -288,7 +289,7 @@ func TestClientExitCodes(t *testing.T) {
 		{&ipatlas.Error{Code: ipatlas.CodeInsufficientCredits}, exitQuota},
 		{&ipatlas.Error{Code: ipatlas.CodeServiceUnavailable}, exitNetwork},
 		{&ipatlas.Error{Code: ipatlas.CodeInternal}, exitFailure},
-		{&ipatlas.FamilyError{Family: "IPv6"}, exitNetwork},
+		{&client.FamilyError{Family: "IPv6"}, exitNetwork},
 		{&url.Error{Op: "Post", URL: "http://x", Err: errors.New("connection refused")}, exitNetwork},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), exitNetwork},
 		{errors.New("something else"), exitFailure},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 	"golang.org/x/text/width"
 )
 
@@ -51,7 +52,7 @@ Flags:
 // lookupOutcome is one address's result, printed in input order.
 type lookupOutcome struct {
 	input string
-	res   ipatlas.LookupResult
+	res   client.LookupResult
 	err   error
 }
 
@@ -104,7 +105,7 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	client, err := settings.newClient(*noCache)
+	c, err := settings.newClient(*noCache)
 	if err != nil {
 		return err
 	}
@@ -124,16 +125,16 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 	}
 	var first error
 	failed := 0
-	var fresh *ipatlas.LookupResult
+	var fresh *client.LookupResult
 	// One chunk of addresses at a time, so that a long list from standard
 	// input is printed as it is answered.
 	for start := 0; start < len(ips); start += ipatlas.MaxBatchSize {
 		chunk := ips[start:min(start+ipatlas.MaxBatchSize, len(ips))]
 		var outcomes []lookupOutcome
 		if len(ips) == 1 {
-			outcomes = []lookupOutcome{lookupOne(ctx, client, cache, chunk[0], lang, fields)}
+			outcomes = []lookupOutcome{lookupOne(ctx, c, cache, chunk[0], lang, fields)}
 		} else {
-			outcomes = lookupChunk(ctx, client, cache, chunk, lang, fields)
+			outcomes = lookupChunk(ctx, c, cache, chunk, lang, fields)
 		}
 		for i := range outcomes {
 			o := outcomes[i]
@@ -167,7 +168,7 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 }
 
 // lookupOne asks for one address with a single query.
-func lookupOne(ctx context.Context, c *ipatlas.Client, cache diskCache, ip string, lang ipatlas.Lang, fields ipatlas.FieldSet) lookupOutcome {
+func lookupOne(ctx context.Context, c *client.Client, cache diskCache, ip string, lang ipatlas.Lang, fields ipatlas.FieldSet) lookupOutcome {
 	if r, ok := cache.get(ip, lang); ok {
 		return lookupOutcome{input: ip, res: r.Select(fields)}
 	}
@@ -180,7 +181,7 @@ func lookupOne(ctx context.Context, c *ipatlas.Client, cache diskCache, ip strin
 
 // lookupChunk asks for up to ipatlas.MaxBatchSize addresses with one batch
 // request: the ones not in the disk cache.
-func lookupChunk(ctx context.Context, c *ipatlas.Client, cache diskCache, ips []string, lang ipatlas.Lang, fields ipatlas.FieldSet) []lookupOutcome {
+func lookupChunk(ctx context.Context, c *client.Client, cache diskCache, ips []string, lang ipatlas.Lang, fields ipatlas.FieldSet) []lookupOutcome {
 	out := make([]lookupOutcome, len(ips))
 	var ask []string
 	var at []int // positions in ips of ask
@@ -229,7 +230,7 @@ func fieldNames(f ipatlas.FieldSet) []string {
 	return f.Names()
 }
 
-func quotaLine(r *ipatlas.LookupResult) string {
+func quotaLine(r *client.LookupResult) string {
 	s := "credits: " + strconv.FormatInt(r.Meta.CurrentCredits, 10)
 	if r.RateLimit.Limit > 0 {
 		s += fmt.Sprintf(", quota: %d of %d left this month", r.RateLimit.Remaining, r.RateLimit.Limit)

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 )
 
 func myIPHelp(w io.Writer, fs *flag.FlagSet) {
@@ -71,15 +72,15 @@ func runMyIP(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	client, err := settings.newClient(true)
+	c, err := settings.newClient(true)
 	if err != nil {
 		return err
 	}
 
 	if *only4 || *only6 {
-		family, ask := ipatlas.IPv4, client.MyIPv4
+		family, ask := ipatlas.IPv4, c.MyIPv4
 		if *only6 {
-			family, ask = ipatlas.IPv6, client.MyIPv6
+			family, ask = ipatlas.IPv6, c.MyIPv6
 		}
 		a, err := ask(ctx)
 		if *jsonOut {
@@ -106,12 +107,12 @@ func runMyIP(ctx context.Context, e env, args []string) error {
 		return nil
 	}
 
-	var addrs ipatlas.MyAddrs
+	var addrs client.MyAddrs
 	var auto ipatlas.MyIPResponse
 	var autoErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { addrs, _ = client.MyIPs(ctx) })
-	wg.Go(func() { auto, autoErr = client.MyIP(ctx) })
+	wg.Go(func() { addrs, _ = c.MyIPs(ctx) })
+	wg.Go(func() { auto, autoErr = c.MyIP(ctx) })
 	wg.Wait()
 
 	r := myIPReport{}
@@ -164,7 +165,7 @@ func runMyIP(ctx context.Context, e env, args []string) error {
 // familyText is a family's failure for a person: "unavailable (why)" for
 // missing connectivity, "error: ..." for anything else.
 func familyText(err error) string {
-	var fe *ipatlas.FamilyError
+	var fe *client.FamilyError
 	if errors.As(err, &fe) {
 		why := fe.Reason
 		if fe.Err != nil {

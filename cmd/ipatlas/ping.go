@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 )
 
 func pingHelp(w io.Writer, fs *flag.FlagSet) {
@@ -48,13 +48,13 @@ func runPing(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	client, err := settings.newClient(true)
+	c, err := settings.newClient(true)
 	if err != nil {
 		return err
 	}
 	target := settings.url
 	if target == "" {
-		target = ipatlas.DefaultURL
+		target = client.DefaultURL
 	}
 	fmt.Fprintf(e.stdout, "PING %s/api/ping\n", target)
 
@@ -74,7 +74,7 @@ func runPing(ctx context.Context, e env, args []string) error {
 			break
 		}
 		sent++
-		p, err := client.Ping(ctx)
+		p, err := c.Ping(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				sent--

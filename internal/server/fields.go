@@ -1,9 +1,17 @@
 package server
 
-import "github.com/ipatlas/ipatlas"
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/ipatlas/ipatlas"
+)
 
 // parseFields reads the optional "fields" list of a query or batch body.
-// No list is the common case and costs nothing.
+// No list is the common case and costs nothing. An unknown name is
+// answered with ipatlas.ParseFields's English text and its Chinese
+// counterpart.
 func parseFields(names []string) (ipatlas.FieldSet, *bodyError) {
 	if len(names) == 0 {
 		return 0, nil
@@ -12,13 +20,24 @@ func parseFields(names []string) (ipatlas.FieldSet, *bodyError) {
 	if err == nil {
 		return set, nil
 	}
+	var e *ipatlas.Error
+	if !errors.As(err, &e) {
+		return 0, &bodyError{ipatlas.CodeInvalidRequest, err.Error(), err.Error()}
+	}
+	zh := e.Message
 	for _, n := range names {
 		if _, ok := ipatlas.FieldNamed(n); !ok {
-			return 0, &bodyError{ipatlas.CodeInvalidRequest,
-				ipatlas.UnknownFieldText(n, ipatlas.English), ipatlas.UnknownFieldText(n, ipatlas.Chinese)}
+			zh = unknownFieldTextZh(n)
+			break
 		}
 	}
-	return 0, &bodyError{ipatlas.CodeInvalidRequest, err.Error(), err.Error()} // not reached
+	return 0, &bodyError{ipatlas.CodeInvalidRequest, e.Message, zh}
+}
+
+// unknownFieldTextZh is the Chinese text for a "fields" entry that names
+// no field: the name and the names allowed.
+func unknownFieldTextZh(name string) string {
+	return `"fields" 中有未知字段 ` + strconv.Quote(ipatlas.ShortFieldName(name)) + "；可用字段：" + strings.Join(ipatlas.RecordFields(), ", ")
 }
 
 // partialEnvelope is the success envelope of a query that named fields:

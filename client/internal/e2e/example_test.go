@@ -1,8 +1,9 @@
-package ipatlas_test
+package e2e_test
 
-// The examples run against a real ipatlas server started for the tests
-// (exampleServer, in client_server_test.go) over a small generated dataset;
-// point Config.URL at your own service and use your own key instead.
+// Examples of package client. They run against a real ipatlas server
+// started for the tests (exampleServer, in server_test.go) over a small
+// generated dataset; point Config.URL at your own service and use your own
+// key instead.
 
 import (
 	"context"
@@ -11,10 +12,11 @@ import (
 	"log"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 )
 
 func Example() {
-	c, err := ipatlas.NewClient(ipatlas.Config{
+	c, err := client.New(client.Config{
 		URL:    exampleServer(), // e.g. "https://ipatlas.example.net"
 		APIKey: exampleKey(100), // e.g. os.Getenv("IPATLAS_API_KEY")
 	})
@@ -32,8 +34,8 @@ func Example() {
 	// credits left: 99
 }
 
-func ExampleClient_Lookup_chinese() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer(), APIKey: exampleKey(10)})
+func Example_lookupChinese() {
+	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(10)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,8 +49,8 @@ func ExampleClient_Lookup_chinese() {
 
 // Addresses that are malformed or not public fail before any request, with
 // the same codes the service uses, and cost nothing.
-func ExampleClient_Lookup_errors() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer(), APIKey: exampleKey(0)})
+func Example_lookupErrors() {
+	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(0)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,8 +73,8 @@ func ExampleClient_Lookup_errors() {
 
 // LookupDetail tells an absent field (unknown) from an empty one, and says
 // whether the answer came from the cache.
-func ExampleClient_LookupDetail() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer(), APIKey: exampleKey(10)})
+func Example_lookupDetail() {
+	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(10)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -89,10 +91,10 @@ func ExampleClient_LookupDetail() {
 	// cached: true has coordinates: false true credits: 9
 }
 
-func ExampleClient_MyIPs() {
+func Example_myIPs() {
 	// One local server answering /ipv4 and /ipv6; this machine reaches it
 	// over IPv4 only, so IPv6 is reported unavailable.
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer()})
+	c, err := client.New(client.Config{URL: exampleServer()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -101,14 +103,14 @@ func ExampleClient_MyIPs() {
 		log.Fatal(err)
 	}
 	fmt.Println("IPv4:", addrs.IPv4)
-	fmt.Println("IPv6 unavailable:", errors.Is(addrs.IPv6Err, ipatlas.ErrFamilyUnavailable))
+	fmt.Println("IPv6 unavailable:", errors.Is(addrs.IPv6Err, client.ErrFamilyUnavailable))
 	// Output:
 	// IPv4: 127.0.0.1
 	// IPv6 unavailable: true
 }
 
-func ExampleClient_MyIP() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer()})
+func Example_myIP() {
+	c, err := client.New(client.Config{URL: exampleServer()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -120,8 +122,8 @@ func ExampleClient_MyIP() {
 	// Output: 127.0.0.1 prefers IPv4
 }
 
-func ExampleClient_Ping() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer()})
+func Example_ping() {
+	c, err := client.New(client.Config{URL: exampleServer()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -134,8 +136,8 @@ func ExampleClient_Ping() {
 	// Output: 2026-11-15 12:00:00 +0000 UTC 127.0.0.1 true
 }
 
-func ExampleClient_Usage() {
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: exampleServer(), APIKey: exampleKey(500)})
+func Example_usage() {
+	c, err := client.New(client.Config{URL: exampleServer(), APIKey: exampleKey(500)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -153,11 +155,11 @@ func ExampleClient_Usage() {
 
 // Retries are opt-in for 429 and 503, bounded, and honour Retry-After; a
 // quota that resets next month is not waited for.
-func ExampleRetryPolicy() {
-	c, err := ipatlas.NewClient(ipatlas.Config{
+func Example_retryPolicy() {
+	c, err := client.New(client.Config{
 		URL:    exampleServer(),
 		APIKey: exampleKey(100),
-		Retry:  ipatlas.RetryPolicy{RateLimited: true, Unavailable: true, Attempts: 3},
+		Retry:  client.RetryPolicy{RateLimited: true, Unavailable: true, Attempts: 3},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -1,10 +1,12 @@
-package ipatlas
+package client
 
 import (
 	"context"
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/ipatlas/ipatlas"
 )
 
 // PingResult is one round trip to the service.
@@ -32,8 +34,8 @@ func (c *Client) Ping(ctx context.Context) (PingResult, error) {
 	if !r.ok() {
 		return PingResult{}, c.failure(r)
 	}
-	var p PingResponse
-	if !looksJSON(r.body) || json.Unmarshal(r.body, &p) != nil || p.Code != PingCode {
+	var p ipatlas.PingResponse
+	if !looksJSON(r.body) || json.Unmarshal(r.body, &p) != nil || p.Code != ipatlas.PingCode {
 		return PingResult{}, malformed(r, "ping answer is not a pong: "+snippet(r.body))
 	}
 	st, err := time.Parse(time.RFC3339Nano, p.Time)
@@ -57,17 +59,17 @@ func (c *Client) Ping(ctx context.Context) (PingResult, error) {
 // Usage returns the API key's quota for the current month and its
 // account's credits (GET {URL}/api/usage, free). Each attempt is bounded by
 // Config.Timeout.
-func (c *Client) Usage(ctx context.Context) (Usage, error) {
+func (c *Client) Usage(ctx context.Context) (ipatlas.Usage, error) {
 	r, err := c.do(ctx, request{method: http.MethodGet, url: c.base + "/api/usage", auth: true, accept: "application/json", timeout: c.timeout, hc: c.hc, retries: true})
 	if err != nil {
-		return Usage{}, wrapTransport("usage", err)
+		return ipatlas.Usage{}, wrapTransport("usage", err)
 	}
 	if !r.ok() {
-		return Usage{}, c.failure(r)
+		return ipatlas.Usage{}, c.failure(r)
 	}
-	var u Usage
+	var u ipatlas.Usage
 	if !looksJSON(r.body) || json.Unmarshal(r.body, &u) != nil {
-		return Usage{}, malformed(r, "usage answer is not JSON: "+snippet(r.body))
+		return ipatlas.Usage{}, malformed(r, "usage answer is not JSON: "+snippet(r.body))
 	}
 	return u, nil
 }

@@ -1,9 +1,11 @@
-package ipatlas_test
-
-// The client against the real server: internal/server's handler on
-// in-process listeners (127.0.0.1 and ::1), a SQLite store in a temporary
-// directory, the real account Service and Meter, and the geo engine over
-// the geotest fixture.
+// Package e2e tests package client against the real server:
+// internal/server's handler on in-process listeners (127.0.0.1 and ::1), a
+// SQLite store in a temporary directory, the real account Service and
+// Meter, and the geo engine over the geotest fixture. These tests live
+// apart from package client so that a program importing the client does
+// not inherit the server's dependencies through the client's tests (go mod
+// tidy loads the tests of every package a module imports).
+package e2e_test
 
 import (
 	"context"
@@ -22,6 +24,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/server"
@@ -113,7 +116,7 @@ func (s *service) need6(t *testing.T) {
 func TestServerLookupEveryPlace(t *testing.T) {
 	s := startService(t)
 	key := s.customer(t, account.Pro, 0, 100)
-	c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key})
+	c := newClient(t, client.Config{URL: s.url, APIKey: key})
 	credits := int64(100)
 	for _, k := range geotest.Places {
 		for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
@@ -154,7 +157,7 @@ func TestServerLookupEveryPlace(t *testing.T) {
 func TestServerLocalValidationMakesNoRequest(t *testing.T) {
 	s := startService(t)
 	key := s.customer(t, account.Free, 0, 10)
-	c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key})
+	c := newClient(t, client.Config{URL: s.url, APIKey: key})
 	for _, ip := range []string{"not-an-ip", "1.2.3", "127.0.0.1", "10.0.0.1", "::1", "fe80::1", "2001:db8::1", "224.0.0.1"} {
 		_, _, err := c.Lookup(context.Background(), ip, ipatlas.English)
 		if !errors.Is(err, ipatlas.ErrInvalidIP) && !errors.Is(err, ipatlas.ErrPrivateIP) {
@@ -178,7 +181,7 @@ func TestServerErrors(t *testing.T) {
 
 	t.Run("InvalidAPIKey", func(t *testing.T) {
 		for _, key := range []string{"", "ipa_nope_nope", "Bearer x"} {
-			c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key})
+			c := newClient(t, client.Config{URL: s.url, APIKey: key})
 			_, _, err := c.Lookup(ctx, ip, ipatlas.Chinese)
 			var e *ipatlas.Error
 			if !errors.Is(err, ipatlas.ErrInvalidAPIKey) || !errors.As(err, &e) || e.Status != http.StatusUnauthorized || e.Meta == nil || e.Meta.IsLoggedIn {
@@ -194,7 +197,7 @@ func TestServerErrors(t *testing.T) {
 	})
 	t.Run("RateLimitExceeded", func(t *testing.T) {
 		key := s.customer(t, account.Enterprise, 1, 100)
-		c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key, Retry: ipatlas.RetryPolicy{RateLimited: true}})
+		c := newClient(t, client.Config{URL: s.url, APIKey: key, Retry: client.RetryPolicy{RateLimited: true}})
 		if _, _, err := c.Lookup(ctx, ip, ipatlas.English); err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +218,7 @@ func TestServerErrors(t *testing.T) {
 	})
 	t.Run("InsufficientCredits", func(t *testing.T) {
 		key := s.customer(t, account.Free, 0, 0)
-		c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key})
+		c := newClient(t, client.Config{URL: s.url, APIKey: key})
 		_, _, err := c.Lookup(ctx, ip, ipatlas.English)
 		var e *ipatlas.Error
 		if !errors.Is(err, ipatlas.ErrInsufficientCredits) || !errors.As(err, &e) || e.Status != http.StatusPaymentRequired || e.Meta == nil || e.Meta.CurrentCredits != 0 {
@@ -225,7 +228,7 @@ func TestServerErrors(t *testing.T) {
 	t.Run("ServiceUnavailable", func(t *testing.T) {
 		s := startService(t)
 		key := s.customer(t, account.Free, 0, 10)
-		c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key})
+		c := newClient(t, client.Config{URL: s.url, APIKey: key})
 		s.store.Close()
 		_, _, err := c.Lookup(ctx, ip, ipatlas.English)
 		var e *ipatlas.Error
@@ -239,12 +242,12 @@ func TestServerCacheAndSingleFlightCharge(t *testing.T) {
 	s := startService(t)
 	key := s.customer(t, account.Free, 0, 100)
 	clk := &clock{t: time.Now()}
-	c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key, Now: clk.Now})
+	c := newClient(t, client.Config{URL: s.url, APIKey: key, Now: clk.Now})
 	ctx := context.Background()
+	// Concurrent lookups of one address share one request or hit the cache
+	// it filled: either way one charge. That they share the flight is
+	// TestSingleFlight's (package client) to prove.
 	const n = 12
-	var missed sync.WaitGroup
-	missed.Add(n)
-	ipatlas.SetBeforeFlight(c, missed.Done)
 	var wg sync.WaitGroup
 	recs := make([]ipatlas.Record, n)
 	for i := range n {
@@ -257,7 +260,6 @@ func TestServerCacheAndSingleFlightCharge(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ipatlas.SetBeforeFlight(c, nil)
 	for _, r := range recs {
 		if !reflect.DeepEqual(r, geotest.Nuremberg.Want(ipatlas.Chinese)) {
 			t.Fatalf("record %+v", r)
@@ -273,7 +275,7 @@ func TestServerCacheAndSingleFlightCharge(t *testing.T) {
 	if got := used(); got != 1 {
 		t.Fatalf("%d concurrent lookups were charged %d times, want 1", n, got)
 	}
-	clk.Add(ipatlas.DefaultCacheTTL - time.Nanosecond)
+	clk.Add(client.DefaultCacheTTL - time.Nanosecond)
 	if r, err := c.LookupDetail(ctx, geotest.Nuremberg.IP, ipatlas.Chinese); err != nil || !r.Cached || r.Meta.CurrentCredits != 99 {
 		t.Fatalf("inside the TTL: %+v, %v", r, err)
 	}
@@ -300,7 +302,7 @@ func TestServerErrorsAreNotCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, ipatlas.Config{URL: s.url, APIKey: k.Secret})
+	c := newClient(t, client.Config{URL: s.url, APIKey: k.Secret})
 	if _, _, err := c.Lookup(ctx, geotest.Singapore.IP, ipatlas.English); !errors.Is(err, ipatlas.ErrInsufficientCredits) {
 		t.Fatalf("err = %v", err)
 	}
@@ -315,7 +317,7 @@ func TestServerErrorsAreNotCached(t *testing.T) {
 
 func TestServerMyIP(t *testing.T) {
 	s := startService(t)
-	c := newClient(t, ipatlas.Config{URL: s.url})
+	c := newClient(t, client.Config{URL: s.url})
 	ctx := context.Background()
 	m, err := c.MyIP(ctx)
 	if err != nil || m.IP != "127.0.0.1" || m.IPVersion != ipatlas.IPv4 || m.Code != ipatlas.MyIPCodeSuccess {
@@ -326,16 +328,16 @@ func TestServerMyIP(t *testing.T) {
 		t.Fatalf("MyIPv4 = %v, %v", a, err)
 	}
 	// Nothing listens on ::1 at the IPv4 port.
-	if _, err := c.MyIPv6(ctx); !errors.Is(err, ipatlas.ErrFamilyUnavailable) {
+	if _, err := c.MyIPv6(ctx); !errors.Is(err, client.ErrFamilyUnavailable) {
 		t.Fatalf("MyIPv6 on an IPv4-only name: %v", err)
 	}
 	both, err := c.MyIPs(ctx)
-	if err != nil || both.IPv4 != a || both.IPv6.IsValid() || !errors.Is(both.IPv6Err, ipatlas.ErrFamilyUnavailable) {
+	if err != nil || both.IPv4 != a || both.IPv6.IsValid() || !errors.Is(both.IPv6Err, client.ErrFamilyUnavailable) {
 		t.Fatalf("MyIPs = %+v, %v", both, err)
 	}
 
 	s.need6(t)
-	c6 := newClient(t, ipatlas.Config{URL: s.url, IPv6URL: s.url6 + "/ipv6", TestURL: s.url6})
+	c6 := newClient(t, client.Config{URL: s.url, IPv6URL: s.url6 + "/ipv6", TestURL: s.url6})
 	m, err = c6.MyIP(ctx)
 	if err != nil || m.IP != "::1" || m.IPVersion != ipatlas.IPv6 {
 		t.Fatalf("MyIP over IPv6 = %+v, %v", m, err)
@@ -377,7 +379,7 @@ func TestServerSeparateHosts(t *testing.T) {
 	s.need6(t)
 	hc := &http.Client{Transport: &http.Transport{DialContext: hostsDialer(s.url[len("http://"):], s.url6[len("http://"):])}}
 	port := s.url[len("http://127.0.0.1:"):]
-	c := newClient(t, ipatlas.Config{
+	c := newClient(t, client.Config{
 		URL: "http://api.test:" + port, IPv4URL: "http://v4.test:" + port, IPv6URL: "http://v6.test:" + port,
 		HTTPClient: hc,
 	})
@@ -390,9 +392,9 @@ func TestServerSeparateHosts(t *testing.T) {
 	// A transport the client cannot pin reaches v6.test over IPv4 (this
 	// "DNS" prefers A): the server refuses with 421 and the client reports
 	// IPv6 as unavailable.
-	unpinned := newClient(t, ipatlas.Config{IPv6URL: "http://v6.test:" + port, HTTPClient: &http.Client{Transport: roundTripper{hc.Transport}}})
+	unpinned := newClient(t, client.Config{IPv6URL: "http://v6.test:" + port, HTTPClient: &http.Client{Transport: roundTripper{hc.Transport}}})
 	_, err = unpinned.MyIPv6(ctx)
-	var fe *ipatlas.FamilyError
+	var fe *client.FamilyError
 	if !errors.As(err, &fe) || fe.Family != ipatlas.IPv6 || fe.Err != nil {
 		t.Fatalf("IPv6 asked over IPv4: %v", err)
 	}
@@ -401,7 +403,7 @@ func TestServerSeparateHosts(t *testing.T) {
 func TestServerPingAndUsage(t *testing.T) {
 	s := startService(t)
 	key := s.customer(t, account.Enterprise, 50, 20)
-	c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key})
+	c := newClient(t, client.Config{URL: s.url, APIKey: key})
 	ctx := context.Background()
 	p, err := c.Ping(ctx)
 	if err != nil {
@@ -475,6 +477,32 @@ func exampleServer() string {
 func exampleKey(credits int64) string {
 	exampleServer()
 	return exampleSvc.customer(exampleTB{}, account.Free, 0, credits)
+}
+
+func newClient(t *testing.T, cfg client.Config) *client.Client {
+	t.Helper()
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// roundTripper is a transport that is not an *http.Transport, so the
+// client cannot pin the dialled family: the server's view decides.
+type roundTripper struct{ http.RoundTripper }
+
+// clock is a settable clock for Config.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }
 
 func TestMain(m *testing.M) {

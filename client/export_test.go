@@ -1,4 +1,4 @@
-package ipatlas
+package client
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package ipatlas
+package client
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
@@ -18,10 +19,10 @@ import (
 // and fetch time), so a caller can keep results in a cache of its own; the
 // ipatlas CLI does so on disk.
 type LookupResult struct {
-	Record Record
+	Record ipatlas.Record
 	// Meta is the response's meta. For a cached result it is the meta of
 	// the response that filled the cache: the credits then, not now.
-	Meta Meta
+	Meta ipatlas.Meta
 	// RateLimit is the key's quota from the response headers; zero when
 	// the server sent none.
 	RateLimit RateLimit
@@ -45,11 +46,7 @@ type RateLimit struct {
 
 // recordKeys are the JSON keys of Record, in bit order for
 // LookupResult.present.
-var recordKeys = []string{
-	"ip", "continent", "continent_code", "country", "country_code", "province",
-	"city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
-	"currency", "zip_code", "area_code",
-}
+var recordKeys = ipatlas.RecordFields()
 
 // Has reports whether the server sent the record's field with this JSON key
 // ("district", "latitude", ...). Every field but "ip" is optional and an
@@ -101,7 +98,7 @@ func (r *LookupResult) setData(raw json.RawMessage) error {
 	if w.IP == nil || *w.IP == "" {
 		return fmt.Errorf(`the record has no "ip"`)
 	}
-	var rec Record
+	var rec ipatlas.Record
 	r.present = 0
 	// In the order of recordKeys.
 	for i, f := range []struct {
@@ -132,7 +129,7 @@ func (r *LookupResult) setData(raw json.RawMessage) error {
 
 type lookupResultJSON struct {
 	Data      json.RawMessage `json:"data"`
-	Meta      Meta            `json:"meta"`
+	Meta      ipatlas.Meta    `json:"meta"`
 	RateLimit *RateLimit      `json:"rate_limit,omitempty"`
 	FetchedAt time.Time       `json:"fetched_at"`
 }
@@ -175,8 +172,8 @@ func (r *LookupResult) UnmarshalJSON(b []byte) error {
 
 type cacheKey struct {
 	addr   string // canonical text of the address
-	lang   Lang
-	fields FieldSet // 0: the full record; otherwise a partial one, kept apart
+	lang   ipatlas.Lang
+	fields ipatlas.FieldSet // 0: the full record; otherwise a partial one, kept apart
 }
 
 type cacheEntry struct {
@@ -189,27 +186,27 @@ type cacheEntry struct {
 // globally reachable (private, loopback, documentation, ...) with
 // CodePrivateIP. It returns the address in canonical form. The error text
 // is in lang.
-func CheckAddress(ip string, lang Lang) (string, error) {
+func CheckAddress(ip string, lang ipatlas.Lang) (string, error) {
 	a, err := netaddr.Parse(ip)
 	if err != nil {
-		msg := CodeInvalidIP.Text(lang) + ": " + err.Error()
+		msg := ipatlas.CodeInvalidIP.Text(lang) + ": " + err.Error()
 		if pe, ok := err.(*netaddr.ParseError); ok {
-			msg = CodeInvalidIP.Text(lang) + ": " + strconv.Quote(pe.Input) + " (" + pe.Reason + ")"
-			if lang == Chinese {
-				msg = CodeInvalidIP.Text(lang) + "：" + strconv.Quote(pe.Input) + "（" + pe.Reason + "）"
+			msg = ipatlas.CodeInvalidIP.Text(lang) + ": " + strconv.Quote(pe.Input) + " (" + pe.Reason + ")"
+			if lang == ipatlas.Chinese {
+				msg = ipatlas.CodeInvalidIP.Text(lang) + "：" + strconv.Quote(pe.Input) + "（" + pe.Reason + "）"
 			}
 		}
-		return "", &Error{Code: CodeInvalidIP, Message: msg}
+		return "", &ipatlas.Error{Code: ipatlas.CodeInvalidIP, Message: msg}
 	}
 	if b, bad := netaddr.Classify(a); bad {
-		msg := fmt.Sprintf("%s: %s is %s (%s)", CodePrivateIP.Text(lang), a, b.Name, b.RFC)
-		if lang == Chinese {
-			msg = fmt.Sprintf("%s：%s 属于%s", CodePrivateIP.Text(lang), a, b.NameZh)
+		msg := fmt.Sprintf("%s: %s is %s (%s)", ipatlas.CodePrivateIP.Text(lang), a, b.Name, b.RFC)
+		if lang == ipatlas.Chinese {
+			msg = fmt.Sprintf("%s：%s 属于%s", ipatlas.CodePrivateIP.Text(lang), a, b.NameZh)
 		}
 		if b.RFC == "" {
-			msg = fmt.Sprintf("%s: %s is %s", CodePrivateIP.Text(lang), a, b.Name)
+			msg = fmt.Sprintf("%s: %s is %s", ipatlas.CodePrivateIP.Text(lang), a, b.Name)
 		}
-		return "", &Error{Code: CodePrivateIP, Message: msg}
+		return "", &ipatlas.Error{Code: ipatlas.CodePrivateIP, Message: msg}
 	}
 	return a.String(), nil
 }
@@ -227,17 +224,17 @@ func CheckAddress(ip string, lang Lang) (string, error) {
 // A failure the service reports is an *Error: errors.Is(err,
 // ipatlas.ErrRateLimitExceeded) and friends work, and errors.As gives its
 // Status, RetryAfter and Meta.
-func (c *Client) Lookup(ctx context.Context, ip string, lang Lang) (Record, Meta, error) {
+func (c *Client) Lookup(ctx context.Context, ip string, lang ipatlas.Lang) (ipatlas.Record, ipatlas.Meta, error) {
 	r, err := c.LookupDetail(ctx, ip, lang)
 	if err != nil {
-		return Record{}, Meta{}, err
+		return ipatlas.Record{}, ipatlas.Meta{}, err
 	}
 	return r.Record, r.Meta, nil
 }
 
 // LookupDetail is Lookup with everything that came with the record: which
 // fields were present, the rate-limit headers, whether it was cached.
-func (c *Client) LookupDetail(ctx context.Context, ip string, lang Lang) (LookupResult, error) {
+func (c *Client) LookupDetail(ctx context.Context, ip string, lang ipatlas.Lang) (LookupResult, error) {
 	return c.LookupFields(ctx, ip, lang)
 }
 
@@ -249,8 +246,8 @@ func (c *Client) LookupDetail(ctx context.Context, ip string, lang Lang) (Lookup
 // An unknown field name fails with CodeInvalidRequest before any request.
 // A full record in the cache answers any selection; a partial answer is
 // cached for that same selection only, never as a full record.
-func (c *Client) LookupFields(ctx context.Context, ip string, lang Lang, fields ...string) (LookupResult, error) {
-	set, err := ParseFields(fields)
+func (c *Client) LookupFields(ctx context.Context, ip string, lang ipatlas.Lang, fields ...string) (LookupResult, error) {
+	set, err := ipatlas.ParseFields(fields)
 	if err != nil {
 		return LookupResult{}, err
 	}
@@ -310,8 +307,8 @@ func (c *Client) cached(key cacheKey) (LookupResult, bool) {
 }
 
 // query asks the service, without the cache.
-func (c *Client) query(ctx context.Context, addr string, lang Lang, fields FieldSet) (LookupResult, error) {
-	q := QueryRequest{IP: addr, Lang: lang.String()}
+func (c *Client) query(ctx context.Context, addr string, lang ipatlas.Lang, fields ipatlas.FieldSet) (LookupResult, error) {
+	q := ipatlas.QueryRequest{IP: addr, Lang: lang.String()}
 	if !fields.All() {
 		q.Fields = fields.Names()
 	}
@@ -337,7 +334,7 @@ func (c *Client) decodeLookup(r *reply) (LookupResult, error) {
 	var env struct {
 		Success bool            `json:"success"`
 		Data    json.RawMessage `json:"data"`
-		Meta    Meta            `json:"meta"`
+		Meta    ipatlas.Meta    `json:"meta"`
 	}
 	if !r.ok() || !looksJSON(r.body) || json.Unmarshal(r.body, &env) != nil || !env.Success {
 		return LookupResult{}, c.failure(r)

@@ -1,4 +1,4 @@
-package ipatlas_test
+package e2e_test
 
 // LookupBatch and LookupFields against the real server (see
 // client_server_test.go for the service these tests start).
@@ -13,11 +13,12 @@ import (
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 )
 
-func rawKeys(t *testing.T, r ipatlas.LookupResult) []string {
+func rawKeys(t *testing.T, r client.LookupResult) []string {
 	t.Helper()
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(r.Raw(), &m); err != nil {
@@ -31,7 +32,7 @@ func rawKeys(t *testing.T, r ipatlas.LookupResult) []string {
 	return ks
 }
 
-func (s *service) used(t *testing.T, c *ipatlas.Client) int64 {
+func (s *service) used(t *testing.T, c *client.Client) int64 {
 	t.Helper()
 	u, err := c.Usage(context.Background())
 	if err != nil {
@@ -46,7 +47,7 @@ func (s *service) used(t *testing.T, c *ipatlas.Client) int64 {
 func TestServerLookupBatch(t *testing.T) {
 	s := startService(t)
 	key := s.customer(t, account.Pro, 0, 1000)
-	c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key})
+	c := newClient(t, client.Config{URL: s.url, APIKey: key})
 	ctx := context.Background()
 
 	type want struct {
@@ -134,7 +135,7 @@ func TestServerLookupBatch(t *testing.T) {
 func TestServerLookupBatchSplits(t *testing.T) {
 	s := startService(t)
 	key := s.customer(t, account.Enterprise, 1000, 1000)
-	c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key, DisableCache: true})
+	c := newClient(t, client.Config{URL: s.url, APIKey: key, DisableCache: true})
 	var ips []string
 	for i := range 230 {
 		ips = append(ips, fmt.Sprintf("9.9.%d.%d", i/200, i%200+1)) // public, outside the fixture
@@ -168,7 +169,7 @@ func TestServerLookupBatchSplits(t *testing.T) {
 func TestServerLookupBatchQuota(t *testing.T) {
 	s := startService(t)
 	key := s.customer(t, account.Enterprise, 3, 100)
-	c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key, DisableCache: true})
+	c := newClient(t, client.Config{URL: s.url, APIKey: key, DisableCache: true})
 	ctx := context.Background()
 	ips := []string{geotest.MountainView.IP, geotest.Beijing.IP, "127.0.0.1", geotest.Shenzhen.IP, geotest.Singapore.IP, geotest.GoogleV6.IP}
 	res, err := c.LookupBatch(ctx, ips, ipatlas.English)
@@ -206,7 +207,7 @@ func TestServerLookupBatchQuota(t *testing.T) {
 	}
 
 	// A bad key: one request, every item carries InvalidAPIKey.
-	bad := newClient(t, ipatlas.Config{URL: s.url, APIKey: "ipa_nope_nope"})
+	bad := newClient(t, client.Config{URL: s.url, APIKey: "ipa_nope_nope"})
 	res, err = bad.LookupBatch(ctx, ips, ipatlas.English)
 	if !errors.Is(err, ipatlas.ErrInvalidAPIKey) || !errors.Is(res[0].Err, ipatlas.ErrInvalidAPIKey) || !errors.Is(res[2].Err, ipatlas.ErrPrivateIP) {
 		t.Errorf("bad key: %v; items %v, %v", err, res[0].Err, res[2].Err)
@@ -219,7 +220,7 @@ func TestServerLookupBatchQuota(t *testing.T) {
 func TestServerLookupFields(t *testing.T) {
 	s := startService(t)
 	key := s.customer(t, account.Pro, 0, 100)
-	c := newClient(t, ipatlas.Config{URL: s.url, APIKey: key})
+	c := newClient(t, client.Config{URL: s.url, APIKey: key})
 	ctx := context.Background()
 	p := geotest.Beijing
 

@@ -1,4 +1,16 @@
-package ipatlas
+// Package client is the Go client of the ipatlas IP information service:
+// location queries (single and batch) with local validation, a cache,
+// shared in-flight requests and careful retries; Get my IP per address
+// family; ping and the key's usage.
+//
+// The wire types and the errors it returns (ipatlas.Record, ipatlas.Meta,
+// *ipatlas.Error and its sentinels such as ipatlas.ErrRateLimitExceeded)
+// belong to the root package github.com/ipatlas/ipatlas, which the server
+// shares, so client and server cannot drift apart.
+//
+//	c, err := client.New(client.Config{URL: "https://ipatlas.example", APIKey: key})
+//	rec, meta, err := c.Lookup(ctx, "8.8.8.8", ipatlas.English)
+package client
 
 import (
 	"bytes"
@@ -19,6 +31,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/ipatlas/ipatlas"
 )
 
 // Defaults of a Client: 10 s for a lookup, 5 s for Get my IP, and results
@@ -119,8 +133,9 @@ type RetryPolicy struct {
 // Lookup and LookupDetail query locations (validated locally first, cached,
 // metered by the service); MyIPv4, MyIPv6, MyIPs and MyIP tell this
 // machine's public addresses; Ping and Usage report round trips and the
-// key's quota. Failures the service reports are *Error values that
-// errors.Is matches against the sentinels (ErrRateLimitExceeded, ...);
+// key's quota. Failures the service reports are *ipatlas.Error values that
+// errors.Is matches against the root package's sentinels
+// (ipatlas.ErrRateLimitExceeded, ...);
 // missing connectivity of one IP family matches ErrFamilyUnavailable;
 // anything else is a transport error from net/http, wrapped.
 type Client struct {
@@ -145,9 +160,9 @@ type Client struct {
 	beforeFlight func()
 }
 
-// NewClient checks cfg and returns a Client. It fails on a malformed URL or
+// New checks cfg and returns a Client. It fails on a malformed URL or
 // a CacheTTL outside 24 to 48 hours.
-func NewClient(cfg Config) (*Client, error) {
+func New(cfg Config) (*Client, error) {
 	c := &Client{
 		apiKey:      cfg.APIKey,
 		userAgent:   cfg.UserAgent,
@@ -404,7 +419,7 @@ func (c *Client) once(ctx context.Context, req request) (*reply, error) {
 		return r, fmt.Errorf("ipatlas: reading the answer of %s: %w", req.url, err)
 	}
 	if len(r.body) > maxBody {
-		return r, &Error{Code: CodeInternal, Status: r.status, Message: fmt.Sprintf("answer of %s is larger than %d bytes", req.url, maxBody)}
+		return r, &ipatlas.Error{Code: ipatlas.CodeInternal, Status: r.status, Message: fmt.Sprintf("answer of %s is larger than %d bytes", req.url, maxBody)}
 	}
 	return r, nil
 }
@@ -449,14 +464,14 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 // field; failing that from its text when it is one of the table's default
 // texts (a server of the same API that sends no codes); failing
 // that from the status.
-func (c *Client) failure(r *reply) *Error {
-	e := &Error{Status: r.status}
+func (c *Client) failure(r *reply) *ipatlas.Error {
+	e := &ipatlas.Error{Status: r.status}
 	var body struct {
-		Success *bool           `json:"success"`
-		Error   string          `json:"error"`
-		Message string          `json:"message"`
-		Code    ErrorCode       `json:"code"`
-		Meta    json.RawMessage `json:"meta"`
+		Success *bool             `json:"success"`
+		Error   string            `json:"error"`
+		Message string            `json:"message"`
+		Code    ipatlas.ErrorCode `json:"code"`
+		Meta    json.RawMessage   `json:"meta"`
 	}
 	if looksJSON(r.body) && json.Unmarshal(r.body, &body) == nil {
 		e.Code, e.Message = body.Code, body.Error
@@ -464,13 +479,13 @@ func (c *Client) failure(r *reply) *Error {
 			e.Message = body.Message
 		}
 		if len(body.Meta) > 0 && string(body.Meta) != "null" {
-			var m Meta
+			var m ipatlas.Meta
 			if json.Unmarshal(body.Meta, &m) == nil {
 				e.Meta = &m
 			}
 		}
 	} else if r.ok() {
-		e.Code, e.Message = CodeInternal, "the answer is not JSON: "+snippet(r.body)
+		e.Code, e.Message = ipatlas.CodeInternal, "the answer is not JSON: "+snippet(r.body)
 	} else {
 		e.Message = fmt.Sprintf("HTTP %d %s", r.status, http.StatusText(r.status))
 		if s := snippet(r.body); s != "" && !looksHTML(r.body) {
@@ -481,7 +496,7 @@ func (c *Client) failure(r *reply) *Error {
 		e.Code = codeForText(e.Message)
 	}
 	if e.Code == "" {
-		e.Code = CodeForStatus(r.status)
+		e.Code = ipatlas.CodeForStatus(r.status)
 	}
 	if d, ok := retryAfter(r.header, c.now()); ok {
 		e.RetryAfter = d
@@ -491,16 +506,16 @@ func (c *Client) failure(r *reply) *Error {
 
 // malformed is the error of a 2xx answer that is not what the endpoint
 // promises.
-func malformed(r *reply, what string) *Error {
-	return &Error{Code: CodeInternal, Status: r.status, Message: "unexpected answer: " + what}
+func malformed(r *reply, what string) *ipatlas.Error {
+	return &ipatlas.Error{Code: ipatlas.CodeInternal, Status: r.status, Message: "unexpected answer: " + what}
 }
 
-func codeForText(msg string) ErrorCode {
+func codeForText(msg string) ipatlas.ErrorCode {
 	if msg == "" {
 		return ""
 	}
-	for _, code := range Codes() {
-		if strings.EqualFold(msg, code.Text(English)) || msg == code.Text(Chinese) {
+	for _, code := range ipatlas.Codes() {
+		if strings.EqualFold(msg, code.Text(ipatlas.English)) || msg == code.Text(ipatlas.Chinese) {
 			return code
 		}
 	}
@@ -529,7 +544,7 @@ func snippet(b []byte) string {
 // wrapTransport gives a transport failure the operation's name; the cause
 // stays reachable with errors.Is/As (e.g. *net.OpError, context.DeadlineExceeded).
 func wrapTransport(op string, err error) error {
-	var e *Error
+	var e *ipatlas.Error
 	if errors.As(err, &e) {
 		return err
 	}

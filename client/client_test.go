@@ -1,4 +1,4 @@
-package ipatlas_test
+package client_test
 
 // These tests drive the client against small httptest handlers for what the
 // real server never does (a proxy's HTML 502, a missing IPVersion, an answer
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 )
 
 // counting wraps h and counts the requests that reached it.
@@ -43,9 +44,9 @@ func serve(t testing.TB, h http.HandlerFunc) (*httptest.Server, *counting) {
 	return s, c
 }
 
-func newClient(t *testing.T, cfg ipatlas.Config) *ipatlas.Client {
+func newClient(t *testing.T, cfg client.Config) *client.Client {
 	t.Helper()
-	c, err := ipatlas.NewClient(cfg)
+	c, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,31 +64,31 @@ func okQuery(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"success":true,"data":%s,"meta":{"isLoggedIn":true,"isApiRequest":true,"currentCredits":41}}`, recordJSON)
 }
 
-func TestNewClientChecksConfig(t *testing.T) {
+func TestNewChecksConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  ipatlas.Config
+		cfg  client.Config
 		ok   bool
 	}{
-		{"zero", ipatlas.Config{}, true},
-		{"ttl 24h", ipatlas.Config{CacheTTL: 24 * time.Hour}, true},
-		{"ttl 36h", ipatlas.Config{CacheTTL: 36 * time.Hour}, true},
-		{"ttl 48h", ipatlas.Config{CacheTTL: 48 * time.Hour}, true},
-		{"ttl 23h59m", ipatlas.Config{CacheTTL: 24*time.Hour - time.Minute}, false},
-		{"ttl 49h", ipatlas.Config{CacheTTL: 49 * time.Hour}, false},
-		{"ttl negative", ipatlas.Config{CacheTTL: -time.Hour}, false},
-		{"ttl ignored when off", ipatlas.Config{CacheTTL: time.Hour, DisableCache: true}, true},
-		{"no scheme", ipatlas.Config{URL: "localhost:8080"}, false},
-		{"ftp", ipatlas.Config{URL: "ftp://example.net"}, false},
-		{"no host", ipatlas.Config{URL: "http://"}, false},
-		{"bad ipv6 url", ipatlas.Config{IPv6URL: "::1"}, false},
-		{"query in url", ipatlas.Config{TestURL: "http://example.net/?x=1"}, false},
-		{"separate hosts", ipatlas.Config{URL: "https://api.example.net", IPv4URL: "https://v4.example.net", IPv6URL: "https://v6.example.net", TestURL: "https://test.example.net"}, true},
+		{"zero", client.Config{}, true},
+		{"ttl 24h", client.Config{CacheTTL: 24 * time.Hour}, true},
+		{"ttl 36h", client.Config{CacheTTL: 36 * time.Hour}, true},
+		{"ttl 48h", client.Config{CacheTTL: 48 * time.Hour}, true},
+		{"ttl 23h59m", client.Config{CacheTTL: 24*time.Hour - time.Minute}, false},
+		{"ttl 49h", client.Config{CacheTTL: 49 * time.Hour}, false},
+		{"ttl negative", client.Config{CacheTTL: -time.Hour}, false},
+		{"ttl ignored when off", client.Config{CacheTTL: time.Hour, DisableCache: true}, true},
+		{"no scheme", client.Config{URL: "localhost:8080"}, false},
+		{"ftp", client.Config{URL: "ftp://example.net"}, false},
+		{"no host", client.Config{URL: "http://"}, false},
+		{"bad ipv6 url", client.Config{IPv6URL: "::1"}, false},
+		{"query in url", client.Config{TestURL: "http://example.net/?x=1"}, false},
+		{"separate hosts", client.Config{URL: "https://api.example.net", IPv4URL: "https://v4.example.net", IPv6URL: "https://v6.example.net", TestURL: "https://test.example.net"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ipatlas.NewClient(tc.cfg)
+			_, err := client.New(tc.cfg)
 			if (err == nil) != tc.ok {
-				t.Fatalf("NewClient: err = %v, want ok=%v", err, tc.ok)
+				t.Fatalf("New: err = %v, want ok=%v", err, tc.ok)
 			}
 		})
 	}
@@ -95,7 +96,7 @@ func TestNewClientChecksConfig(t *testing.T) {
 
 func TestLookupValidatesLocally(t *testing.T) {
 	s, hits := serve(t, okQuery)
-	c := newClient(t, ipatlas.Config{URL: s.URL, APIKey: "k"})
+	c := newClient(t, client.Config{URL: s.URL, APIKey: "k"})
 	for _, tc := range []struct {
 		ip   string
 		want error
@@ -181,7 +182,7 @@ func TestErrorsFromAnswers(t *testing.T) {
 				w.WriteHeader(tc.a.status)
 				io.WriteString(w, tc.a.body)
 			})
-			c := newClient(t, ipatlas.Config{URL: s.URL, APIKey: "k"})
+			c := newClient(t, client.Config{URL: s.URL, APIKey: "k"})
 			_, _, err := c.Lookup(context.Background(), "8.8.8.8", ipatlas.English)
 			var e *ipatlas.Error
 			if !errors.As(err, &e) {
@@ -229,7 +230,7 @@ func TestEveryCodeDecodes(t *testing.T) {
 				w.WriteHeader(code.HTTPStatus())
 				json.NewEncoder(w).Encode(ipatlas.Envelope{Error: code.Text(lang), Code: code, Meta: ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: 3}})
 			})
-			c := newClient(t, ipatlas.Config{URL: s.URL, APIKey: "k"})
+			c := newClient(t, client.Config{URL: s.URL, APIKey: "k"})
 			_, _, err := c.Lookup(context.Background(), "1.1.1.1", lang)
 			var e *ipatlas.Error
 			if !errors.As(err, &e) || e.Code != code || e.Status != code.HTTPStatus() || e.Message != code.Text(lang) {
@@ -266,7 +267,7 @@ func TestLookupDetailFieldsAndRoundTrip(t *testing.T) {
 		// No coordinates, no city, an empty district, an extra field.
 		fmt.Fprintf(w, `{"success":true,"data":{"ip":%q,"country":"Germany","district":"","asn":"AS3320","future":"x"},"meta":{"isLoggedIn":true,"isApiRequest":true,"currentCredits":5}}`, q.IP+"/"+q.Lang)
 	})
-	c := newClient(t, ipatlas.Config{URL: s.URL, APIKey: "sekrit"})
+	c := newClient(t, client.Config{URL: s.URL, APIKey: "sekrit"})
 	res, err := c.LookupDetail(context.Background(), " 2a01:4f8::1 ", ipatlas.Chinese)
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +295,7 @@ func TestLookupDetailFieldsAndRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back ipatlas.LookupResult
+	var back client.LookupResult
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestLookupCoordinatesZeroZero(t *testing.T) {
 	s, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"success":true,"data":{"ip":"1.1.1.1","latitude":0,"longitude":0},"meta":{}}`)
 	})
-	c := newClient(t, ipatlas.Config{URL: s.URL})
+	c := newClient(t, client.Config{URL: s.URL})
 	rec, _, err := c.Lookup(context.Background(), "1.1.1.1", ipatlas.English)
 	if err != nil {
 		t.Fatal(err)
@@ -337,11 +338,11 @@ func TestCacheHitAndExpiry(t *testing.T) {
 	for _, ttl := range []time.Duration{0, 36 * time.Hour, 48 * time.Hour} {
 		want := ttl
 		if want == 0 {
-			want = ipatlas.DefaultCacheTTL
+			want = client.DefaultCacheTTL
 		}
 		s, hits := serve(t, okQuery)
 		clk := &clock{t: time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)}
-		c := newClient(t, ipatlas.Config{URL: s.URL, CacheTTL: ttl, Now: clk.Now})
+		c := newClient(t, client.Config{URL: s.URL, CacheTTL: ttl, Now: clk.Now})
 		ctx := context.Background()
 
 		first, err := c.LookupDetail(ctx, "8.8.8.8", ipatlas.English)
@@ -377,7 +378,7 @@ func TestCacheHitAndExpiry(t *testing.T) {
 
 func TestCacheDisabledAndBounded(t *testing.T) {
 	s, hits := serve(t, okQuery)
-	c := newClient(t, ipatlas.Config{URL: s.URL, DisableCache: true})
+	c := newClient(t, client.Config{URL: s.URL, DisableCache: true})
 	for range 3 {
 		if _, _, err := c.Lookup(context.Background(), "8.8.8.8", ipatlas.English); err != nil {
 			t.Fatal(err)
@@ -388,7 +389,7 @@ func TestCacheDisabledAndBounded(t *testing.T) {
 	}
 
 	s2, hits2 := serve(t, okQuery)
-	c = newClient(t, ipatlas.Config{URL: s2.URL, CacheSize: 2})
+	c = newClient(t, client.Config{URL: s2.URL, CacheSize: 2})
 	for _, ip := range []string{"1.1.1.1", "8.8.8.8", "9.9.9.9", "1.1.1.1"} {
 		if _, _, err := c.Lookup(context.Background(), ip, ipatlas.English); err != nil {
 			t.Fatal(err)
@@ -410,7 +411,7 @@ func TestErrorsAreNotCached(t *testing.T) {
 		}
 		okQuery(w, r)
 	})
-	c := newClient(t, ipatlas.Config{URL: s.URL})
+	c := newClient(t, client.Config{URL: s.URL})
 	if _, _, err := c.Lookup(context.Background(), "8.8.8.8", ipatlas.English); !errors.Is(err, ipatlas.ErrServiceUnavailable) {
 		t.Fatalf("err = %v", err)
 	}
@@ -430,10 +431,10 @@ func TestSingleFlight(t *testing.T) {
 		<-release
 		okQuery(w, r)
 	})
-	c := newClient(t, ipatlas.Config{URL: s.URL})
+	c := newClient(t, client.Config{URL: s.URL})
 	var missed sync.WaitGroup
 	missed.Add(n)
-	ipatlas.SetBeforeFlight(c, missed.Done)
+	client.SetBeforeFlight(c, missed.Done)
 	go func() {
 		missed.Wait() // every caller has missed the cache
 		close(release)
@@ -471,7 +472,7 @@ func TestSingleFlightSurvivesCallerCancel(t *testing.T) {
 		<-release
 		okQuery(w, r)
 	})
-	c := newClient(t, ipatlas.Config{URL: s.URL})
+	c := newClient(t, client.Config{URL: s.URL})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
@@ -501,7 +502,7 @@ func TestLookupTimeout(t *testing.T) {
 	release := make(chan struct{})
 	s, _ := serve(t, func(w http.ResponseWriter, r *http.Request) { <-release })
 	defer close(release)
-	c := newClient(t, ipatlas.Config{URL: s.URL, Timeout: 50 * time.Millisecond, Retry: ipatlas.RetryPolicy{Unavailable: true, RateLimited: true}})
+	c := newClient(t, client.Config{URL: s.URL, Timeout: 50 * time.Millisecond, Retry: client.RetryPolicy{Unavailable: true, RateLimited: true}})
 	_, _, err := c.Lookup(context.Background(), "8.8.8.8", ipatlas.English)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a deadline error", err)
@@ -529,9 +530,9 @@ func TestRetryDialFailure(t *testing.T) {
 	var hits atomic.Int64
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1); okQuery(w, r) })}
 	t.Cleanup(func() { srv.Close() })
-	c := newClient(t, ipatlas.Config{URL: "http://" + addr})
+	c := newClient(t, client.Config{URL: "http://" + addr})
 	var waits []time.Duration
-	ipatlas.SetSleep(c, func(ctx context.Context, d time.Duration) error {
+	client.SetSleep(c, func(ctx context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		if len(waits) == 2 {
 			// The service comes up after the second refused attempt.
@@ -552,9 +553,9 @@ func TestRetryDialFailure(t *testing.T) {
 	}
 
 	// Refused every time: bounded by Attempts, and the cause is visible.
-	c = newClient(t, ipatlas.Config{URL: "http://" + freeAddr(t, "tcp4", "127.0.0.1"), Retry: ipatlas.RetryPolicy{Attempts: 4}})
+	c = newClient(t, client.Config{URL: "http://" + freeAddr(t, "tcp4", "127.0.0.1"), Retry: client.RetryPolicy{Attempts: 4}})
 	n := 0
-	ipatlas.SetSleep(c, func(context.Context, time.Duration) error { n++; return nil })
+	client.SetSleep(c, func(context.Context, time.Duration) error { n++; return nil })
 	_, _, err = c.Lookup(context.Background(), "8.8.8.8", ipatlas.English)
 	var op *net.OpError
 	if !errors.As(err, &op) || op.Op != "dial" || n != 3 {
@@ -583,8 +584,8 @@ func TestNoRetryOnceSent(t *testing.T) {
 			conn.Close()
 		}
 	}()
-	c := newClient(t, ipatlas.Config{URL: "http://" + l.Addr().String(), Retry: ipatlas.RetryPolicy{Attempts: 5, Unavailable: true, RateLimited: true}})
-	ipatlas.SetSleep(c, func(context.Context, time.Duration) error { t.Error("slept before a retry"); return nil })
+	c := newClient(t, client.Config{URL: "http://" + l.Addr().String(), Retry: client.RetryPolicy{Attempts: 5, Unavailable: true, RateLimited: true}})
+	client.SetSleep(c, func(context.Context, time.Duration) error { t.Error("slept before a retry"); return nil })
 	_, _, err = c.Lookup(context.Background(), "8.8.8.8", ipatlas.English)
 	if err == nil {
 		t.Fatal("no error from a server that hung up")
@@ -599,17 +600,17 @@ func TestRetryStatus(t *testing.T) {
 		name       string
 		status     int
 		retryAfter string
-		policy     ipatlas.RetryPolicy
+		policy     client.RetryPolicy
 		wantHits   int64
 		wantWaits  []time.Duration
 		wantErr    error
 	}{
-		{"429 not asked", 429, "1", ipatlas.RetryPolicy{}, 1, nil, ipatlas.ErrRateLimitExceeded},
-		{"429 asked", 429, "2", ipatlas.RetryPolicy{RateLimited: true}, 2, []time.Duration{2 * time.Second}, nil},
-		{"429 beyond MaxWait", 429, "3600", ipatlas.RetryPolicy{RateLimited: true, MaxWait: time.Minute}, 1, nil, ipatlas.ErrRateLimitExceeded},
-		{"503 not asked", 503, "1", ipatlas.RetryPolicy{RateLimited: true}, 1, nil, ipatlas.ErrServiceUnavailable},
-		{"503 asked", 503, "", ipatlas.RetryPolicy{Unavailable: true}, 2, []time.Duration{100 * time.Millisecond}, nil},
-		{"503 asked, one attempt", 503, "", ipatlas.RetryPolicy{Unavailable: true, Attempts: 1}, 1, nil, ipatlas.ErrServiceUnavailable},
+		{"429 not asked", 429, "1", client.RetryPolicy{}, 1, nil, ipatlas.ErrRateLimitExceeded},
+		{"429 asked", 429, "2", client.RetryPolicy{RateLimited: true}, 2, []time.Duration{2 * time.Second}, nil},
+		{"429 beyond MaxWait", 429, "3600", client.RetryPolicy{RateLimited: true, MaxWait: time.Minute}, 1, nil, ipatlas.ErrRateLimitExceeded},
+		{"503 not asked", 503, "1", client.RetryPolicy{RateLimited: true}, 1, nil, ipatlas.ErrServiceUnavailable},
+		{"503 asked", 503, "", client.RetryPolicy{Unavailable: true}, 2, []time.Duration{100 * time.Millisecond}, nil},
+		{"503 asked, one attempt", 503, "", client.RetryPolicy{Unavailable: true, Attempts: 1}, 1, nil, ipatlas.ErrServiceUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n atomic.Int64
@@ -623,9 +624,9 @@ func TestRetryStatus(t *testing.T) {
 				}
 				okQuery(w, r)
 			})
-			c := newClient(t, ipatlas.Config{URL: s.URL, Retry: tc.policy})
+			c := newClient(t, client.Config{URL: s.URL, Retry: tc.policy})
 			var waits []time.Duration
-			ipatlas.SetSleep(c, func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil })
+			client.SetSleep(c, func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil })
 			_, _, err := c.Lookup(context.Background(), "8.8.8.8", ipatlas.English)
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
@@ -650,7 +651,7 @@ func TestMyIPDefaultsIPVersion(t *testing.T) {
 			}
 			io.WriteString(w, tc.body)
 		})
-		c := newClient(t, ipatlas.Config{URL: "http://127.0.0.1:1", TestURL: s.URL + "/"})
+		c := newClient(t, client.Config{URL: "http://127.0.0.1:1", TestURL: s.URL + "/"})
 		m, err := c.MyIP(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -676,7 +677,7 @@ func TestMyIPFailures(t *testing.T) {
 			w.WriteHeader(tc.status)
 			io.WriteString(w, tc.body)
 		})
-		c := newClient(t, ipatlas.Config{URL: s.URL})
+		c := newClient(t, client.Config{URL: s.URL})
 		_, err := c.MyIP(context.Background())
 		var e *ipatlas.Error
 		if !errors.As(err, &e) || e.Code != tc.code {
@@ -709,7 +710,7 @@ func TestMyIPv4AndIPv6(t *testing.T) {
 	u4 := listen(t, "tcp4", "127.0.0.1:0", http.HandlerFunc(familyHandler))
 	u6 := listen(t, "tcp6", "[::1]:0", http.HandlerFunc(familyHandler))
 	// Separate hosts answering GET /, as the spec deploys them.
-	c := newClient(t, ipatlas.Config{IPv4URL: u4, IPv6URL: u6})
+	c := newClient(t, client.Config{IPv4URL: u4, IPv6URL: u6})
 	a4, err := c.MyIPv4(context.Background())
 	if err != nil || a4 != netip.MustParseAddr("127.0.0.1") {
 		t.Fatalf("MyIPv4 = %v, %v", a4, err)
@@ -730,15 +731,15 @@ func TestFamilyUnavailable(t *testing.T) {
 	closed6 := freeAddr(t, "tcp6", "::1")
 	for _, tc := range []struct {
 		name   string
-		cfg    ipatlas.Config
+		cfg    client.Config
 		family string
 	}{
 		// Nothing listens on ::1 at that port: connection refused.
-		{"refused", ipatlas.Config{IPv4URL: u4, IPv6URL: "http://" + closed6 + "/ipv6"}, ipatlas.IPv6},
+		{"refused", client.Config{IPv4URL: u4, IPv6URL: "http://" + closed6 + "/ipv6"}, ipatlas.IPv6},
 		// The listener is IPv4-only: an IPv6 dial to its address has no
 		// IPv6 address to use, like a host name without AAAA records.
-		{"no address of the family", ipatlas.Config{IPv4URL: u4, IPv6URL: "http://127.0.0.1:" + port + "/ipv6"}, ipatlas.IPv6},
-		{"no IPv4 address", ipatlas.Config{IPv4URL: "http://" + closed6, IPv6URL: "http://[::1]:1/"}, ipatlas.IPv4},
+		{"no address of the family", client.Config{IPv4URL: u4, IPv6URL: "http://127.0.0.1:" + port + "/ipv6"}, ipatlas.IPv6},
+		{"no IPv4 address", client.Config{IPv4URL: "http://" + closed6, IPv6URL: "http://[::1]:1/"}, ipatlas.IPv4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClient(t, tc.cfg)
@@ -748,10 +749,10 @@ func TestFamilyUnavailable(t *testing.T) {
 			} else {
 				_, err = c.MyIPv4(context.Background())
 			}
-			if !errors.Is(err, ipatlas.ErrFamilyUnavailable) {
+			if !errors.Is(err, client.ErrFamilyUnavailable) {
 				t.Fatalf("err = %v, want ErrFamilyUnavailable", err)
 			}
-			var fe *ipatlas.FamilyError
+			var fe *client.FamilyError
 			if !errors.As(err, &fe) || fe.Family != tc.family || fe.Err == nil {
 				t.Fatalf("FamilyError = %+v", fe)
 			}
@@ -761,15 +762,15 @@ func TestFamilyUnavailable(t *testing.T) {
 			}
 			if tc.family == ipatlas.IPv6 {
 				both, err := c.MyIPs(context.Background())
-				if err != nil || both.IPv4 != netip.MustParseAddr("127.0.0.1") || !errors.Is(both.IPv6Err, ipatlas.ErrFamilyUnavailable) || both.IPv6.IsValid() {
+				if err != nil || both.IPv4 != netip.MustParseAddr("127.0.0.1") || !errors.Is(both.IPv6Err, client.ErrFamilyUnavailable) || both.IPv6.IsValid() {
 					t.Fatalf("MyIPs = %+v, %v; want IPv4 only", both, err)
 				}
 			}
 		})
 	}
-	c := newClient(t, ipatlas.Config{IPv4URL: "http://" + freeAddr(t, "tcp4", "127.0.0.1"), IPv6URL: "http://" + closed6})
+	c := newClient(t, client.Config{IPv4URL: "http://" + freeAddr(t, "tcp4", "127.0.0.1"), IPv6URL: "http://" + closed6})
 	both, err := c.MyIPs(context.Background())
-	if err == nil || !errors.Is(err, ipatlas.ErrFamilyUnavailable) || both.IPv4.IsValid() || both.IPv6.IsValid() {
+	if err == nil || !errors.Is(err, client.ErrFamilyUnavailable) || both.IPv4.IsValid() || both.IPv6.IsValid() {
 		t.Fatalf("MyIPs with neither family = %+v, %v", both, err)
 	}
 }
@@ -780,10 +781,10 @@ type roundTripper struct{ http.RoundTripper }
 
 func TestFamilyUnavailableWhenServerSeesOtherFamily(t *testing.T) {
 	u4 := listen(t, "tcp4", "127.0.0.1:0", http.HandlerFunc(familyHandler))
-	c := newClient(t, ipatlas.Config{IPv4URL: u4, IPv6URL: u4 + "/ipv6", HTTPClient: &http.Client{Transport: roundTripper{http.DefaultTransport}}})
+	c := newClient(t, client.Config{IPv4URL: u4, IPv6URL: u4 + "/ipv6", HTTPClient: &http.Client{Transport: roundTripper{http.DefaultTransport}}})
 	_, err := c.MyIPv6(context.Background())
-	var fe *ipatlas.FamilyError
-	if !errors.As(err, &fe) || !errors.Is(err, ipatlas.ErrFamilyUnavailable) || fe.Family != ipatlas.IPv6 || !strings.Contains(fe.Reason, "over IPv4") {
+	var fe *client.FamilyError
+	if !errors.As(err, &fe) || !errors.Is(err, client.ErrFamilyUnavailable) || fe.Family != ipatlas.IPv6 || !strings.Contains(fe.Reason, "over IPv4") {
 		t.Fatalf("err = %v, want IPv6 unavailable because the request came over IPv4", err)
 	}
 	a, err := c.MyIPv4(context.Background())
@@ -812,11 +813,11 @@ func TestMyIPv4Failures(t *testing.T) {
 				w.WriteHeader(tc.status)
 				io.WriteString(w, tc.body)
 			})
-			c := newClient(t, ipatlas.Config{IPv4URL: s.URL})
+			c := newClient(t, client.Config{IPv4URL: s.URL})
 			a, err := c.MyIPv4(context.Background())
 			switch {
 			case tc.family:
-				if !errors.Is(err, ipatlas.ErrFamilyUnavailable) {
+				if !errors.Is(err, client.ErrFamilyUnavailable) {
 					t.Fatalf("err = %v, want ErrFamilyUnavailable", err)
 				}
 			case tc.code == "":
@@ -825,7 +826,7 @@ func TestMyIPv4Failures(t *testing.T) {
 				}
 			default:
 				var e *ipatlas.Error
-				if !errors.As(err, &e) || e.Code != tc.code || errors.Is(err, ipatlas.ErrFamilyUnavailable) {
+				if !errors.As(err, &e) || e.Code != tc.code || errors.Is(err, client.ErrFamilyUnavailable) {
 					t.Fatalf("err = %v, want %s", err, tc.code)
 				}
 			}
@@ -838,9 +839,9 @@ func TestMyIPv4SlowIsNotUnavailable(t *testing.T) {
 	release := make(chan struct{})
 	s, _ := serve(t, func(w http.ResponseWriter, r *http.Request) { <-release })
 	defer close(release)
-	c := newClient(t, ipatlas.Config{IPv4URL: s.URL, MyIPTimeout: 50 * time.Millisecond})
+	c := newClient(t, client.Config{IPv4URL: s.URL, MyIPTimeout: 50 * time.Millisecond})
 	_, err := c.MyIPv4(context.Background())
-	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ipatlas.ErrFamilyUnavailable) {
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, client.ErrFamilyUnavailable) {
 		t.Fatalf("err = %v, want a plain timeout", err)
 	}
 }
@@ -860,7 +861,7 @@ func TestPingAndUsageAnswers(t *testing.T) {
 			json.NewEncoder(w).Encode(ipatlas.Usage{Tier: "pro", Used: 3, Limit: 10000, Remaining: 9997, Credits: 50})
 		}
 	})
-	c := newClient(t, ipatlas.Config{URL: s.URL, APIKey: "k"})
+	c := newClient(t, client.Config{URL: s.URL, APIKey: "k"})
 	p, err := c.Ping(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -872,7 +873,7 @@ func TestPingAndUsageAnswers(t *testing.T) {
 	if err != nil || u.Tier != "pro" || u.Remaining != 9997 || u.Credits != 50 {
 		t.Fatalf("Usage = %+v, %v", u, err)
 	}
-	c = newClient(t, ipatlas.Config{URL: s.URL})
+	c = newClient(t, client.Config{URL: s.URL})
 	if _, err := c.Usage(context.Background()); !errors.Is(err, ipatlas.ErrInvalidAPIKey) {
 		t.Fatalf("Usage without key: %v", err)
 	}
@@ -881,7 +882,7 @@ func TestPingAndUsageAnswers(t *testing.T) {
 func TestPingBadAnswers(t *testing.T) {
 	for _, body := range []string{`{"code":"ping"}`, `{"code":"pong","time":"yesterday"}`, `pong`} {
 		s, _ := serve(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) })
-		c := newClient(t, ipatlas.Config{URL: s.URL})
+		c := newClient(t, client.Config{URL: s.URL})
 		if _, err := c.Ping(context.Background()); !errors.Is(err, &ipatlas.Error{Code: ipatlas.CodeInternal}) {
 			t.Errorf("Ping with %s: %v", body, err)
 		}
@@ -890,12 +891,12 @@ func TestPingBadAnswers(t *testing.T) {
 
 func TestRateLimitHeaders(t *testing.T) {
 	s, _ := serve(t, okQuery)
-	c := newClient(t, ipatlas.Config{URL: s.URL})
+	c := newClient(t, client.Config{URL: s.URL})
 	r, err := c.LookupDetail(context.Background(), "8.8.8.8", ipatlas.English)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.RateLimit != (ipatlas.RateLimit{Limit: 1000, Remaining: 990, Reset: time.Hour}) {
+	if r.RateLimit != (client.RateLimit{Limit: 1000, Remaining: 990, Reset: time.Hour}) {
 		t.Fatalf("RateLimit = %+v", r.RateLimit)
 	}
 }

@@ -1,4 +1,4 @@
-package ipatlas_test
+package client_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 )
 
 // FuzzDecodeAnswer feeds arbitrary answers to the client's decoding of a
@@ -19,7 +20,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 	f.Add(502, []byte(`<html>bad gateway</html>`), "Wed, 21 Oct 2015 07:28:00 GMT")
 	f.Add(200, []byte(`{"success":false,"error":"不支持私有IP地址"}`), "-1")
 	f.Add(200, []byte(`{"success":true,"data":{"ip":"1.1.1.1","latitude":"x"}}`), "99999999999999999999")
-	c, err := ipatlas.NewClient(ipatlas.Config{})
+	c, err := client.New(client.Config{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 		if retryAfter != "" {
 			h.Set("Retry-After", retryAfter)
 		}
-		res, err := ipatlas.DecodeAnswer(c, status, h, body)
+		res, err := client.DecodeAnswer(c, status, h, body)
 		if err == nil {
 			if res.Record.IP == "" || status < 200 || status > 299 {
 				t.Fatalf("success with status %d and record %+v", status, res.Record)
@@ -51,7 +52,7 @@ func FuzzLookupResultJSON(f *testing.F) {
 	keys := []string{"ip", "continent", "continent_code", "country", "country_code", "province", "city", "district",
 		"isp", "asn", "latitude", "longitude", "time_zone", "currency", "zip_code", "area_code"}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var r ipatlas.LookupResult
+		var r client.LookupResult
 		if json.Unmarshal(data, &r) != nil {
 			return
 		}
@@ -59,7 +60,7 @@ func FuzzLookupResultJSON(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back ipatlas.LookupResult
+		var back client.LookupResult
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("%s: %v", b, err)
 		}

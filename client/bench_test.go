@@ -1,4 +1,4 @@
-package ipatlas_test
+package client_test
 
 import (
 	"bytes"
@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 )
 
 // BenchmarkLookupCacheHit is the cost of a repeated lookup: validation,
 // the LRU and the copy of the result.
 func BenchmarkLookupCacheHit(b *testing.B) {
 	s, _ := serve(b, okQuery)
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: s.URL})
+	c, err := client.New(client.Config{URL: s.URL})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func BenchmarkLookupCacheHit(b *testing.B) {
 // net/http: the difference is the client's own cost.
 func BenchmarkLookupRequest(b *testing.B) {
 	s, _ := serve(b, okQuery)
-	c, err := ipatlas.NewClient(ipatlas.Config{URL: s.URL, DisableCache: true})
+	c, err := client.New(client.Config{URL: s.URL, DisableCache: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func BenchmarkRawPost(b *testing.B) {
 func BenchmarkCheckAddress(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ipatlas.CheckAddress("2001:4860:4860::8888", ipatlas.English); err != nil {
+		if _, err := client.CheckAddress("2001:4860:4860::8888", ipatlas.English); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package ipatlas
+package client
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/ipatlas/ipatlas"
 )
 
 // ErrFamilyUnavailable matches (with errors.Is) the error of MyIPv4 and
@@ -23,7 +25,7 @@ var ErrFamilyUnavailable = errors.New("ipatlas: IP family unavailable")
 // FamilyError is the error behind ErrFamilyUnavailable. errors.As gives
 // the family and the cause.
 type FamilyError struct {
-	Family string // IPv4 or IPv6
+	Family string // ipatlas.IPv4 or ipatlas.IPv6
 	Reason string // why, in words
 	Err    error  // the network error, when there was one
 }
@@ -49,14 +51,14 @@ func (e *FamilyError) Unwrap() error { return e.Err }
 // ErrFamilyUnavailable. Each attempt is bounded by Config.MyIPTimeout
 // (default 5 s).
 func (c *Client) MyIPv4(ctx context.Context) (netip.Addr, error) {
-	return c.myFamily(ctx, IPv4, c.ipv4URL, c.hc4)
+	return c.myFamily(ctx, ipatlas.IPv4, c.ipv4URL, c.hc4)
 }
 
 // MyIPv6 asks the IPv6-only endpoint for this machine's public IPv6
 // address. Without IPv6 connectivity the error matches
 // ErrFamilyUnavailable.
 func (c *Client) MyIPv6(ctx context.Context) (netip.Addr, error) {
-	return c.myFamily(ctx, IPv6, c.ipv6URL, c.hc6)
+	return c.myFamily(ctx, ipatlas.IPv6, c.ipv6URL, c.hc6)
 }
 
 func (c *Client) myFamily(ctx context.Context, family, u string, hc *http.Client) (netip.Addr, error) {
@@ -84,9 +86,9 @@ func (c *Client) myFamily(ctx context.Context, family, u string, hc *http.Client
 	if perr != nil || a.Zone() != "" {
 		return netip.Addr{}, malformed(r, fmt.Sprintf("%s is not an IP address: %q", u, snippet(r.body)))
 	}
-	got := IPv6
+	got := ipatlas.IPv6
 	if a.Is4() || a.Is4In6() {
-		got, a = IPv4, a.Unmap()
+		got, a = ipatlas.IPv4, a.Unmap()
 	}
 	if got != family {
 		return netip.Addr{}, &FamilyError{Family: family, Reason: fmt.Sprintf("the request reached the server over %s (from %s)", got, a)}
@@ -124,33 +126,33 @@ func unwrapURL(err error) error {
 // and the IP version its network prefers. IPVersion is "IPv4" when the
 // server leaves it out. Each attempt
 // is bounded by Config.MyIPTimeout.
-func (c *Client) MyIP(ctx context.Context) (MyIPResponse, error) {
+func (c *Client) MyIP(ctx context.Context) (ipatlas.MyIPResponse, error) {
 	r, err := c.do(ctx, request{
 		method: http.MethodGet, url: c.testURL + "/api/ip/myip", accept: "application/json",
 		timeout: c.myIPTimeout, hc: c.hc, retries: true,
 	})
 	if err != nil {
-		return MyIPResponse{}, wrapTransport("my IP", err)
+		return ipatlas.MyIPResponse{}, wrapTransport("my IP", err)
 	}
 	if !r.ok() {
-		return MyIPResponse{}, c.failure(r)
+		return ipatlas.MyIPResponse{}, c.failure(r)
 	}
-	var m MyIPResponse
+	var m ipatlas.MyIPResponse
 	if !looksJSON(r.body) || json.Unmarshal(r.body, &m) != nil {
-		return MyIPResponse{}, malformed(r, "auto-detection answer is not JSON: "+snippet(r.body))
+		return ipatlas.MyIPResponse{}, malformed(r, "auto-detection answer is not JSON: "+snippet(r.body))
 	}
 	if !m.Result {
 		msg := m.Message
 		if msg == "" {
 			msg = m.Code
 		}
-		return MyIPResponse{}, &Error{Code: CodeInternal, Status: r.status, Message: "auto-detection failed: " + msg}
+		return ipatlas.MyIPResponse{}, &ipatlas.Error{Code: ipatlas.CodeInternal, Status: r.status, Message: "auto-detection failed: " + msg}
 	}
 	if _, err := netip.ParseAddr(m.IP); err != nil {
-		return MyIPResponse{}, malformed(r, fmt.Sprintf("auto-detection IP %q is not an address", m.IP))
+		return ipatlas.MyIPResponse{}, malformed(r, fmt.Sprintf("auto-detection IP %q is not an address", m.IP))
 	}
 	if m.IPVersion == "" {
-		m.IPVersion = IPv4
+		m.IPVersion = ipatlas.IPv4
 	}
 	return m, nil
 }

@@ -1,4 +1,4 @@
-package ipatlas
+package client
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/ipatlas/ipatlas"
 )
 
 // BatchResult is the outcome of one address of LookupBatch, at the
@@ -40,8 +42,8 @@ type BatchResult struct {
 // whole, no further request is sent: the items of it and of the requests
 // not sent carry its error, and the items answered before keep their
 // results.
-func (c *Client) LookupBatch(ctx context.Context, ips []string, lang Lang, fields ...string) ([]BatchResult, error) {
-	set, err := ParseFields(fields)
+func (c *Client) LookupBatch(ctx context.Context, ips []string, lang ipatlas.Lang, fields ...string) ([]BatchResult, error) {
+	set, err := ipatlas.ParseFields(fields)
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +66,8 @@ func (c *Client) LookupBatch(ctx context.Context, ips []string, lang Lang, field
 		}
 		where[addr] = append(where[addr], i)
 	}
-	for start := 0; start < len(todo); start += MaxBatchSize {
-		chunk := todo[start:min(start+MaxBatchSize, len(todo))]
+	for start := 0; start < len(todo); start += ipatlas.MaxBatchSize {
+		chunk := todo[start:min(start+ipatlas.MaxBatchSize, len(todo))]
 		res, err := c.batch(ctx, chunk, lang, set)
 		if err != nil {
 			for _, addr := range todo[start:] {
@@ -85,12 +87,12 @@ func (c *Client) LookupBatch(ctx context.Context, ips []string, lang Lang, field
 }
 
 // batch sends one batch request and caches its successes.
-func (c *Client) batch(ctx context.Context, addrs []string, lang Lang, set FieldSet) ([]BatchResult, error) {
+func (c *Client) batch(ctx context.Context, addrs []string, lang ipatlas.Lang, set ipatlas.FieldSet) ([]BatchResult, error) {
 	op := "batch lookup of " + strconv.Itoa(len(addrs)) + " addresses"
 	if err := ctx.Err(); err != nil {
 		return nil, wrapTransport(op, err)
 	}
-	q := BatchRequest{IPs: addrs, Lang: lang.String()}
+	q := ipatlas.BatchRequest{IPs: addrs, Lang: lang.String()}
 	if !set.All() {
 		q.Fields = set.Names()
 	}
@@ -118,17 +120,17 @@ func (c *Client) batch(ctx context.Context, addrs []string, lang Lang, set Field
 }
 
 // decodeBatch reads a batch answer for n addresses.
-func (c *Client) decodeBatch(r *reply, n int, set FieldSet) ([]BatchResult, error) {
+func (c *Client) decodeBatch(r *reply, n int, set ipatlas.FieldSet) ([]BatchResult, error) {
 	var env struct {
 		Success bool `json:"success"`
 		Data    []struct {
-			Success bool            `json:"success"`
-			IP      string          `json:"ip"`
-			Data    json.RawMessage `json:"data"`
-			Error   string          `json:"error"`
-			Code    ErrorCode       `json:"code"`
+			Success bool              `json:"success"`
+			IP      string            `json:"ip"`
+			Data    json.RawMessage   `json:"data"`
+			Error   string            `json:"error"`
+			Code    ipatlas.ErrorCode `json:"code"`
 		} `json:"data"`
-		Meta BatchMeta `json:"meta"`
+		Meta ipatlas.BatchMeta `json:"meta"`
 	}
 	if !r.ok() || !looksJSON(r.body) || json.Unmarshal(r.body, &env) != nil || !env.Success {
 		return nil, c.failure(r)
@@ -152,15 +154,15 @@ func (c *Client) decodeBatch(r *reply, n int, set FieldSet) ([]BatchResult, erro
 			}
 			continue
 		}
-		e := &Error{Code: it.Code, Message: it.Error, Meta: &meta}
+		e := &ipatlas.Error{Code: it.Code, Message: it.Error, Meta: &meta}
 		if e.Code == "" {
 			e.Code = codeForText(e.Message)
 		}
 		if e.Code == "" {
-			e.Code = CodeInternal
+			e.Code = ipatlas.CodeInternal
 		}
 		e.Status = e.Code.HTTPStatus()
-		if e.Code == CodeRateLimitExceeded && rl.Reset > 0 {
+		if e.Code == ipatlas.CodeRateLimitExceeded && rl.Reset > 0 {
 			e.RetryAfter = rl.Reset // the quota resets then; no Retry-After on a 200
 		}
 		out[i].Err = e
@@ -171,7 +173,7 @@ func (c *Client) decodeBatch(r *reply, n int, set FieldSet) ([]BatchResult, erro
 // cachedFor answers a lookup of addr in lang for the fields in set from
 // the cache: a full record answers any selection, a partial one only its
 // own.
-func (c *Client) cachedFor(addr string, lang Lang, set FieldSet) (LookupResult, bool) {
+func (c *Client) cachedFor(addr string, lang ipatlas.Lang, set ipatlas.FieldSet) (LookupResult, bool) {
 	if r, ok := c.cached(cacheKey{addr, lang, 0}); ok {
 		return r.Select(set), true
 	}
@@ -190,7 +192,7 @@ func (c *Client) remember(key cacheKey, r LookupResult) {
 // Select returns the result restricted to the fields in set, as a query
 // naming those fields would have returned it: the record, which fields
 // Has reports, and Raw. The zero FieldSet returns r unchanged.
-func (r LookupResult) Select(set FieldSet) LookupResult {
+func (r LookupResult) Select(set ipatlas.FieldSet) LookupResult {
 	if set.All() {
 		return r
 	}
@@ -202,7 +204,7 @@ func (r LookupResult) Select(set FieldSet) LookupResult {
 
 // filterRaw keeps the keys of a JSON object that set selects, in their
 // order.
-func filterRaw(raw json.RawMessage, set FieldSet) json.RawMessage {
+func filterRaw(raw json.RawMessage, set ipatlas.FieldSet) json.RawMessage {
 	if len(raw) == 0 {
 		return raw
 	}
