@@ -1,8 +1,8 @@
 // Package web owns the human face of ipatlas: GET / on the main host,
 // answered by content negotiation (plain text for curl, wget and HTTPie,
-// JSON for Accept: application/json, the HTML page for browsers), the
-// page's static assets, and GET /api/ip/me, the free, per-address limited
-// location of the caller's own address that the page puts on its map.
+// JSON for Accept: application/json, the HTML page for browsers) and the
+// page's static assets. The page's map asks GET /api/ip/me, which the
+// server package answers.
 //
 // The page's sources live in web/ at the module root and are bundled with
 // esbuild into dist/ by `go generate` (see ./build); dist/ is committed and
@@ -114,10 +114,10 @@ func Handler(opts Options) (http.Handler, error) {
 		opts.IPv6URL = "/ipv6"
 	}
 	var origins []string
-	for _, u := range []string{opts.IPv4URL, opts.IPv6URL} {
+	for i, u := range []string{opts.IPv4URL, opts.IPv6URL} {
 		o, err := endpointOrigin(u)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", [...]string{"Options.IPv4URL", "Options.IPv6URL"}[i], err)
 		}
 		if o != "" && !slices.Contains(origins, o) {
 			origins = append(origins, o)
