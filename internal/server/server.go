@@ -101,7 +101,8 @@ type Config struct {
 	MeBurst int
 
 	// LimitTableSize bounds each limiter table (keys, addresses, failing
-	// addresses, keys seen to authenticate); the least recently used entry
+	// addresses, keys seen to authenticate, the addresses of GET
+	// /api/ip/me); the least recently used entry
 	// is forgotten first and starts afresh when it returns. About 250
 	// bytes an entry. 0 means DefaultLimitTableSize.
 	LimitTableSize int
