@@ -57,8 +57,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	m, ok := s.admit(w, r, meteredBody{
 		limit: maxBatchBodyBytes, tooLarge: errBatchTooLarge,
 		dst: &req, lang: &req.Lang, fields: &req.Fields,
-		check: func([]byte) *bodyError { return checkBatchSize(len(req.IPs), req.IPs == nil) },
-	})
+	}, func([]byte) *bodyError { return checkBatchSize(len(req.IPs), req.IPs == nil) })
 	if !ok {
 		return
 	}

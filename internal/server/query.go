@@ -102,16 +102,14 @@ func (s *Server) keyError(w http.ResponseWriter, r *http.Request, lang ipatlas.L
 }
 
 // meteredBody says how a metered route reads its body: the size limit and
-// the error that names it, where to decode it, where the decoded body
-// keeps its lang and fields, and the route's own check of the decoded body
-// (raw is the body as sent), which runs after lang and fields.
+// the error that names it, where to decode it, and where the decoded body
+// keeps its lang and fields.
 type meteredBody struct {
 	limit    int64
 	tooLarge *bodyError
 	dst      any
 	lang     *string
 	fields   *[]string
-	check    func(raw []byte) *bodyError
 }
 
 // metered is a metered request that passed the checks of admit.
@@ -124,10 +122,11 @@ type metered struct {
 
 // admit runs the checks every metered route shares, each once and in this
 // order: the body (type, size, JSON), its lang, its fields, the route's
-// own check, then the key. A request that fails one has been answered,
+// own check (check, of the decoded body; raw is the body as sent), then
+// the key. A request that fails one has been answered,
 // uncharged, and ok is false. The addresses are checked afterwards, one
 // by one, with locate.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, b meteredBody) (m metered, ok bool) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, b meteredBody, check func(raw []byte) *bodyError) (m metered, ok bool) {
 	ctx := r.Context()
 	m.lang = requestLang(r) // until the body names one
 	m.caller, m.meta = s.identify(ctx, r)
@@ -141,8 +140,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, b meteredBody) (m
 				m.fields, berr = parseFields(*b.fields)
 			}
 		}
-		if berr == nil && b.check != nil {
-			berr = b.check(buf.Bytes())
+		if berr == nil {
+			berr = check(buf.Bytes())
 		}
 		putBuf(buf)
 	}
@@ -198,12 +197,11 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	m, ok := s.admit(w, r, meteredBody{
 		limit: maxBodyBytes, tooLarge: errTooLarge,
 		dst: req, lang: &req.Lang, fields: &req.Fields,
-		check: func(raw []byte) *bodyError {
-			if req.IP == "" && !hasStringMember(raw, "ip") {
-				return errIPMissing
-			}
-			return nil
-		},
+	}, func(raw []byte) *bodyError {
+		if req.IP == "" && !hasStringMember(raw, "ip") {
+			return errIPMissing
+		}
+		return nil
 	})
 	if !ok {
 		return
