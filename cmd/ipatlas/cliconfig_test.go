@@ -45,8 +45,11 @@ func startCLIService(t *testing.T) *cliService {
 	t.Helper()
 	p := servertest.New(t, func() time.Time { return cliServerNow })
 	engine, svc, meter, now := p.Geo, p.Accounts, p.Meter, p.Now
-	srv := server.New(server.Config{Version: "cli-test", Logger: slog.New(slog.DiscardHandler), Now: now},
+	srv, err := server.New(server.Config{Version: "cli-test", Logger: slog.New(slog.DiscardHandler), Now: now},
 		server.Deps{Geo: engine, Accounts: svc, Meter: meter, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := &cliService{svc: svc}
 	h := srv.Handler()
 	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

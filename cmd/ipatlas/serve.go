@@ -146,7 +146,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerMeterMetrics(registry, meter)
 	fresh.register(registry)
-	srv := server.New(server.Config{
+	srv, err := server.New(server.Config{
 		TrustedProxies:  cfg.TrustedProxies,
 		ForwardedHeader: cfg.ForwardedBy,
 		AccessLogLevel:  accessLogLevel(cfg.AccessLog),
@@ -181,6 +181,9 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 			return nil
 		},
 	})
+	if err != nil {
+		return usageError(err.Error()) // a setting the server cannot use
+	}
 
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	public := &http.Server{

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/server"
-	"github.com/ipatlas/ipatlas/internal/web"
 )
 
 // serveConfig is the resolved configuration of `ipatlas serve`.
@@ -332,17 +330,10 @@ func intSetting(least int, field func(*serveConfig) *int) func(*serveConfig, []s
 	}
 }
 
-// pageURLSetting takes a family endpoint of the web page, checked by the
-// web package's own rule so that a mistake stops serve at start rather
-// than leaving the page out.
+// pageURLSetting takes a family endpoint of the web page; server.New
+// checks it.
 func pageURLSetting(field func(*serveConfig) *string) func(*serveConfig, []string) error {
 	return func(c *serveConfig, v []string) error {
-		if v[0] != "" {
-			noAddr := func(*http.Request) netip.Addr { return netip.Addr{} }
-			if _, err := web.Handler(web.Options{ClientAddr: noAddr, IPv4URL: v[0], IPv6URL: v[0]}); err != nil {
-				return err
-			}
-		}
 		*field(c) = v[0]
 		return nil
 	}

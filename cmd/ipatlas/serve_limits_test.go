@@ -98,9 +98,6 @@ func TestServeLimitErrors(t *testing.T) {
 		{[]string{"--auth-failure-window", "0s"}, "--auth-failure-window: must be positive"},
 		{[]string{"--auth-max-backoff", "-1m"}, "--auth-max-backoff: must be positive"},
 		{[]string{"--limit-table-size", "0"}, "--limit-table-size: must be at least 1"},
-		{[]string{"--page-ipv4-url", "ftp://v4.example.test/"}, "--page-ipv4-url"},
-		{[]string{"--page-ipv6-url", "//v6.example.test/"}, "--page-ipv6-url"},
-		{[]string{"--page-ipv6-url", "https://user@v6.example.test/"}, "--page-ipv6-url"},
 	} {
 		_, err := parseServeConfig(tt.args, mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"}), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -109,6 +106,28 @@ func TestServeLimitErrors(t *testing.T) {
 		}
 		if exitCode(err) != exitUsage {
 			t.Errorf("%q: exit code %d, want %d", tt.args, exitCode(err), exitUsage)
+		}
+	}
+}
+
+// A page endpoint the server cannot admit stops serve with a usage error
+// that names the setting and the value.
+func TestServeRefusesBadPageURL(t *testing.T) {
+	fx := newServeFixture(t)
+	for _, tt := range []struct{ flag, url, want string }{
+		{"--page-ipv4-url", "ftp://v4.example.test/", "Options.IPv4URL"},
+		{"--page-ipv6-url", "//v6.example.test/", "Options.IPv6URL"},
+		{"--page-ipv6-url", "https://user@v6.example.test/", "Options.IPv6URL"},
+	} {
+		storePath := filepath.Join(t.TempDir(), "s.db")
+		err := run(context.Background(), append([]string{"ipatlas", "serve"}, serveArgs(fx.dir, storePath, "--admin-token", "test-admin-token", tt.flag, tt.url)...),
+			mapEnv(nil), strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.url) {
+			t.Errorf("%s %s: error %v, want one naming %s and the URL", tt.flag, tt.url, err, tt.want)
+			continue
+		}
+		if exitCode(err) != exitUsage {
+			t.Errorf("%s %s: exit code %d, want %d", tt.flag, tt.url, exitCode(err), exitUsage)
 		}
 	}
 }

@@ -200,10 +200,13 @@ func startReplicas(t *testing.T, dsn, schema string, n int, opts postgres.Option
 		svc := &account.Service{Store: st, Now: now}
 		meter := account.NewMeter(st, account.MeterOptions{Now: now, MaxBatch: 16})
 		t.Cleanup(func() { meter.Close(context.Background()) })
-		s := server.New(server.Config{
+		s, err := server.New(server.Config{
 			Version: "test", Now: now,
 			Logger: slog.New(slog.DiscardHandler),
 		}, server.Deps{Geo: engine, Accounts: svc, Meter: meter, Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		rs[i] = &httpReplica{store: st, srv: httptest.NewServer(s.Handler()), admin: httptest.NewServer(s.AdminHandler())}
 		t.Cleanup(rs[i].srv.Close)
 		t.Cleanup(rs[i].admin.Close)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/account"
 )
 
@@ -173,9 +174,9 @@ func adminDecode(w http.ResponseWriter, r *http.Request, v any, fields []string,
 		return true
 	}
 	switch berr.code {
-	case "PayloadTooLarge":
+	case ipatlas.CodePayloadTooLarge:
 		adminFail(w, http.StatusRequestEntityTooLarge, adminTooLarge, berr.en)
-	case "UnsupportedMediaType":
+	case ipatlas.CodeUnsupportedMediaType:
 		adminFail(w, http.StatusUnsupportedMediaType, adminMediaType, "Content-Type must be application/json")
 	default:
 		adminFail(w, http.StatusBadRequest, adminInvalidRequest, berr.en)

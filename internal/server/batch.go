@@ -1,14 +1,12 @@
 package server
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/account"
-	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
 // maxBatchBodyBytes bounds a batch body. 100 of the longest address texts
@@ -55,35 +53,15 @@ type batchEnvelope struct {
 // the first of them would get alone: 429 with Retry-After, or 402.
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	lang := requestLang(r)
-	c, meta := s.identify(ctx, r)
-	fail := func(code ipatlas.ErrorCode, detail string) { s.failUncharged(ctx, w, &c, &meta, lang, code, detail) }
-
 	var req ipatlas.BatchRequest
-	var fields ipatlas.FieldSet
-	buf, berr := readBodyLimit(w, r, maxBatchBodyBytes, errBatchTooLarge)
-	if berr == nil {
-		berr = decodeJSON(buf.Bytes(), &req, nil)
-		putBuf(buf)
-	}
-	if berr == nil {
-		var l ipatlas.Lang
-		if l, berr = bodyLang(w, req.Lang); berr == nil {
-			lang = l
-			fields, berr = parseFields(req.Fields)
-		}
-	}
-	if berr == nil {
-		berr = checkBatchSize(len(req.IPs), req.IPs == nil)
-	}
-	if berr != nil {
-		fail(berr.code, berr.detail(lang))
+	m, ok := s.admit(w, r, meteredBody{
+		limit: maxBatchBodyBytes, tooLarge: errBatchTooLarge,
+		dst: &req, lang: &req.Lang, fields: &req.Fields,
+	}, func([]byte) *bodyError { return checkBatchSize(len(req.IPs), req.IPs == nil) })
+	if !ok {
 		return
 	}
-	if !c.identified() {
-		s.keyError(w, r, lang, c.err)
-		return
-	}
+	c, meta, lang, fields := m.caller, m.meta, m.lang, m.fields
 
 	items := make([]batchItem, len(req.IPs))
 	recs := make([]ipatlas.Record, len(req.IPs))
@@ -93,23 +71,10 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 		s.metrics.queries.WithLabelValues(string(code)).Inc()
 	}
 	for i, ip := range req.IPs {
-		addr, err := netaddr.Parse(ip)
-		if err != nil {
-			var pe *netaddr.ParseError
-			detail := ""
-			if errors.As(err, &pe) && lang == ipatlas.English {
-				detail = pe.Reason
-			}
-			itemFail(i, ipatlas.CodeInvalidIP, detail)
-			continue
-		}
-		if b, private := netaddr.Classify(addr); private {
-			itemFail(i, ipatlas.CodePrivateIP, privateReason(addr, b, lang))
-			continue
-		}
-		if recs[i], err = s.deps.Geo.Lookup(addr, lang); err != nil {
-			s.log.LogAttrs(ctx, slog.LevelError, "geo lookup", errAttr(err))
-			itemFail(i, ipatlas.CodeServiceUnavailable, "")
+		var code ipatlas.ErrorCode
+		var detail string
+		if recs[i], code, detail = s.locate(ctx, ip, lang); code != "" {
+			itemFail(i, code, detail)
 			continue
 		}
 		valid = append(valid, i)

@@ -22,7 +22,7 @@ func TestAdminDatasets(t *testing.T) {
 	pkgs := []dataset.Package{{Source: dataset.SourceDBIP, Name: "dbip-city-lite", Kind: dataset.KindCity, Version: "2026-06",
 		BuildDate: built, License: "CC-BY-4.0", Attribution: dataset.DBIPCityAttribution,
 		Files: []dataset.File{{Name: "dbip-city-lite.mmdb", Size: 10, SHA256: "00"}}}}
-	srv := New(Config{AdminToken: testAdminToken, Logger: slog.New(slog.DiscardHandler), Now: p.Now}, Deps{
+	srv := mustNew(t, Config{AdminToken: testAdminToken, Logger: slog.New(slog.DiscardHandler), Now: p.Now}, Deps{
 		Geo: p.Geo, Accounts: p.Accounts, Meter: p.Meter, Registry: prometheus.NewRegistry(),
 		DatasetSources: func() ([]dataset.Package, *dataset.UpdateStatus) { return pkgs, status },
 	})
@@ -53,7 +53,7 @@ func TestAdminDatasets(t *testing.T) {
 	}
 
 	// Without the manifest and updater: empty lists and a null update.
-	e = &env{admin: New(Config{AdminToken: testAdminToken, Logger: slog.New(slog.DiscardHandler), Now: p.Now},
+	e = &env{admin: mustNew(t, Config{AdminToken: testAdminToken, Logger: slog.New(slog.DiscardHandler), Now: p.Now},
 		Deps{Geo: p.Geo, Accounts: p.Accounts, Meter: p.Meter, Registry: prometheus.NewRegistry()}).AdminHandler()}
 	r = e.adminCall(t, "GET", "/admin/datasets", "")
 	if body := r.Body.String(); r.Code != http.StatusOK || !strings.Contains(body, `"packages":[]`) || !strings.Contains(body, `"update":null`) {

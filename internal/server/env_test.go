@@ -67,6 +67,16 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// mustNew is New for settings that must be accepted.
+func mustNew(t testing.TB, cfg Config, deps Deps) *Server {
+	t.Helper()
+	s, err := New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func newEnv(t testing.TB, configure ...func(*Config)) *env {
 	t.Helper()
 	p := servertest.New(t, func() time.Time { return testNow })
@@ -82,7 +92,7 @@ func newEnv(t testing.TB, configure ...func(*Config)) *env {
 	for _, c := range configure {
 		c(&cfg)
 	}
-	e.srv = New(cfg, Deps{
+	e.srv = mustNew(t, cfg, Deps{
 		Geo: engine, Accounts: svc, Meter: meter, Registry: e.reg,
 		Ready: func() error { e.mu.Lock(); defer e.mu.Unlock(); return e.ready },
 	})

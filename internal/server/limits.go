@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"log/slog"
 	"math"
@@ -69,7 +70,7 @@ const guardAuthTimeout = time.Second
 // further rejected key doubles it.
 const authBackoffBase = time.Second
 
-func (s *Server) newLimits() *limits {
+func (s *Server) newLimits() (*limits, error) {
 	c := s.cfg
 	size := c.LimitTableSize
 	if size <= 0 {
@@ -98,13 +99,8 @@ func (s *Server) newLimits() *limits {
 		}
 		on = true
 	}
-	for _, v := range []float64{c.KeyRate, c.AddrRate} {
-		if v < 0 || math.IsNaN(v) {
-			s.log.Warn("a negative or NaN rate limit is off", "rate", v)
-		}
-	}
 	if !on {
-		return nil
+		return nil, nil
 	}
 	var errs []error
 	l.refused = register(s.deps.Registry, prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -112,12 +108,12 @@ func (s *Server) newLimits() *limits {
 		Help: "Requests refused with 429 by an abuse limit: key_burst, address (free endpoints) or invalid_keys (key guessing).",
 	}, []string{"limit"}), &errs)
 	if len(errs) > 0 {
-		s.log.Error("registering metrics", "err", errors.Join(errs...))
+		return nil, fmt.Errorf("server: registering metrics: %w", errors.Join(errs...))
 	}
 	for _, v := range []string{limitKeyBurst, limitAddress, limitInvalidKeys} {
 		l.refused.WithLabelValues(v)
 	}
-	return l
+	return l, nil
 }
 
 func burstOf(r float64, b int) int {

@@ -280,7 +280,7 @@ func TestStoreOutageChargesNothing(t *testing.T) {
 
 	svc := &account.Service{Store: st}
 	meter := account.NewMeter(st, account.MeterOptions{MaxDelay: time.Millisecond})
-	srv := New(Config{Logger: slog.New(slog.DiscardHandler)}, Deps{Geo: servertest.New(t, nil).Geo, Accounts: svc, Meter: meter})
+	srv := mustNew(t, Config{Logger: slog.New(slog.DiscardHandler)}, Deps{Geo: servertest.New(t, nil).Geo, Accounts: svc, Meter: meter})
 	base := listenOn(t, srv.Handler(), "tcp4", "127.0.0.1:0")
 	hc := fromAddr(t, "")
 	post := func(path, key, body string) (int, ipatlas.ErrorCode, string) {

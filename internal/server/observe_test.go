@@ -103,7 +103,7 @@ func TestPanicBecomes500(t *testing.T) {
 	e := newEnv(t)
 	acct, k := e.customer(t, account.Pro, 0, 10)
 	logs := &syncBuffer{}
-	srv := New(Config{Logger: slog.New(slog.NewJSONHandler(logs, nil)), Now: e.srv.now, AdminToken: testAdminToken},
+	srv := mustNew(t, Config{Logger: slog.New(slog.NewJSONHandler(logs, nil)), Now: e.srv.now, AdminToken: testAdminToken},
 		Deps{Geo: panicky{}, Accounts: e.svc, Meter: e.meter, Registry: prometheus.NewRegistry()})
 	w := httptest.NewRecorder()
 	r := newRequest(req{method: "POST", path: "/api/ip-query", key: k.Secret, body: `{"ip":"8.8.8.8","lang":"zh"}`})

@@ -11,6 +11,7 @@ import (
 	"github.com/ipatlas/ipatlas/api"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/ipatlas/ipatlas/internal/web"
 )
 
 var (
@@ -77,9 +78,10 @@ func (s *Server) answerFamily(w http.ResponseWriter, r *http.Request, family str
 }
 
 // handleRoot is GET / : on the configured IPv4 and IPv6 hosts it is the
-// plain-text Get my IP of that family; elsewhere it is the web page, which
-// answers curl with the address in plain text and JSON clients with the
-// auto-detection body.
+// plain-text Get my IP of that family. Elsewhere it is negotiated
+// (web.Wants): the caller's address in plain text for curl, wget and
+// HTTPie, the auto-detection body of GET /api/ip/myip for JSON clients,
+// and the web page for browsers.
 func (s *Server) handleRoot(w http.ResponseWriter, r *http.Request) {
 	if s.ipv4 != "" || s.ipv6 != "" {
 		switch host := normalizeHost(r.Host); {
@@ -91,8 +93,24 @@ func (s *Server) handleRoot(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.page.ServeHTTP(w, r)
+	w.Header()["Vary"] = hdrVaryRoot
+	switch web.Wants(r) {
+	case web.FormatText:
+		freeHeaders(w)
+		if a := s.clientOf(w, r); a.IsValid() {
+			writeText(w, http.StatusOK, a.String()+"\n")
+		} else {
+			writeText(w, http.StatusInternalServerError, "error: the server cannot see the client's address\n")
+		}
+	case web.FormatJSON:
+		s.handleMyIP(w, r)
+	default:
+		s.page.ServeHTTP(w, r)
+	}
 }
+
+// hdrVaryRoot is the Vary of GET /: caches must not mix its formats.
+var hdrVaryRoot = []string{"Accept, User-Agent"}
 
 // handlePing is GET and HEAD /api/ping.
 func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) {

@@ -101,68 +101,116 @@ func (s *Server) keyError(w http.ResponseWriter, r *http.Request, lang ipatlas.L
 	writeError(w, lang, ipatlas.CodeServiceUnavailable, "", ipatlas.Meta{IsAPIRequest: true})
 }
 
-// handleQuery is POST /api/ip-query. The checks run in the order the
-// issue fixes: the body and the key, then the address, then the quota,
-// then the credits. Only the meter's commit makes a success, and every
-// failure before it is free.
-func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	lang := requestLang(r) // until the body names one
-	c, meta := s.identify(ctx, r)
-	fail := func(code ipatlas.ErrorCode, detail string) { s.failUncharged(ctx, w, &c, &meta, lang, code, detail) }
+// meteredBody says how a metered route reads its body: the size limit and
+// the error that names it, where to decode it, and where the decoded body
+// keeps its lang and fields.
+type meteredBody struct {
+	limit    int64
+	tooLarge *bodyError
+	dst      any
+	lang     *string
+	fields   *[]string
+}
 
-	// The request escapes to the heap through the decoder; reusing it
-	// keeps the "fields" list from costing the common path anything.
-	req := queryPool.Get().(*ipatlas.QueryRequest)
-	defer func() { *req = ipatlas.QueryRequest{}; queryPool.Put(req) }()
-	var fields ipatlas.FieldSet // all, unless the body names some
-	buf, berr := readBody(w, r)
-	ipMissing := false
+// metered is a metered request that passed the checks of admit.
+type metered struct {
+	caller caller
+	meta   ipatlas.Meta
+	lang   ipatlas.Lang
+	fields ipatlas.FieldSet // all, unless the body names some
+}
+
+// admit runs the checks every metered route shares, each once and in this
+// order: the body (type, size, JSON), its lang, its fields, the route's
+// own check (check, of the decoded body; raw is the body as sent), then
+// the key. A request that fails one has been answered,
+// uncharged, and ok is false. The addresses are checked afterwards, one
+// by one, with locate.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, b meteredBody, check func(raw []byte) *bodyError) (m metered, ok bool) {
+	ctx := r.Context()
+	m.lang = requestLang(r) // until the body names one
+	m.caller, m.meta = s.identify(ctx, r)
+	buf, berr := readBodyLimit(w, r, b.limit, b.tooLarge)
 	if berr == nil {
-		berr = decodeJSON(buf.Bytes(), req, nil)
-		// "ip": "" is an address that is not one (InvalidIP, below); no
-		// "ip" at all (or null) is a malformed request.
-		ipMissing = berr == nil && req.IP == "" && !hasStringMember(buf.Bytes(), "ip")
-		putBuf(buf)
-	}
-	if berr == nil {
-		var l ipatlas.Lang
-		if l, berr = bodyLang(w, req.Lang); berr == nil {
-			lang = l
-			fields, berr = parseFields(req.Fields)
-			if berr == nil && ipMissing {
-				berr = &bodyError{ipatlas.CodeInvalidRequest,
-					`the field "ip" is required`, `缺少必填字段 "ip"`}
+		berr = decodeJSON(buf.Bytes(), b.dst, nil)
+		if berr == nil {
+			var l ipatlas.Lang
+			if l, berr = bodyLang(w, *b.lang); berr == nil {
+				m.lang = l
+				m.fields, berr = parseFields(*b.fields)
 			}
 		}
+		if berr == nil {
+			berr = check(buf.Bytes())
+		}
+		putBuf(buf)
 	}
 	if berr != nil {
-		fail(berr.code, berr.detail(lang))
-		return
+		s.failUncharged(ctx, w, &m.caller, &m.meta, m.lang, berr.code, berr.detail(m.lang))
+		return m, false
 	}
-	if !c.identified() {
-		s.keyError(w, r, lang, c.err)
-		return
+	if !m.caller.identified() {
+		s.keyError(w, r, m.lang, m.caller.err)
+		return m, false
 	}
+	return m, true
+}
 
-	addr, err := netaddr.Parse(req.IP)
+// locate checks one address of a metered request and looks it up. A
+// failure comes back as its code and detail (code "" on success), for
+// the route to answer alone or as one item of a batch.
+func (s *Server) locate(ctx context.Context, ip string, lang ipatlas.Lang) (ipatlas.Record, ipatlas.ErrorCode, string) {
+	addr, err := netaddr.Parse(ip)
 	if err != nil {
 		var pe *netaddr.ParseError
 		detail := ""
 		if errors.As(err, &pe) && lang == ipatlas.English {
 			detail = pe.Reason
 		}
-		fail(ipatlas.CodeInvalidIP, detail)
-		return
+		return ipatlas.Record{}, ipatlas.CodeInvalidIP, detail
 	}
 	if b, private := netaddr.Classify(addr); private {
-		fail(ipatlas.CodePrivateIP, privateReason(addr, b, lang))
-		return
+		return ipatlas.Record{}, ipatlas.CodePrivateIP, privateReason(addr, b, lang)
 	}
 	rec, err := s.deps.Geo.Lookup(addr, lang)
 	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelError, "geo lookup", errAttr(err))
-		fail(ipatlas.CodeServiceUnavailable, "")
+		return ipatlas.Record{}, ipatlas.CodeServiceUnavailable, ""
+	}
+	return rec, "", ""
+}
+
+// errIPMissing is a query body without "ip" (or with "ip": null). "ip": ""
+// is an address that is not one: InvalidIP.
+var errIPMissing = &bodyError{ipatlas.CodeInvalidRequest, `the field "ip" is required`, `缺少必填字段 "ip"`}
+
+// handleQuery is POST /api/ip-query. The checks run in this order: the
+// body and the key (admit), then the address, then the quota, then the
+// credits. Only the meter's commit makes a success, and every failure
+// before it is free.
+func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	// The request escapes to the heap through the decoder; reusing it
+	// keeps the "fields" list from costing the common path anything.
+	req := queryPool.Get().(*ipatlas.QueryRequest)
+	defer func() { *req = ipatlas.QueryRequest{}; queryPool.Put(req) }()
+	m, ok := s.admit(w, r, meteredBody{
+		limit: maxBodyBytes, tooLarge: errTooLarge,
+		dst: req, lang: &req.Lang, fields: &req.Fields,
+	}, func(raw []byte) *bodyError {
+		if req.IP == "" && !hasStringMember(raw, "ip") {
+			return errIPMissing
+		}
+		return nil
+	})
+	if !ok {
+		return
+	}
+	c, meta, lang, fields := m.caller, m.meta, m.lang, m.fields
+
+	rec, code, detail := s.locate(ctx, req.IP, lang)
+	if code != "" {
+		s.failUncharged(ctx, w, &c, &meta, lang, code, detail)
 		return
 	}
 

@@ -22,7 +22,7 @@ func (s *Server) routes() http.Handler {
 	r.handle("GET /ipv4", s.handleFamily(ipatlas.IPv4)) // Get my IP, IPv4 only (text), any host
 	r.handle("GET /ipv6", s.handleFamily(ipatlas.IPv6)) // Get my IP, IPv6 only (text), any host
 	r.handle("GET /{$}", s.handleRoot)                  // the same on the --ipv4-host / --ipv6-host hosts; elsewhere the web page (text for curl, JSON on request)
-	r.handle("GET /api/ip/me", s.me.ServeHTTP)          // the caller's own record, free, limited per address (the page's map)
+	r.handle("GET "+mePath, s.handleMe)                 // the caller's own record, free, limited per address (the page's map)
 	r.handle("GET /assets/", s.page.ServeHTTP)          // the page's embedded scripts, styles and map
 	r.handle("GET /api/ping", s.handlePing)             // round-trip test (JSON)
 	r.handle("GET /api/usage", s.handleUsage)           // the calling key's quota and credits (Bearer key)

@@ -5,7 +5,10 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -15,6 +18,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/web"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 )
 
 // Config holds the server's settings.
@@ -89,8 +93,16 @@ type Config struct {
 	AuthFailureWindow time.Duration // 0 means DefaultAuthFailureWindow
 	AuthMaxBackoff    time.Duration // 0 means DefaultAuthMaxBackoff
 
+	// MeRate and MeBurst are a token bucket per client address (IPv6: its
+	// /64) on GET /api/ip/me, which costs a lookup per request: MeRate
+	// lookups per second sustained, MeBurst at once. 0 means DefaultMeRate
+	// and DefaultMeBurst; this limit is never off.
+	MeRate  float64
+	MeBurst int
+
 	// LimitTableSize bounds each limiter table (keys, addresses, failing
-	// addresses, keys seen to authenticate); the least recently used entry
+	// addresses, keys seen to authenticate, the addresses of GET
+	// /api/ip/me); the least recently used entry
 	// is forgotten first and starts afresh when it returns. About 250
 	// bytes an entry. 0 means DefaultLimitTableSize.
 	LimitTableSize int
@@ -137,16 +149,19 @@ type Server struct {
 	mux     *http.ServeMux
 	ipv4    string // cfg.IPv4Host, lower case, without a port
 	ipv6    string
-	page    http.Handler // GET / for browsers, curl and JSON clients, and the page's assets
-	me      http.Handler // GET /api/ip/me: the caller's own record, free and limited per address
+	page    http.Handler                      // GET / for browsers, curl and JSON clients, and the page's assets
+	me      *table[netip.Addr, *rate.Limiter] // GET /api/ip/me's limiters, by client group
+	meRate  rate.Limit
+	meBurst int
 
 	public, admin http.Handler
 }
 
-// New builds the server. It never fails: a setting it cannot use (an
-// invalid trusted prefix, a metric name taken in Registry) is logged and
-// left out.
-func New(cfg Config, deps Deps) *Server {
+// New builds the server. It refuses a setting it cannot use (an invalid
+// trusted prefix, an unknown forwarded header, one host for both families,
+// a negative or NaN rate, a page endpoint URL it cannot admit, a metric
+// name taken in Registry) rather than serve without it.
+func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, now: cfg.Now}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -157,35 +172,50 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Registry == nil {
 		s.deps.Registry = prometheus.NewRegistry()
 	}
+	if deps.Geo == nil {
+		return nil, errors.New("server: Deps.Geo is required")
+	}
 	switch cfg.ForwardedHeader {
 	case HeaderAuto, HeaderXForwardedFor, HeaderForwarded:
 	default:
-		s.log.Warn("unknown forwarded header; reading both", "header", cfg.ForwardedHeader)
-		s.cfg.ForwardedHeader = HeaderAuto
+		return nil, fmt.Errorf("server: Config.ForwardedHeader %q: want %q, %q or empty", cfg.ForwardedHeader, HeaderXForwardedFor, HeaderForwarded)
+	}
+	for _, p := range cfg.TrustedProxies {
+		if !p.IsValid() || (p.Addr().Is4In6() && p.Bits() < 96) {
+			return nil, fmt.Errorf("server: Config.TrustedProxies: %v is not a valid IPv4 or IPv6 prefix", p)
+		}
 	}
 	s.trusted = newProxies(cfg.TrustedProxies)
-	if len(s.trusted) != len(cfg.TrustedProxies) {
-		s.log.Warn("some trusted proxy prefixes are invalid and ignored", "given", len(cfg.TrustedProxies), "used", len(s.trusted))
-	}
 	s.ipv4, s.ipv6 = normalizeHost(cfg.IPv4Host), normalizeHost(cfg.IPv6Host)
 	if s.ipv4 != "" && s.ipv4 == s.ipv6 {
-		s.log.Warn("the IPv4 and IPv6 hosts are the same; GET / there answers neither", "host", s.ipv4)
-		s.ipv4, s.ipv6 = "", ""
+		return nil, fmt.Errorf("server: Config.IPv4Host and IPv6Host are both %q; GET / there could answer neither", s.ipv4)
+	}
+	for name, v := range map[string]float64{"KeyRate": cfg.KeyRate, "AddrRate": cfg.AddrRate, "MeRate": cfg.MeRate} {
+		if v < 0 || math.IsNaN(v) {
+			return nil, fmt.Errorf("server: Config.%s %v: want a rate of 0 or more", name, v)
+		}
+	}
+	if cfg.MeBurst < 0 {
+		return nil, fmt.Errorf("server: Config.MeBurst %d is negative", cfg.MeBurst)
 	}
 	m, err := newMetrics(s.deps.Registry)
 	if err != nil {
-		s.log.Error("registering metrics", "err", err)
+		return nil, fmt.Errorf("server: registering metrics: %w", err)
 	}
 	s.metrics = m
-	s.limits = s.newLimits()
-	s.page, s.me = s.newWeb()
+	if s.limits, err = s.newLimits(); err != nil {
+		return nil, err
+	}
+	if err := s.newWeb(); err != nil {
+		return nil, err
+	}
 	public := s.routes()
 	if m, ok := public.(muxHandler); ok {
 		s.mux = m.ServeMux
 	}
 	s.public = s.instrument(s.protect(public), false)
 	s.admin = s.instrument(s.adminRoutes(), true)
-	return s
+	return s, nil
 }
 
 // Handler is the public API.
@@ -213,20 +243,25 @@ func normalizeHost(h string) string {
 	return h
 }
 
-// newWeb builds the web page and the caller's-own-record endpoint. A
-// setting they cannot use is logged and the page left out (GET / then
-// answers 404), as New never fails.
-func (s *Server) newWeb() (page, me http.Handler) {
+// newWeb builds the web page and the limiters of GET /api/ip/me.
+func (s *Server) newWeb() error {
 	addr := func(r *http.Request) netip.Addr { return clientAddr(r, s.trusted, s.cfg.ForwardedHeader) }
 	page, err := web.Handler(web.Options{ClientAddr: addr, IPv4URL: s.cfg.PageIPv4URL, IPv6URL: s.cfg.PageIPv6URL, Logger: s.log})
 	if err != nil {
-		s.log.Error("web page disabled", "err", err)
-		page = http.HandlerFunc(s.notFound)
+		return fmt.Errorf("server: the web page (Config.PageIPv4URL and PageIPv6URL are its Options.IPv4URL and IPv6URL): %w", err)
 	}
-	me, err = web.MeHandler(web.MeOptions{ClientAddr: addr, Locator: s.deps.Geo, Now: s.now, Logger: s.log})
-	if err != nil {
-		s.log.Error("GET /api/ip/me disabled", "err", err)
-		me = http.HandlerFunc(s.notFound)
+	s.page = page
+	s.meRate, s.meBurst = rate.Limit(s.cfg.MeRate), s.cfg.MeBurst
+	if s.meRate == 0 {
+		s.meRate = DefaultMeRate
 	}
-	return page, me
+	if s.meBurst == 0 {
+		s.meBurst = DefaultMeBurst
+	}
+	size := s.cfg.LimitTableSize
+	if size <= 0 {
+		size = DefaultLimitTableSize
+	}
+	s.me = newTable[netip.Addr, *rate.Limiter](size)
+	return nil
 }

@@ -58,7 +58,6 @@ const initialCredits = 500
 // stack is the real service behind the page.
 type stack struct {
 	pub    http.Handler
-	me     http.Handler
 	secret string
 
 	mu   sync.Mutex
@@ -86,19 +85,17 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 
-	srv := server.New(server.Config{
+	srv, err := server.New(server.Config{
 		// The front proxies of these tests connect from loopback.
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 		Version:        "browser-test",
 		Logger:         slog.New(slog.DiscardHandler),
 		Now:            now,
 	}, server.Deps{Geo: engine, Accounts: svc, Meter: meter})
-
-	me, err := web.MeHandler(web.MeOptions{ClientAddr: forwardedClient, Locator: engine})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stack{pub: srv.Handler(), me: me, secret: k.Secret}
+	return &stack{pub: srv.Handler(), secret: k.Secret}
 }
 
 // forwardedClient stands in for the server's client address in these
@@ -138,7 +135,6 @@ func (s *stack) app(t *testing.T, ipv4URL, ipv6URL string) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", pageHandler)
 	mux.Handle("GET "+web.AssetPrefix, pageHandler)
-	mux.Handle("GET "+web.MePath, s.me)
 	mux.Handle("GET /ipv4", web.CrossOrigin(s.pub))
 	mux.Handle("GET /ipv6", web.CrossOrigin(s.pub))
 	mux.Handle("/", s.pub)

@@ -2,24 +2,25 @@ package web
 
 import (
 	"mime"
+	"net/http"
 	"strconv"
 	"strings"
 )
 
-// format is a representation of GET / .
-type format uint8
+// Format is a representation of GET /: what Wants picks for a request.
+type Format uint8
 
 const (
-	formatText format = iota // the caller's address and a newline
-	formatJSON               // ipatlas.MyIPResponse
-	formatHTML               // the page
+	FormatText Format = iota // the caller's address and a newline
+	FormatJSON               // ipatlas.MyIPResponse
+	FormatHTML               // the page
 )
 
-func (f format) String() string {
+func (f Format) String() string {
 	switch f {
-	case formatJSON:
+	case FormatJSON:
 		return "json"
-	case formatHTML:
+	case FormatHTML:
 		return "html"
 	}
 	return "text"
@@ -29,12 +30,12 @@ func (f format) String() string {
 // ties: when a client accepts several equally, the smallest answer wins,
 // so "*/*" and "text/*" get plain text.
 var offers = [...]struct {
-	f        format
+	f        Format
 	typ, sub string
 }{
-	{formatText, "text", "plain"},
-	{formatJSON, "application", "json"},
-	{formatHTML, "text", "html"},
+	{FormatText, "text", "plain"},
+	{FormatJSON, "application", "json"},
+	{FormatHTML, "text", "html"},
 }
 
 // cliAgents are the User-Agent prefixes (compared case-insensitively) of
@@ -61,16 +62,16 @@ func isCLI(ua string) bool {
 // plain text out. A browser names text/html explicitly and gets the page;
 // no Accept, "*/*" (curl, wget, most HTTP libraries) and anything that
 // accepts none of the formats get plain text, the answer scripts expect.
-func negotiate(accept, ua string) format {
+func negotiate(accept, ua string) Format {
 	accept = strings.TrimSpace(accept)
 	if accept == "" || accept == "*/*" {
-		return formatText
+		return FormatText
 	}
 	q := weights(accept)
-	if q[formatText] > 0 && isCLI(ua) {
-		return formatText
+	if q[FormatText] > 0 && isCLI(ua) {
+		return FormatText
 	}
-	best, bestQ := formatText, 0.0
+	best, bestQ := FormatText, 0.0
 	for _, o := range offers {
 		if q[o.f] > bestQ {
 			best, bestQ = o.f, q[o.f]
@@ -124,4 +125,15 @@ func weights(accept string) [len(offers)]float64 {
 		}
 	}
 	return q
+}
+
+// Wants is the Format GET / answers r in: plain text for curl, wget and
+// HTTPie, JSON for Accept: application/json, the page for browsers. The
+// answer must carry Vary: Accept, User-Agent.
+func Wants(r *http.Request) Format {
+	accept := r.Header.Get("Accept")
+	if vs := r.Header.Values("Accept"); len(vs) > 1 {
+		accept = strings.Join(vs, ",")
+	}
+	return negotiate(accept, r.UserAgent())
 }

@@ -3,7 +3,7 @@ package web
 import "testing"
 
 // FuzzNegotiate checks the invariants of content negotiation on any
-// Accept and User-Agent: the chosen format is one the client accepts
+// Accept and User-Agent: the chosen Format is one the client accepts
 // (weight above 0) unless it accepts none, it is never outweighed by
 // another, and a command-line client gets plain text whenever it accepts it.
 func FuzzNegotiate(f *testing.F) {
@@ -16,25 +16,25 @@ func FuzzNegotiate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, accept, ua string) {
 		got := negotiate(accept, ua)
-		if got > formatHTML {
-			t.Fatalf("format %d", got)
+		if got > FormatHTML {
+			t.Fatalf("Format %d", got)
 		}
 		q := weights(accept)
-		best := max(q[formatText], q[formatJSON], q[formatHTML])
+		best := max(q[FormatText], q[FormatJSON], q[FormatHTML])
 		if best == 0 {
-			if got != formatText {
+			if got != FormatText {
 				t.Errorf("nothing acceptable, got %v instead of the plain-text fallback", got)
 			}
 			return
 		}
-		if isCLI(ua) && q[formatText] > 0 {
-			if got != formatText {
+		if isCLI(ua) && q[FormatText] > 0 {
+			if got != FormatText {
 				t.Errorf("a command-line client accepting text got %v", got)
 			}
 			return
 		}
 		if q[got] != best {
-			t.Errorf("got %v (q=%v) although another format weighs %v", got, q[got], best)
+			t.Errorf("got %v (q=%v) although another Format weighs %v", got, q[got], best)
 		}
 	})
 }

@@ -1,8 +1,8 @@
-// Package web owns the human face of ipatlas: GET / on the main host,
-// answered by content negotiation (plain text for curl, wget and HTTPie,
-// JSON for Accept: application/json, the HTML page for browsers), the
-// page's static assets, and GET /api/ip/me, the free, per-address limited
-// location of the caller's own address that the page puts on its map.
+// Package web owns the human face of ipatlas: the HTML page of GET / on
+// the main host and its static assets. Which requests to GET / get the
+// page is Wants's rule (negotiate.go); the server answers the others (curl
+// and JSON clients) with the caller's address, and answers the page's own
+// requests (GET /api/ip/me for its map, /ipv4 and /ipv6).
 //
 // The page's sources live in web/ at the module root and are bundled with
 // esbuild into dist/ by `go generate` (see ./build); dist/ is committed and
@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"io/fs"
 	"log/slog"
 	"mime"
@@ -36,9 +35,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/names"
-	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
 //go:embed dist
@@ -100,9 +97,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Handler serves GET and HEAD / (negotiated) and the page's assets under
-// AssetPrefix. Other paths are 404 and other methods 405, for use on its
-// own; mounted in a router it only sees what the router sends it.
+// Handler serves the page at GET and HEAD / (to every request it gets: the
+// caller decides with Wants which ones those are) and the page's assets
+// under AssetPrefix. Other paths are 404 and other methods 405, in plain
+// text, for use on its own; mounted in a router it only sees what the
+// router sends it.
 func Handler(opts Options) (http.Handler, error) {
 	if opts.ClientAddr == nil {
 		return nil, errors.New("web: Options.ClientAddr is required")
@@ -114,10 +113,10 @@ func Handler(opts Options) (http.Handler, error) {
 		opts.IPv6URL = "/ipv6"
 	}
 	var origins []string
-	for _, u := range []string{opts.IPv4URL, opts.IPv6URL} {
+	for i, u := range []string{opts.IPv4URL, opts.IPv6URL} {
 		o, err := endpointOrigin(u)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", [...]string{"Options.IPv4URL", "Options.IPv6URL"}[i], err)
 		}
 		if o != "" && !slices.Contains(origins, o) {
 			origins = append(origins, o)
@@ -198,8 +197,6 @@ type handler struct {
 
 // Header values shared by every response; net/http only reads them.
 var (
-	hdrText      = []string{"text/plain; charset=utf-8"}
-	hdrJSON      = []string{"application/json"}
 	hdrHTML      = []string{"text/html; charset=utf-8"}
 	hdrNoStore   = []string{"no-store"}
 	hdrVary      = []string{"Accept, User-Agent"}
@@ -218,44 +215,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveAsset(w, r)
 	case r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, AssetPrefix):
 		w.Header()["Allow"] = hdrAllow
-		writeText(w, http.StatusMethodNotAllowed, "method not allowed\n")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	default:
-		writeText(w, http.StatusNotFound, "not found\n")
+		http.NotFound(w, r)
 	}
 }
 
-// serveRoot is GET / on the main host.
+// serveRoot is the page at GET / on the main host.
 func (h *handler) serveRoot(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd["Vary"] = hdrVary
-	hd["Cache-Control"] = hdrNoStore // the answer is the caller's own address
-	addr := h.opts.ClientAddr(r)
-	accept := r.Header.Get("Accept")
-	if vs := r.Header.Values("Accept"); len(vs) > 1 {
-		accept = strings.Join(vs, ",")
-	}
-	switch negotiate(accept, r.UserAgent()) {
-	case formatText:
-		if !addr.IsValid() {
-			writeText(w, http.StatusInternalServerError, "error: the server cannot see the client's address\n")
-			return
-		}
-		writeText(w, http.StatusOK, addr.String()+"\n")
-	case formatJSON:
-		if !addr.IsValid() {
-			writeError(w, ipatlas.English, ipatlas.CodeInternal, "the server cannot see the client's address", ipatlas.Meta{IsAPIRequest: true}, 0)
-			return
-		}
-		writeJSON(w, http.StatusOK, &ipatlas.MyIPResponse{
-			Result:    true,
-			Code:      ipatlas.MyIPCodeSuccess,
-			Message:   ipatlas.MyIPMessageSuccess,
-			IP:        addr.String(),
-			IPVersion: netaddr.Family(addr),
-		})
-	case formatHTML:
-		h.servePage(w, r, addr)
-	}
+	hd["Cache-Control"] = hdrNoStore // the page shows the caller's own address
+	h.servePage(w, r, h.opts.ClientAddr(r))
 }
 
 // pageData is what index.html is executed with.
@@ -289,7 +260,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request, addr netip.A
 	if err := h.tmpl.Execute(&buf, &d); err != nil {
 		// Only a broken template gets here, and the tests execute it.
 		h.log.LogAttrs(r.Context(), slog.LevelError, "rendering the page", slog.String("err", err.Error()))
-		writeText(w, http.StatusInternalServerError, "error: the page could not be rendered\n")
+		http.Error(w, "error: the page could not be rendered", http.StatusInternalServerError)
 		return
 	}
 	hd := w.Header()
@@ -392,7 +363,7 @@ func gzipBytes(b []byte) []byte {
 func (h *handler) serveAsset(w http.ResponseWriter, r *http.Request) {
 	a, ok := h.assets[strings.TrimPrefix(r.URL.Path, AssetPrefix)]
 	if !ok {
-		writeText(w, http.StatusNotFound, "not found\n")
+		http.NotFound(w, r)
 		return
 	}
 	hd := w.Header()
@@ -432,49 +403,4 @@ func acceptsGzip(ae string) bool {
 		return true
 	}
 	return false
-}
-
-// writeText answers with a plain-text body.
-func writeText(w http.ResponseWriter, status int, body string) {
-	hd := w.Header()
-	hd["Content-Type"] = hdrText
-	hd["X-Content-Type-Options"] = hdrNosniff
-	hd["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	io.WriteString(w, body)
-}
-
-// writeJSON answers with v encoded as JSON and a newline.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Only a programming error (an unencodable type) gets here.
-		writeText(w, http.StatusInternalServerError, "error: encoding the answer\n")
-		return
-	}
-	b = append(b, '\n')
-	hd := w.Header()
-	hd["Content-Type"] = hdrJSON
-	hd["Content-Length"] = []string{strconv.Itoa(len(b))}
-	w.WriteHeader(status)
-	w.Write(b)
-}
-
-// writeError answers with the API's failure envelope: the code's text in
-// lang, followed by detail, with the code's HTTP status. retryAfter, when
-// positive, becomes a Retry-After header in whole seconds (rounded up).
-func writeError(w http.ResponseWriter, lang ipatlas.Lang, code ipatlas.ErrorCode, detail string, meta ipatlas.Meta, retryAfter time.Duration) {
-	text := code.Text(lang)
-	if detail != "" {
-		if lang == ipatlas.Chinese {
-			text += "：" + detail
-		} else {
-			text += ": " + detail
-		}
-	}
-	if retryAfter > 0 {
-		secs := int64((retryAfter + time.Second - 1) / time.Second)
-		w.Header()["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
-	}
-	writeJSON(w, code.HTTPStatus(), &ipatlas.Envelope{Success: false, Error: text, Code: code, Meta: meta})
 }

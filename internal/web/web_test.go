@@ -3,18 +3,15 @@ package web
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"html"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
 
-	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/names"
 )
 
@@ -37,41 +34,41 @@ const (
 func TestNegotiate(t *testing.T) {
 	for _, c := range []struct {
 		name, accept, ua string
-		want             format
+		want             Format
 	}{
-		{"curl default", "*/*", uaCurl, formatText},
-		{"curl without accept", "", uaCurl, formatText},
-		{"curl upper-case agent", "*/*", "CURL/7.88.1", formatText},
-		{"wget", "*/*", uaWget, formatText},
-		{"wget2", "*/*", uaWget2, formatText},
-		{"httpie default asks json but gets text", acceptHTTPie, uaHTTPie, formatText},
-		{"curl asking json", "application/json", uaCurl, formatJSON},
-		{"httpie asking json only", "application/json", uaHTTPie, formatJSON},
-		{"curl asking html", "text/html", uaCurl, formatHTML},
-		{"curl refusing text", "text/plain;q=0, application/json", uaCurl, formatJSON},
-		{"chrome", acceptChrome, uaChrome, formatHTML},
-		{"firefox", acceptFirefox, uaFirefox, formatHTML},
-		{"safari", acceptSafari, uaSafari, formatHTML},
-		{"browser asking text", "text/plain", uaFirefox, formatText},
-		{"browser fetch default", "*/*", uaChrome, formatText},
-		{"json", "application/json", "", formatJSON},
-		{"json with charset param", "application/json; charset=utf-8", "Go-http-client/1.1", formatJSON},
-		{"json preferred by weight", "text/plain;q=0.5, application/json;q=0.9", "", formatJSON},
-		{"text preferred by weight", "text/plain;q=0.9, application/json;q=0.5", "", formatText},
-		{"html weighted above json", "application/json;q=0.4, text/html", "", formatHTML},
-		{"no headers at all", "", "", formatText},
-		{"go client", "", "Go-http-client/1.1", formatText},
-		{"python requests", "*/*", "python-requests/2.32.3", formatText},
-		{"text wildcard", "text/*", "", formatText},
-		{"text wildcard without plain", "text/*, text/plain;q=0", "", formatHTML},
-		{"specific range beats wildcard", "text/plain;q=0, */*", uaFirefox, formatJSON},
-		{"nothing we have", "image/png", "", formatText},
-		{"only refusals", "text/plain;q=0, application/json;q=0, text/html;q=0", "", formatText},
-		{"upper-case type", "TEXT/HTML", "", formatHTML},
-		{"malformed weight ignored", "text/html;q=abc, application/json;q=0.1", "", formatJSON},
-		{"weight out of range ignored", "text/html;q=2, application/json;q=0.1", "", formatJSON},
-		{"garbage", ";;;,,,/", "", formatText},
-		{"spaces and tabs", " \ttext/html\t; q=1 ", "", formatHTML},
+		{"curl default", "*/*", uaCurl, FormatText},
+		{"curl without accept", "", uaCurl, FormatText},
+		{"curl upper-case agent", "*/*", "CURL/7.88.1", FormatText},
+		{"wget", "*/*", uaWget, FormatText},
+		{"wget2", "*/*", uaWget2, FormatText},
+		{"httpie default asks json but gets text", acceptHTTPie, uaHTTPie, FormatText},
+		{"curl asking json", "application/json", uaCurl, FormatJSON},
+		{"httpie asking json only", "application/json", uaHTTPie, FormatJSON},
+		{"curl asking html", "text/html", uaCurl, FormatHTML},
+		{"curl refusing text", "text/plain;q=0, application/json", uaCurl, FormatJSON},
+		{"chrome", acceptChrome, uaChrome, FormatHTML},
+		{"firefox", acceptFirefox, uaFirefox, FormatHTML},
+		{"safari", acceptSafari, uaSafari, FormatHTML},
+		{"browser asking text", "text/plain", uaFirefox, FormatText},
+		{"browser fetch default", "*/*", uaChrome, FormatText},
+		{"json", "application/json", "", FormatJSON},
+		{"json with charset param", "application/json; charset=utf-8", "Go-http-client/1.1", FormatJSON},
+		{"json preferred by weight", "text/plain;q=0.5, application/json;q=0.9", "", FormatJSON},
+		{"text preferred by weight", "text/plain;q=0.9, application/json;q=0.5", "", FormatText},
+		{"html weighted above json", "application/json;q=0.4, text/html", "", FormatHTML},
+		{"no headers at all", "", "", FormatText},
+		{"go client", "", "Go-http-client/1.1", FormatText},
+		{"python requests", "*/*", "python-requests/2.32.3", FormatText},
+		{"text wildcard", "text/*", "", FormatText},
+		{"text wildcard without plain", "text/*, text/plain;q=0", "", FormatHTML},
+		{"specific range beats wildcard", "text/plain;q=0, */*", uaFirefox, FormatJSON},
+		{"nothing we have", "image/png", "", FormatText},
+		{"only refusals", "text/plain;q=0, application/json;q=0, text/html;q=0", "", FormatText},
+		{"upper-case type", "TEXT/HTML", "", FormatHTML},
+		{"malformed weight ignored", "text/html;q=abc, application/json;q=0.1", "", FormatJSON},
+		{"weight out of range ignored", "text/html;q=2, application/json;q=0.1", "", FormatJSON},
+		{"garbage", ";;;,,,/", "", FormatText},
+		{"spaces and tabs", " \ttext/html\t; q=1 ", "", FormatHTML},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := negotiate(c.accept, c.ua); got != c.want {
@@ -112,139 +109,6 @@ func serve(h http.Handler, method, target, remote string, header map[string][]st
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	return w
-}
-
-func TestRootNegotiated(t *testing.T) {
-	h := newHandler(t, Options{})
-	m, err := Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	const v4, v6 = "203.0.113.7:40000", "[2001:db8::7]:40000"
-	for _, c := range []struct {
-		name        string
-		method      string
-		remote      string
-		accept      []string
-		ua          string
-		wantType    string
-		wantBody    string // exact, for text; the IP for JSON; a fragment for HTML
-		wantVersion string
-	}{
-		{"curl ipv4", "GET", v4, []string{"*/*"}, uaCurl, "text/plain", "203.0.113.7\n", ""},
-		{"curl ipv6", "GET", v6, []string{"*/*"}, uaCurl, "text/plain", "2001:db8::7\n", ""},
-		{"mapped peer is ipv4", "GET", "[::ffff:203.0.113.7]:1", nil, uaWget, "text/plain", "203.0.113.7\n", ""},
-		{"wget", "GET", v4, []string{"*/*"}, uaWget, "text/plain", "203.0.113.7\n", ""},
-		{"httpie", "GET", v4, []string{acceptHTTPie}, uaHTTPie, "text/plain", "203.0.113.7\n", ""},
-		{"accept text", "GET", v4, []string{"text/plain"}, uaChrome, "text/plain", "203.0.113.7\n", ""},
-		{"json ipv4", "GET", v4, []string{"application/json"}, uaCurl, "application/json", "203.0.113.7", ipatlas.IPv4},
-		{"json ipv6", "GET", v6, []string{"application/json"}, "", "application/json", "2001:db8::7", ipatlas.IPv6},
-		{"json over two accept lines", "GET", v4, []string{"text/plain;q=0.1", "application/json"}, "", "application/json", "203.0.113.7", ipatlas.IPv4},
-		{"chrome", "GET", v4, []string{acceptChrome}, uaChrome, "text/html", `src="/` + m.Script + `"`, ""},
-		{"safari phone", "GET", v6, []string{acceptSafari}, uaSafari, "text/html", `<code class="ip">2001:db8::7</code>`, ""},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			hdr := map[string][]string{"Accept": c.accept, "User-Agent": {c.ua}}
-			w := serve(h, c.method, "/", c.remote, hdr)
-			if w.Code != http.StatusOK {
-				t.Fatalf("status %d, body %q", w.Code, w.Body)
-			}
-			if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, c.wantType) {
-				t.Fatalf("Content-Type %q, want %s", ct, c.wantType)
-			}
-			if v := w.Header().Get("Vary"); !strings.Contains(v, "Accept") || !strings.Contains(v, "User-Agent") {
-				t.Errorf("Vary %q must name Accept and User-Agent: caches would mix the formats", v)
-			}
-			if cc := w.Header().Get("Cache-Control"); cc != "no-store" {
-				t.Errorf("Cache-Control %q: the answer is per caller", cc)
-			}
-			body := w.Body.String()
-			switch {
-			case c.wantType == "text/plain":
-				if body != c.wantBody {
-					t.Errorf("body %q, want %q", body, c.wantBody)
-				}
-			case c.wantType == "application/json":
-				var got ipatlas.MyIPResponse
-				if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
-					t.Fatalf("%v: %s", err, body)
-				}
-				want := ipatlas.MyIPResponse{Result: true, Code: ipatlas.MyIPCodeSuccess, Message: ipatlas.MyIPMessageSuccess, IP: c.wantBody, IPVersion: c.wantVersion}
-				if got != want {
-					t.Errorf("got %+v, want %+v", got, want)
-				}
-			case c.wantType == "text/html":
-				if !strings.Contains(body, c.wantBody) {
-					t.Errorf("page lacks %q", c.wantBody)
-				}
-				if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
-					t.Errorf("CSP %q", csp)
-				}
-			}
-		})
-	}
-}
-
-// TestRootOverRealSockets asks over real connections, as curl would, on
-// IPv4 and (when the machine has it) IPv6 loopback.
-func TestRootOverRealSockets(t *testing.T) {
-	h := newHandler(t, Options{})
-	for _, network := range []struct{ name, listen, want string }{
-		{"ipv4", "127.0.0.1:0", "127.0.0.1\n"},
-		{"ipv6", "[::1]:0", "::1\n"},
-	} {
-		t.Run(network.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", network.listen)
-			if err != nil {
-				t.Skipf("cannot listen on %s here: %v", network.listen, err)
-			}
-			srv := httptest.NewUnstartedServer(h)
-			srv.Listener.Close()
-			srv.Listener = ln
-			srv.Start()
-			defer srv.Close()
-			for _, method := range []string{"GET", "HEAD"} {
-				req, _ := http.NewRequest(method, srv.URL+"/", nil)
-				req.Header.Set("User-Agent", uaCurl)
-				res, err := srv.Client().Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, _ := io.ReadAll(res.Body)
-				res.Body.Close()
-				want := network.want
-				if method == "HEAD" {
-					want = ""
-				}
-				if res.StatusCode != 200 || string(body) != want || res.ContentLength != int64(len(network.want)) {
-					t.Errorf("%s: %d %q (length %d), want %q", method, res.StatusCode, body, res.ContentLength, want)
-				}
-			}
-		})
-	}
-}
-
-func TestRootWithoutClientAddress(t *testing.T) {
-	h := newHandler(t, Options{})
-	for _, c := range []struct {
-		accept, wantType string
-		wantStatus       int
-	}{
-		{"*/*", "text/plain", http.StatusInternalServerError},
-		{"application/json", "application/json", http.StatusInternalServerError},
-		{"text/html", "text/html", http.StatusOK}, // the page still works: the browser asks itself
-	} {
-		w := serve(h, "GET", "/", "@", map[string][]string{"Accept": {c.accept}})
-		if w.Code != c.wantStatus || !strings.HasPrefix(w.Header().Get("Content-Type"), c.wantType) {
-			t.Errorf("Accept %s: %d %s, want %d %s", c.accept, w.Code, w.Header().Get("Content-Type"), c.wantStatus, c.wantType)
-		}
-		if c.wantType == "application/json" {
-			var env ipatlas.Envelope
-			if err := json.Unmarshal(w.Body.Bytes(), &env); err != nil || env.Success || env.Code != ipatlas.CodeInternal {
-				t.Errorf("JSON failure %s (%v)", w.Body, err)
-			}
-		}
-	}
 }
 
 func TestPageEscapesAndConfigures(t *testing.T) {
@@ -457,30 +321,6 @@ func BenchmarkNegotiate(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				negotiate(c.accept, c.ua)
-			}
-		})
-	}
-}
-
-func BenchmarkRoot(b *testing.B) {
-	h := newHandler(b, Options{})
-	for _, c := range []struct{ name, accept, ua string }{
-		{"curl-text", "*/*", uaCurl},
-		{"json", "application/json", ""},
-		{"browser-html", acceptChrome, uaChrome},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			r := httptest.NewRequest("GET", "/", nil)
-			r.RemoteAddr = "203.0.113.7:40000"
-			r.Header.Set("Accept", c.accept)
-			r.Header.Set("User-Agent", c.ua)
-			b.ReportAllocs()
-			for b.Loop() {
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, r)
-				if w.Code != 200 {
-					b.Fatal(w.Code)
-				}
 			}
 		})
 	}

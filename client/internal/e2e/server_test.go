@@ -62,7 +62,10 @@ func startService(tb testing.TB, configure ...func(*server.Config)) *service {
 	for _, c := range configure {
 		c(&cfg)
 	}
-	srv := server.New(cfg, server.Deps{Geo: engine, Accounts: svc, Meter: meter, Registry: prometheus.NewRegistry()})
+	srv, err := server.New(cfg, server.Deps{Geo: engine, Accounts: svc, Meter: meter, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	s := &service{svc: svc, store: store}
 	h := srv.Handler()
 	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,67 +1,40 @@
-package web
+package server
 
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
-	"golang.org/x/time/rate"
+	"github.com/ipatlas/ipatlas/internal/servertest"
 )
 
-// openEngine is the real geo engine over the geotest fixture.
-func openEngine(t testing.TB) *geo.Engine {
+// newMe is the whole public handler, over the real geo engine of the
+// geotest fixture, with the settings of GET /api/ip/me in cfg.
+func newMe(t testing.TB, cfg Config) (*Server, http.Handler) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "data")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	p := servertest.New(t, nil)
+	if cfg.Now == nil {
+		cfg.Now = p.Now
 	}
-	geotest.WriteFixture(t, dir)
-	e, err := geo.Open(dir, geo.Options{})
-	if err != nil {
-		t.Fatal(err)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
-
-// clock is a settable clock for the limiters.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newMe(t testing.TB, opts MeOptions) *meHandler {
-	t.Helper()
-	if opts.ClientAddr == nil {
-		opts.ClientAddr = peer
-	}
-	h, err := MeHandler(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.(*meHandler)
+	s := mustNew(t, cfg, Deps{Geo: p.Geo, Accounts: p.Accounts, Meter: p.Meter})
+	return s, s.Handler()
 }
 
 func meRequest(h http.Handler, remote, query string) (*httptest.ResponseRecorder, ipatlas.Envelope) {
-	r := httptest.NewRequest("GET", MePath+query, nil)
+	r := httptest.NewRequest("GET", mePath+query, nil)
 	r.RemoteAddr = remote
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
@@ -73,7 +46,7 @@ func meRequest(h http.Handler, remote, query string) (*httptest.ResponseRecorder
 func hostPort(ip string) string { return netip.AddrPortFrom(netip.MustParseAddr(ip), 40000).String() }
 
 func TestMeAnswersTheCallersRecord(t *testing.T) {
-	h := newMe(t, MeOptions{Locator: openEngine(t)})
+	_, h := newMe(t, Config{})
 	for _, c := range []struct {
 		place geotest.Known
 		query string
@@ -104,7 +77,7 @@ func TestMeAnswersTheCallersRecord(t *testing.T) {
 }
 
 func TestMeRefusals(t *testing.T) {
-	h := newMe(t, MeOptions{Locator: openEngine(t)})
+	_, h := newMe(t, Config{})
 	for _, c := range []struct {
 		name, remote, query string
 		status              int
@@ -134,8 +107,8 @@ func TestMeRefusals(t *testing.T) {
 }
 
 func TestMeRateLimitPerClient(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	h := newMe(t, MeOptions{Locator: openEngine(t), Rate: rate.Every(10 * time.Second), Burst: 2, Now: clk.now})
+	clk := newClock()
+	_, h := newMe(t, Config{MeRate: 0.1, MeBurst: 2, Now: clk.Now})
 
 	beijing := hostPort(geotest.Beijing.IP)
 	for i := range 2 {
@@ -155,7 +128,7 @@ func TestMeRateLimitPerClient(t *testing.T) {
 		t.Errorf("another IPv4 client: %d", w.Code)
 	}
 	// A refused request spends nothing: after one interval exactly one more.
-	clk.advance(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	if w, _ := meRequest(h, beijing, ""); w.Code != 200 {
 		t.Errorf("after refilling: %d", w.Code)
 	}
@@ -179,8 +152,29 @@ func TestMeRateLimitPerClient(t *testing.T) {
 	}
 }
 
+// The general per-address limit of the free endpoints does not cover
+// GET /api/ip/me, which has its own: one is not spent by the other.
+func TestMeLimitIsItsOwn(t *testing.T) {
+	clk := newClock()
+	_, h := newMe(t, Config{MeRate: 0.1, MeBurst: 1, AddrRate: 0.1, AddrBurst: 1, Now: clk.Now})
+	beijing := hostPort(geotest.Beijing.IP)
+	if w, _ := meRequest(h, beijing, ""); w.Code != 200 {
+		t.Fatalf("first lookup: %d", w.Code)
+	}
+	r := httptest.NewRequest("GET", "/api/ip/myip", nil)
+	r.RemoteAddr = beijing
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 200 {
+		t.Errorf("GET /api/ip/myip after a lookup: %d, want 200", w.Code)
+	}
+	if w, _ := meRequest(h, beijing, ""); w.Code != 429 {
+		t.Errorf("second lookup: %d, want 429", w.Code)
+	}
+}
+
 func TestMeTableIsBounded(t *testing.T) {
-	h := newMe(t, MeOptions{Locator: openEngine(t), Addresses: 64})
+	s, h := newMe(t, Config{LimitTableSize: 64})
 	for i := range 1000 {
 		// Addresses of the fixture's Hetzner /32, each in its own /64.
 		a := netip.AddrFrom16([16]byte{0x2a, 0x01, 0x04, 0xf8, 0, 0, byte(i >> 8), byte(i), 15: 1})
@@ -188,28 +182,13 @@ func TestMeTableIsBounded(t *testing.T) {
 			t.Fatalf("client %d: %d", i, w.Code)
 		}
 	}
-	if n := h.limiters.Len(); n > 64 {
+	if n := s.me.len(); n > 64 {
 		t.Errorf("%d limiters kept, bound 64", n)
 	}
 }
 
-func TestMeOptions(t *testing.T) {
-	e := openEngine(t)
-	for name, o := range map[string]MeOptions{
-		"no ClientAddr":  {Locator: e},
-		"no Locator":     {ClientAddr: peer},
-		"negative rate":  {ClientAddr: peer, Locator: e, Rate: -1},
-		"negative burst": {ClientAddr: peer, Locator: e, Burst: -1},
-		"negative table": {ClientAddr: peer, Locator: e, Addresses: -1},
-	} {
-		if _, err := MeHandler(o); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-}
-
 func TestMeConcurrent(t *testing.T) {
-	h := newMe(t, MeOptions{Locator: openEngine(t), Rate: rate.Inf})
+	_, h := newMe(t, Config{MeRate: math.MaxFloat64})
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -226,8 +205,8 @@ func TestMeConcurrent(t *testing.T) {
 }
 
 func BenchmarkMe(b *testing.B) {
-	h := newMe(b, MeOptions{Locator: openEngine(b), Rate: rate.Inf})
-	r := httptest.NewRequest("GET", MePath, nil)
+	_, h := newMe(b, Config{MeRate: math.MaxFloat64})
+	r := httptest.NewRequest("GET", mePath, nil)
 	r.RemoteAddr = hostPort(geotest.Beijing.IP)
 	b.ReportAllocs()
 	for b.Loop() {

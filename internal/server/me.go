@@ -1,0 +1,73 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"golang.org/x/time/rate"
+)
+
+// Defaults of Config.MeRate and MeBurst: a page load costs one lookup, so
+// ten in a burst and then one every six seconds is generous for people and
+// useless for harvesting (a caller can only ever learn its own location).
+const (
+	DefaultMeRate  = 1.0 / 6
+	DefaultMeBurst = 10
+)
+
+// mePath is GET /api/ip/me; the web page calls it.
+const mePath = "/api/ip/me"
+
+// meMeta is the meta of every answer of GET /api/ip/me: an anonymous
+// caller, not the API.
+var meMeta = ipatlas.Meta{}
+
+// handleMe is GET /api/ip/me: the location record of the caller's own
+// address, free and without an API key, as the query's envelope with
+// success true, data and meta (isLoggedIn and isApiRequest false, no
+// credits). ?lang=zh answers in Chinese.
+//
+// Failures use the query's codes and statuses: PrivateIP (400) when the
+// caller's address is not public (a visitor on the operator's own network),
+// RateLimitExceeded (429, with Retry-After) past the per-client limit
+// (Config.MeRate), InvalidRequest (400) for an unknown lang,
+// ServiceUnavailable (503) when the lookup fails.
+func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) {
+	w.Header()["Cache-Control"] = hdrNoStore
+	lang, ok := ipatlas.ParseLang(r.URL.Query().Get("lang"))
+	if !ok {
+		writeError(w, ipatlas.English, ipatlas.CodeInvalidRequest, `lang must be "en" or "zh"`, meMeta)
+		return
+	}
+	addr := s.clientOf(w, r)
+	if !addr.IsValid() {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "no client address", slog.String("remote", r.RemoteAddr))
+		writeError(w, lang, ipatlas.CodeInternal, "", meMeta)
+		return
+	}
+	addr = addr.Unmap().WithZone("")
+	if b, special := netaddr.Classify(addr); special {
+		name := b.Name
+		if lang == ipatlas.Chinese {
+			name = b.NameZh
+		}
+		writeError(w, lang, ipatlas.CodePrivateIP, addr.String()+" ("+name+")", meMeta)
+		return
+	}
+	lim := s.me.getOrAdd(clientGroup(addr), func() *rate.Limiter { return rate.NewLimiter(s.meRate, s.meBurst) })
+	if d := take(lim, s.now()); d > 0 {
+		w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(d), 10)}
+		writeError(w, lang, ipatlas.CodeRateLimitExceeded, "", meMeta)
+		return
+	}
+	rec, err := s.deps.Geo.Lookup(addr, lang)
+	if err != nil {
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "looking up the caller's address", errAttr(err))
+		writeError(w, lang, ipatlas.CodeServiceUnavailable, "", meMeta)
+		return
+	}
+	writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: &rec, Meta: meMeta})
+}
