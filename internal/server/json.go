@@ -183,6 +183,52 @@ func jsonKind(k string) kindName {
 	return kindName{"an object", "对象"}
 }
 
+// members iterates over the top-level members of an object that
+// encoding/json has already validated, without allocating but for escaped
+// keys.
+type members struct {
+	data []byte
+	i    int
+}
+
+// start reports whether data is an object, and positions m at its first
+// member.
+func (m *members) start(data []byte) bool {
+	m.data = data
+	m.i = skipSpace(data, 0)
+	if m.i >= len(data) || data[m.i] != '{' {
+		return false
+	}
+	m.i++
+	return true
+}
+
+// next returns the next member's unescaped key and the offset of its
+// value; ok is false after the last member, and err is set for a key
+// that does not unescape.
+func (m *members) next() (key []byte, value int, ok bool, err *bodyError) {
+	data := m.data
+	i := skipSpace(data, m.i)
+	if i >= len(data) || data[i] == '}' {
+		return nil, 0, false, nil
+	}
+	if data[i] == ',' {
+		i = skipSpace(data, i+1)
+	}
+	end := skipString(data, i)
+	key = data[i+1 : end-1]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		var s string
+		if json.Unmarshal(data[i:end], &s) != nil {
+			return nil, 0, false, errNotJSON
+		}
+		key = []byte(s)
+	}
+	value = skipSpace(data, skipSpace(data, end)+1) // past ':'
+	m.i = skipValue(data, value)
+	return key, value, true, nil
+}
+
 // checkKeys walks the top-level keys of data, which encoding/json has
 // already validated, and refuses duplicates and (when allowed is not nil)
 // unknown keys. It allocates only for escaped keys or objects of more
@@ -191,31 +237,18 @@ func checkKeys(data []byte, allowed []string) *bodyError {
 	var small [8][]byte
 	keys := small[:0]
 	var seen map[string]struct{} // folded keys, once there are many
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
+	var m members
+	if !m.start(data) {
 		return errNotObject
 	}
-	i++
 	for {
-		i = skipSpace(data, i)
-		if i >= len(data) || data[i] == '}' {
+		key, _, ok, err := m.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return nil
 		}
-		if data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-		end := skipString(data, i)
-		key := data[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var s string
-			if json.Unmarshal(data[i:end], &s) != nil {
-				return errNotJSON
-			}
-			key = []byte(s)
-		}
-		i = skipSpace(data, end)
-		i = skipValue(data, skipSpace(data, i+1)) // past ':' and the value
-
 		if allowed != nil && !knownKey(key, allowed) {
 			return &bodyError{ipatlas.CodeInvalidRequest,
 				fmt.Sprintf("unknown field %q", key), fmt.Sprintf("未知字段 %q", key)}
@@ -251,33 +284,18 @@ func checkKeys(data []byte, allowed []string) *bodyError {
 // has already validated, has a top-level member name (matched as
 // encoding/json matches fields) whose value is a string.
 func hasStringMember(data []byte, name string) bool {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
+	var m members
+	if !m.start(data) {
 		return false
 	}
-	i++
 	for {
-		i = skipSpace(data, i)
-		if i >= len(data) || data[i] == '}' {
+		key, v, ok, err := m.next()
+		if err != nil || !ok {
 			return false
 		}
-		if data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-		end := skipString(data, i)
-		key := data[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var s string
-			if json.Unmarshal(data[i:end], &s) != nil {
-				return false
-			}
-			key = []byte(s)
-		}
-		v := skipSpace(data, skipSpace(data, end)+1) // past ':'
 		if v < len(data) && data[v] == '"' && bytes.EqualFold(key, []byte(name)) {
 			return true
 		}
-		i = skipValue(data, v)
 	}
 }
 
