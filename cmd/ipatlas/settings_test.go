@@ -379,3 +379,29 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// The management commands take --store by the same rule as serve: flag,
+// IPATLAS_STORE, the config file, then the data dir's SQLite file.
+func TestStoreFromConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config")
+	fromFile, fromEnv, fromFlag := filepath.Join(dir, "file.db"), filepath.Join(dir, "env.db"), filepath.Join(dir, "flag.db")
+	if err := os.WriteFile(conf, []byte("listen = :9999\nstore = sqlite:"+fromFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	if r := runCLI(t, newCLIEnv(t, "IPATLAS_CONFIG", conf), "", "accounts", "list"); r.err != nil || !exists(fromFile) {
+		t.Fatalf("store from the file: %v; %s exists: %v", r.err, fromFile, exists(fromFile))
+	}
+	if r := runCLI(t, newCLIEnv(t, "IPATLAS_CONFIG", conf, "IPATLAS_STORE", "sqlite:"+fromEnv), "", "accounts", "list"); r.err != nil || !exists(fromEnv) {
+		t.Fatalf("store from the environment: %v", r.err)
+	}
+	if r := runCLI(t, newCLIEnv(t, "IPATLAS_STORE", "sqlite:"+fromEnv), "", "accounts", "list", "--store", "sqlite:"+fromFlag); r.err != nil || !exists(fromFlag) {
+		t.Fatalf("store from the flag: %v", r.err)
+	}
+	dataDir := filepath.Join(dir, "data")
+	os.WriteFile(conf, []byte("data_dir = "+dataDir+"\n"), 0o600)
+	if r := runCLI(t, newCLIEnv(t), "", "db", "migrate", "--config", conf); r.err != nil || !exists(filepath.Join(dataDir, "ipatlas.db")) {
+		t.Fatalf("store in the data dir of the file: %v", r.err)
+	}
+}

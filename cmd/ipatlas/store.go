@@ -82,14 +82,16 @@ func openStore(ctx context.Context, dsn string, opts storeOptions) (account.Stor
 type mgmtCmd struct {
 	e     env
 	fs    *flag.FlagSet
-	store string
-	json  bool
-	usage string // synopsis after the group's name
+	store  string // as given; resolved by service
+	config string
+	json   bool
+	usage  string // synopsis after the group's name
 }
 
 func newMgmtCmd(e env, name, usage string) *mgmtCmd {
 	c := &mgmtCmd{e: e, fs: flag.NewFlagSet(name, flag.ContinueOnError), usage: usage}
-	c.fs.StringVar(&c.store, "store", defaultStore(e.getenv), "account store `DSN`: sqlite:PATH or postgres://... (env IPATLAS_STORE)")
+	c.fs.StringVar(&c.store, "store", "", "account store `DSN`: sqlite:PATH or postgres://... (env IPATLAS_STORE; default sqlite:DATA-DIR/ipatlas.db)")
+	c.fs.StringVar(&c.config, "config", "", "config `file` (env IPATLAS_CONFIG)")
 	c.fs.BoolVar(&c.json, "json", false, "print JSON")
 	return c
 }
@@ -111,9 +113,20 @@ func (c *mgmtCmd) parse(args []string, positionals int) ([]string, error) {
 	return pos, nil
 }
 
+// storeDSN is --store, else IPATLAS_STORE, else the config file's, else
+// the SQLite file in the data dir.
+func (c *mgmtCmd) storeDSN() (string, error) {
+	ls, err := resolveLocal(c.e, c.config, "", c.store)
+	return ls.store, err
+}
+
 // service opens the store; the caller closes it with the returned func.
 func (c *mgmtCmd) service(ctx context.Context) (*account.Service, func(), error) {
-	st, err := openStore(ctx, c.store, storeOptions{})
+	dsn, err := c.storeDSN()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := openStore(ctx, dsn, storeOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
