@@ -80,8 +80,8 @@ func openStore(ctx context.Context, dsn string, opts storeOptions) (account.Stor
 // mgmtCmd is what the account, key and credit commands share: their flag
 // set with --store and --json, and the service on the opened store.
 type mgmtCmd struct {
-	e     env
-	fs    *flag.FlagSet
+	e      env
+	fs     *flag.FlagSet
 	store  string // as given; resolved by service
 	config string
 	json   bool
