@@ -36,7 +36,7 @@ func TestUsageMistake(t *testing.T) {
 		want string
 	}{
 		{[]string{"lookup", "--bogus"}, "lookup", "--bogus"},
-		{[]string{"lookup", "--local", "--bogus"}, "lookup", "--bogus"},
+		{[]string{"lookup", "--local", "--bogus"}, "lookup --local", "--bogus"},
 		{[]string{"keys", "create", "--bogus"}, "keys create", "--bogus"},
 		{[]string{"keys", "create"}, "keys create", "--account is required"},
 		{[]string{"keys", "nope"}, "keys", `unknown command "nope"`},
