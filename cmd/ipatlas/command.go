@@ -48,7 +48,11 @@ func (c *command) dispatch(ctx context.Context, e env, path string, args []strin
 		return err
 	}
 	if len(args) == 0 {
-		return &exitError{code: exitUsage, err: fmt.Errorf("%s: no subcommand given", c.label(path)), hint: path}
+		what := "subcommand"
+		if path == "" {
+			what = "command"
+		}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: no %s given", c.label(path), what), hint: path}
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":

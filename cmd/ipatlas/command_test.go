@@ -43,7 +43,8 @@ func TestUsageMistake(t *testing.T) {
 		{[]string{"db", "info", "extra"}, "db info", "takes no arguments"},
 		{[]string{"serve", "--bogus"}, "serve", "--bogus"},
 		{[]string{"bogus"}, "", `unknown command "bogus"`},
-		{nil, "", "no subcommand given"},
+		{nil, "", "no command given"},
+		{[]string{"keys"}, "keys", "no subcommand given"},
 	} {
 		r := runCLI(t, newCLIEnv(t), "", tc.args...)
 		hint := "see '" + strings.TrimSpace("ipatlas "+tc.cmd) + " --help'"

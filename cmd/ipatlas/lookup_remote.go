@@ -20,7 +20,7 @@ import (
 func lookupRemoteHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, `usage: ipatlas lookup [flags] IP...
        ipatlas lookup [flags] -          (addresses from standard input, one per line)
-       ipatlas lookup --local [flags] IP...   (offline, on the data dir; see --local -h)
+       ipatlas lookup --local [flags] IP...   (offline, on the data dir; see --local --help)
 
 Looks addresses up through the service with the API key, printing them in
 the order given: one address with POST /api/ip-query, several with
