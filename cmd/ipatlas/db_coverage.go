@@ -22,8 +22,9 @@ against its goal, with the most frequent values still missing.
 Each run draws a new sample and prints its seed; --seed repeats a sample.
 
 Flags:
-  --data-dir DIR   data directory (env IPATLAS_DATA_DIR; default
-                   $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
+  --config FILE    config file (env IPATLAS_CONFIG; see 'ipatlas --help')
+  --data-dir DIR   data directory (env IPATLAS_DATA_DIR, else the config
+                   file; default $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
   --n N            IPv4 addresses to draw (default 1000)
   --n6 N           IPv6 addresses to draw (default 300)
   --seed S         seed of the draw, an unsigned integer (default: a new one)
@@ -36,16 +37,21 @@ const maxCoverageSample = 10_000_000
 
 func runDBCoverage(_ context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("db coverage", flag.ContinueOnError)
-	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data directory")
+	dirFlag := fs.String("data-dir", "", "data directory")
+	configFlag := fs.String("config", "", "config file")
 	n4 := fs.Int("n", 1000, "IPv4 addresses")
 	n6 := fs.Int("n6", 300, "IPv6 addresses")
 	seed := fs.Uint64("seed", 0, "seed")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if done, err := parseDBFlags(fs, args, e, dbCoverageHelp); done || err != nil {
+	if err := parseDBFlags(fs, args, e, dbCoverageHelp); err != nil {
 		return err
 	}
+	ls, err := resolveLocal(e, *configFlag, *dirFlag, "")
+	if err != nil {
+		return err
+	}
+	dir := &ls.dataDir
 	if *n4 < 0 || *n6 < 0 || *n4+*n6 == 0 || *n4 > maxCoverageSample || *n6 > maxCoverageSample {
-		fmt.Fprint(e.stderr, dbCoverageHelp)
 		return usageError(fmt.Sprintf("db coverage: --n %d --n6 %d: want 0 to %d each, and some addresses", *n4, *n6, maxCoverageSample))
 	}
 	seeded := false

@@ -55,7 +55,7 @@ func TestDBCoverageErrors(t *testing.T) {
 		{"db", "coverage", "extra"},
 	} {
 		_, stderr, err := runDBTest(t, nil, args...)
-		if exitCode(err) != exitUsage || !strings.Contains(stderr, "usage: ipatlas db coverage") {
+		if exitCode(err) != exitUsage || usageHint(err) != "ipatlas db coverage" {
 			t.Errorf("%q: %v (exit %d), stderr %q; want a usage error", args, err, exitCode(err), stderr)
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/ipatlas/ipatlas/internal/postgres"
@@ -15,12 +14,13 @@ import (
 func runDBMigrate(ctx context.Context, e env, args []string) error {
 	c := newMgmtCmd(e, "db migrate", "migrate [--store DSN] [--json]")
 	if _, err := c.parse(args, 0); err != nil {
-		if errors.Is(err, mgmtErrHelp) {
-			return nil
-		}
 		return err
 	}
-	kind, target, err := parseStoreDSN(c.store)
+	dsn, err := c.storeDSN()
+	if err != nil {
+		return err
+	}
+	kind, target, err := parseStoreDSN(dsn)
 	if err != nil {
 		return usageError(err.Error())
 	}

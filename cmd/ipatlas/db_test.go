@@ -175,8 +175,8 @@ func TestDBUsage(t *testing.T) {
 		if !errors.As(err, &ee) || exitCode(err) != exitUsage {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
-		if !strings.Contains(stderr, "usage: ipatlas db") {
-			t.Errorf("%q: no usage on stderr: %q", args, stderr)
+		if !strings.HasPrefix(usageHint(err), "ipatlas db") || stderr != "" {
+			t.Errorf("%q: hint %q, stderr %q; want the help of db or its subcommand to be named, and no help printed", args, usageHint(err), stderr)
 		}
 	}
 	for _, args := range [][]string{{"db", "--help"}, {"db", "fetch", "-h"}, {"db", "info", "--help"}} {

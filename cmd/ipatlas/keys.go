@@ -15,26 +15,21 @@ const (
 	usageKeysRotate = "rotate KEY_ID"
 )
 
-var mgmtKeysSubs = []mgmtSub{
-	{"create", usageKeysCreate, runKeysCreate},
-	{"list", usageKeysList, runKeysList},
-	{"revoke", usageKeysRevoke, runKeysRevoke},
-	{"rotate", usageKeysRotate, runKeysRotate},
-}
-
-// runKeys manages API keys. A key's secret is printed once, when it is
-// created or rotated; the store keeps only its hash.
-func runKeys(ctx context.Context, e env, args []string) error {
-	return mgmtDispatch(ctx, e, "keys", args, mgmtKeysSubs)
-}
+// keysCommand manages API keys. A key's secret is printed once, when it
+// is created or rotated; the store keeps only its hash.
+var keysCommand = mgmtGroup("keys", "manage API keys",
+	mgmtSub(usageKeysCreate, "create a key for an account; its secret is printed once", runKeysCreate),
+	mgmtSub(usageKeysList, "list an account's keys and their usage", runKeysList),
+	mgmtSub(usageKeysRevoke, "revoke a key", runKeysRevoke),
+	mgmtSub(usageKeysRotate, "give a key a new secret, keeping its ID and usage", runKeysRotate),
+)
 
 func mgmtAccountFlag(c *mgmtCmd) *string {
-	return c.fs.String("account", "", "the account's ID (required)")
+	return c.fs.String("account", "", "the account's `ID` (required)")
 }
 
 func mgmtRequiredAccount(c *mgmtCmd, v string) (int64, error) {
 	if v == "" {
-		c.fs.Usage()
 		return 0, usageError(c.fs.Name() + ": --account is required")
 	}
 	return mgmtAccountID(v)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"slices"
 )
 
@@ -10,7 +11,12 @@ import (
 // (lookup_remote.go).
 func runLookup(ctx context.Context, e env, args []string) error {
 	if slices.Contains(args, "--local") || slices.Contains(args, "-local") {
-		return runLookupLocal(ctx, e, args)
+		err := runLookupLocal(ctx, e, args)
+		var ee *exitError
+		if errors.As(err, &ee) && ee.code == exitUsage && ee.hint == "" {
+			ee.hint = "lookup --local" // its help is not lookup's
+		}
+		return err
 	}
 	return runLookupRemote(ctx, e, args)
 }

@@ -44,33 +44,33 @@ type localOutcome struct {
 
 func runLookupLocal(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("lookup --local", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	fs.Bool("local", true, "look up offline on the data dir (this mode)")
-	dir := fs.String("data-dir", defaultDataDir(e.getenv), "data `DIR`ectory (env IPATLAS_DATA_DIR)")
+	dirFlag := fs.String("data-dir", "", "data `DIR`ectory (env IPATLAS_DATA_DIR; default $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)")
+	configFlag := fs.String("config", "", "config `file` (env IPATLAS_CONFIG)")
 	langName := fs.String("lang", "en", "text values in `LANG`: en or zh")
 	jsonOut := fs.Bool("json", false, "one JSON object per address per line")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), lookupLocalHelp)
-		fs.PrintDefaults()
-	}
-	ips, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	ips, err := parseArgs(e, fs, args, func(w io.Writer) {
+		fmt.Fprint(w, lookupLocalHelp)
+		printFlags(w, fs)
+	})
 	if err != nil {
-		return usageError("lookup --local: " + err.Error())
+		return err
 	}
 	lang, ok := ipatlas.ParseLang(*langName)
 	if !ok {
 		return usageError(fmt.Sprintf("lookup --local: --lang %q: want en or zh", *langName))
 	}
+	ls, err := resolveLocal(e, *configFlag, *dirFlag, "")
+	if err != nil {
+		return err
+	}
+	dir := &ls.dataDir
 	if len(ips) == 1 && ips[0] == "-" {
 		if ips, err = readLines(e.stdin); err != nil {
 			return fmt.Errorf("lookup --local: reading standard input: %w", err)
 		}
 	}
 	if len(ips) == 0 {
-		fs.Usage()
 		return usageError("lookup --local: give at least one address, or - to read them from standard input")
 	}
 
@@ -130,9 +130,9 @@ func runLookupLocal(ctx context.Context, e env, args []string) error {
 	case refused == 0:
 		return nil
 	case len(outcomes) == 1:
-		return &exitError{exitInput, fmt.Errorf("lookup --local: %s [%s]", first.Message, first.Code)}
+		return &exitError{code: exitInput, err: fmt.Errorf("lookup --local: %s [%s]", first.Message, first.Code)}
 	}
-	return &exitError{exitInput, fmt.Errorf("lookup --local: %d of %d addresses refused; the first: %s [%s]", refused, len(outcomes), first.Message, first.Code)}
+	return &exitError{code: exitInput, err: fmt.Errorf("lookup --local: %d of %d addresses refused; the first: %s [%s]", refused, len(outcomes), first.Message, first.Code)}
 }
 
 // checkAddress parses s strictly and refuses non-public addresses, with
@@ -212,26 +212,6 @@ func writeLocalBlock(w io.Writer, o localOutcome) error {
 	line("area_code", r.AreaCode)
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// parseInterspersed parses flags wherever they appear among the
-// addresses ("lookup --local 8.8.8.8 --lang zh"); "--" ends the flags.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
 }
 
 // readLines reads one address per line, skipping blank lines and #

@@ -184,8 +184,8 @@ func TestLookupLocalStdinAndDefaultDir(t *testing.T) {
 }
 
 func TestLookupLocalUsage(t *testing.T) {
-	if _, stderr, err := runLocal(t, nil, "", "-h"); err != nil || !strings.Contains(stderr, "usage: ipatlas lookup --local") {
-		t.Errorf("-h: %v\n%s", err, stderr)
+	if stdout, _, err := runLocal(t, nil, "", "-h"); err != nil || !strings.Contains(stdout, "usage: ipatlas lookup --local") {
+		t.Errorf("-h: %v\n%s", err, stdout)
 	}
 	for _, args := range [][]string{{"--lang", "fr", "8.8.8.8"}, {"--bogus"}, {}} {
 		if _, _, err := runLocal(t, nil, "", args...); exitCode(err) != exitUsage {

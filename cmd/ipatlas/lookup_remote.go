@@ -21,7 +21,7 @@ import (
 func lookupRemoteHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, `usage: ipatlas lookup [flags] IP...
        ipatlas lookup [flags] -          (addresses from standard input, one per line)
-       ipatlas lookup --local [flags] IP...   (offline, on the data dir; see --local -h)
+       ipatlas lookup --local [flags] IP...   (offline, on the data dir; see --local --help)
 
 Looks addresses up through the service with the API key, printing them in
 the order given: one address with POST /api/ip-query, several with
@@ -64,10 +64,7 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 	format := fs.String("format", "auto", "output `FORMAT`: auto, table, tsv or json")
 	noCache := fs.Bool("no-cache", false, "ask the service even when the answer is cached")
 	fieldList := fs.String("fields", "", "only these record `FIELDS`, comma-separated (ip is always shown)")
-	ips, err := parseClientArgs(fs, args, e, func(w io.Writer) { lookupRemoteHelp(w, fs) })
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	ips, err := parseArgs(e, fs, args, func(w io.Writer) { lookupRemoteHelp(w, fs) })
 	if err != nil {
 		return err
 	}
@@ -164,7 +161,7 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 	case len(ips) == 1:
 		return clientExit(first)
 	}
-	return &exitError{clientExitCode(first), fmt.Errorf("lookup: %d of %d addresses failed; the first: %w", failed, len(ips), first)}
+	return &exitError{code: clientExitCode(first), err: fmt.Errorf("lookup: %d of %d addresses failed; the first: %w", failed, len(ips), first)}
 }
 
 // lookupOne asks for one address with a single query.

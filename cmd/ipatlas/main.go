@@ -5,10 +5,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 )
 
@@ -17,11 +15,7 @@ func main() {
 	err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		msg := err.Error()
-		if !strings.HasPrefix(msg, "ipatlas:") { // the client's errors name themselves
-			msg = "ipatlas: " + msg
-		}
-		fmt.Fprintln(os.Stderr, msg)
+		printError(os.Stderr, err)
 		os.Exit(exitCode(err))
 	}
 }

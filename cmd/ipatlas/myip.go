@@ -55,10 +55,7 @@ func runMyIP(ctx context.Context, e env, args []string) error {
 	only6 := fs.Bool("6", false, "only the IPv6 address")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	cf := addClientFlags(fs)
-	pos, err := parseClientArgs(fs, args, e, func(w io.Writer) { myIPHelp(w, fs) })
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	pos, err := parseArgs(e, fs, args, func(w io.Writer) { myIPHelp(w, fs) })
 	if err != nil {
 		return err
 	}

@@ -31,10 +31,7 @@ func runPing(ctx context.Context, e env, args []string) error {
 	count := fs.Int("c", 4, "stop after `N` round trips (0: until interrupted)")
 	interval := fs.Duration("i", time.Second, "wait `DURATION` between round trips")
 	cf := addClientFlags(fs)
-	pos, err := parseClientArgs(fs, args, e, func(w io.Writer) { pingHelp(w, fs) })
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	pos, err := parseArgs(e, fs, args, func(w io.Writer) { pingHelp(w, fs) })
 	if err != nil {
 		return err
 	}
@@ -108,7 +105,7 @@ func runPing(ctx context.Context, e env, args []string) error {
 		return nil
 	}
 	if first == nil {
-		return &exitError{exitFailure, errors.New("ping: interrupted before any reply")}
+		return &exitError{code: exitFailure, err: errors.New("ping: interrupted before any reply")}
 	}
 	return clientExit(fmt.Errorf("ping: no reply: %w", first))
 }

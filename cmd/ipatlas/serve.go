@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,10 +36,7 @@ import (
 const adminTokenFile = "admin-token"
 
 func runServe(ctx context.Context, e env, args []string) error {
-	cfg, err := parseServeConfig(args, e.getenv, e.stderr)
-	if errors.Is(err, errHelp) {
-		return nil
-	}
+	cfg, err := parseServeConfig(args, e)
 	if err != nil {
 		return err
 	}
@@ -66,7 +62,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	if err := ensureDataset(ctx, e, cfg, log); err != nil {
 		return err
 	}
-	log.Info("ipatlas starting", "version", serveVersion(), "data_dir", cfg.DataDir, "store", redactDSN(cfg.Store))
+	log.Info("ipatlas starting", "version", moduleVersion(), "data_dir", cfg.DataDir, "store", redactDSN(cfg.Store))
 	engine, err := geo.Open(cfg.DataDir, geo.Options{Logger: log})
 	if err != nil {
 		return fmt.Errorf("dataset in %s: %w", cfg.DataDir, err)
@@ -153,7 +149,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		IPv4Host:        cfg.IPv4Host,
 		IPv6Host:        cfg.IPv6Host,
 		AdminToken:      adminToken,
-		Version:         serveVersion(),
+		Version:         moduleVersion(),
 		Logger:          log,
 		Now:             time.Now,
 
@@ -492,11 +488,4 @@ func redactDSN(dsn string) string {
 		return u.Redacted()
 	}
 	return "(unparsed DSN, not shown)"
-}
-
-func serveVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "devel"
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -94,9 +92,7 @@ type setting struct {
 	apply  func(c *serveConfig, vals []string) error
 }
 
-func (s setting) env() string {
-	return "IPATLAS_" + strings.ToUpper(strings.ReplaceAll(s.name, "-", "_"))
-}
+func (s setting) env() string { return envName(s.name) }
 
 // serveSettings is the one table of serve's configuration: --help, the
 // environment, the config file and the README are all generated from or
@@ -369,14 +365,11 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	return netip.Prefix{}, fmt.Errorf("%q is neither a CIDR nor an IP address", s)
 }
 
-// errHelp means --help was asked for and printed: serve exits 0.
-var errHelp = errors.New("help requested")
-
 // parseServeConfig resolves serve's settings: flag, then IPATLAS_* variable,
-// then config file (--config or IPATLAS_CONFIG), then default.
-func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
-	fs := flag.NewFlagSet("ipatlas serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// then config file, then default. --help is printed on e.stdout.
+func parseServeConfig(args []string, e env) (*serveConfig, error) {
+	getenv := e.getenv
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fromFlags := map[string][]string{}
 	for _, s := range serveSettings {
 		name := s.name
@@ -406,28 +399,18 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		})
 	}
 	configPath := fs.String("config", "", "config file of `key = value` lines (keys are the flag names)")
-	fs.Usage = func() { serveUsage(fs.Output()) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, errHelp
-		}
-		return nil, usageError(err.Error())
+	pos, err := parseArgs(e, fs, args, serveUsage)
+	if err != nil {
+		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, usageError(fmt.Sprintf("serve takes no arguments, got %q", fs.Args()))
+	if err := noArgs("serve", pos); err != nil {
+		return nil, err
 	}
-
-	path := *configPath
-	if path == "" {
-		path = getenv("IPATLAS_CONFIG")
+	file, err := loadConfig(*configPath, getenv, e.stderr)
+	if err != nil {
+		return nil, err
 	}
-	var fromFile map[string][]string
-	if path != "" {
-		var err error
-		if fromFile, err = readConfigFile(path); err != nil {
-			return nil, usageError(err.Error())
-		}
-	}
+	path, fromFile := file.path, file.values
 
 	c := &serveConfig{}
 	for _, s := range serveSettings {
@@ -499,57 +482,6 @@ func splitList(s string) []string {
 	return out
 }
 
-// readConfigFile reads the config file format: one `key = value` per line,
-// keys being the flag names without dashes in front (or with "_" for "-"); blank lines and lines
-// starting with # are ignored; a value may be wrapped in double quotes;
-// repeatable keys may appear on several lines or hold a comma-separated list.
-func readConfigFile(path string) (map[string][]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("config file: %w", err)
-	}
-	defer f.Close()
-	known := map[string]setting{}
-	for _, s := range serveSettings {
-		known[s.name] = s
-	}
-	out := map[string][]string{}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		key, val, ok := strings.Cut(line, "=")
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: want key = value", path, n)
-		}
-		// Keys may be spelt with "_" as in the client's config file.
-		key, val = strings.ReplaceAll(strings.TrimSpace(key), "_", "-"), strings.TrimSpace(val)
-		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
-			if val, err = strconv.Unquote(val); err != nil {
-				return nil, fmt.Errorf("%s:%d: bad quoted value: %v", path, n, err)
-			}
-		}
-		s, ok := known[key]
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: unknown setting %q", path, n, key)
-		}
-		if s.repeat {
-			out[key] = append(out[key], splitList(val)...)
-			continue
-		}
-		if _, dup := out[key]; dup {
-			return nil, fmt.Errorf("%s:%d: %s is set twice", path, n, key)
-		}
-		out[key] = []string{val}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
-	}
-	return out, nil
-}
-
 func serveUsage(w io.Writer) {
 	fmt.Fprint(w, `usage: ipatlas serve [flags]
 
@@ -559,14 +491,10 @@ creates the store and, if there is no account, a "default" free account whose
 key is printed once. While it runs it checks --source for a newer dataset
 every --update-interval and swaps it in without dropping a request.
 
-Every setting is taken from, in order: its flag, its environment variable,
-the config file (--config FILE or IPATLAS_CONFIG), its default. The config
-file holds "key = value" lines whose keys are the flag names, "-" or "_"
-(e.g. "listen = [::]:8080", "admin_listen = 127.0.0.1:9000"); # starts a comment line; repeatable settings may be
-repeated or comma-separated (also in their environment variable).
-
 Signals: SIGINT/SIGTERM drain in-flight requests and flush pending charges
 before exiting; SIGHUP reloads the dataset.
+
+`+settingsHelp+`
 
 settings:
 `)

@@ -29,7 +29,7 @@ func writeConfig(t *testing.T, text string) string {
 }
 
 func TestServeConfigDefaults(t *testing.T) {
-	c, err := parseServeConfig(nil, mapEnv(map[string]string{"XDG_DATA_HOME": "/xdg"}), &bytes.Buffer{})
+	c, err := parseServeConfig(nil, testEnv(mapEnv(map[string]string{"XDG_DATA_HOME": "/xdg"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ read-timeout = 7s
 		"IPATLAS_NO_FETCH":     "true",
 		"IPATLAS_DATA_DIR":     "/env/data",
 	}
-	c, err := parseServeConfig([]string{"--query-cost", "5", "--ipv4-host=v4.example"}, mapEnv(env), &bytes.Buffer{})
+	c, err := parseServeConfig([]string{"--query-cost", "5", "--ipv4-host=v4.example"}, testEnv(mapEnv(env)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +108,7 @@ read-timeout = 7s
 
 	// A repeatable flag replaces the file's list rather than adding to it.
 	c, err = parseServeConfig([]string{"--config", file, "--trusted-proxy", "2001:db8::1/64", "--trusted-proxy=127.0.0.1",
-		"--forwarded-header", "Forwarded", "--access-log"},
-		mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"}), &bytes.Buffer{})
+		"--forwarded-header", "Forwarded", "--access-log"}, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +124,7 @@ read-timeout = 7s
 	}
 
 	// An empty repeatable flag clears the list the environment would set.
-	c, err = parseServeConfig([]string{"--trusted-proxy="}, mapEnv(map[string]string{"IPATLAS_TRUSTED_PROXY": "10.0.0.0/8"}), &bytes.Buffer{})
+	c, err = parseServeConfig([]string{"--trusted-proxy="}, testEnv(mapEnv(map[string]string{"IPATLAS_TRUSTED_PROXY": "10.0.0.0/8"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +170,7 @@ func TestServeConfigErrors(t *testing.T) {
 			if tt.file != "" {
 				env["IPATLAS_CONFIG"] = writeConfig(t, tt.file)
 			}
-			_, err := parseServeConfig(tt.args, mapEnv(env), &bytes.Buffer{})
+			_, err := parseServeConfig(tt.args, testEnv(mapEnv(env)))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -193,7 +192,7 @@ func TestServeHelp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	help := stderr.String()
+	help := stdout.String()
 	for _, s := range serveSettings {
 		for _, want := range []string{"--" + s.name, s.env(), s.usage} {
 			if !strings.Contains(help, want) {
@@ -209,7 +208,7 @@ func TestServeHelp(t *testing.T) {
 			t.Errorf("help lacks %q", want)
 		}
 	}
-	if stdout.Len() != 0 {
-		t.Errorf("help wrote to stdout: %q", stdout.String())
+	if stderr.Len() != 0 {
+		t.Errorf("help wrote to stderr: %q", stderr.String())
 	}
 }

@@ -20,7 +20,7 @@ import (
 // The abuse limits are on by default in serve, at the server package's
 // defaults, and each can be turned off.
 func TestServeLimitDefaults(t *testing.T) {
-	c, err := parseServeConfig(nil, mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"}), &bytes.Buffer{})
+	c, err := parseServeConfig(nil, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +50,7 @@ func TestServeLimitDefaults(t *testing.T) {
 
 	// Off: 0 from each source.
 	file := writeConfig(t, "addr-rate = 0\nauth-failure-window = 90s\nauth_max_backoff = 2m\nlimit-table-size = 128\n")
-	c, err = parseServeConfig([]string{"--config", file, "--auth-failures=0", "--page-ipv6-url", "https://v6.example.test/"},
-		mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d", "IPATLAS_KEY_RATE": "0", "IPATLAS_KEY_BURST": "7", "IPATLAS_ADDR_BURST": "3"}), &bytes.Buffer{})
+	c, err = parseServeConfig([]string{"--config", file, "--auth-failures=0", "--page-ipv6-url", "https://v6.example.test/"}, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d", "IPATLAS_KEY_RATE": "0", "IPATLAS_KEY_BURST": "7", "IPATLAS_ADDR_BURST": "3"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +71,12 @@ func TestServeHelpListsLimits(t *testing.T) {
 	for _, name := range []string{"key-rate", "key-burst", "addr-rate", "addr-burst", "auth-failures", "auth-failure-window",
 		"auth-max-backoff", "limit-table-size", "page-ipv4-url", "page-ipv6-url"} {
 		env := "IPATLAS_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-		if !strings.Contains(stderr.String(), "--"+name+" ") || !strings.Contains(stderr.String(), env) {
+		if !strings.Contains(stdout.String(), "--"+name+" ") || !strings.Contains(stdout.String(), env) {
 			t.Errorf("serve --help lacks --%s or %s", name, env)
 		}
 	}
 	for _, def := range []string{"default 50\n", "default 100\n", "default 20\n", "default 40\n", "default 15m\n", "default 5m\n", "default 65536\n"} {
-		if !strings.Contains(stderr.String(), def) {
+		if !strings.Contains(stdout.String(), def) {
 			t.Errorf("serve --help lacks %q", def)
 		}
 	}
@@ -99,7 +98,7 @@ func TestServeLimitErrors(t *testing.T) {
 		{[]string{"--auth-max-backoff", "-1m"}, "--auth-max-backoff: must be positive"},
 		{[]string{"--limit-table-size", "0"}, "--limit-table-size: must be at least 1"},
 	} {
-		_, err := parseServeConfig(tt.args, mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"}), &bytes.Buffer{})
+		_, err := parseServeConfig(tt.args, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"})))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want one mentioning %q", tt.args, err, tt.want)
 			continue

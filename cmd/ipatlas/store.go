@@ -59,7 +59,7 @@ type storeOptions struct {
 func openStore(ctx context.Context, dsn string, opts storeOptions) (account.Store, error) {
 	kind, target, err := parseStoreDSN(dsn)
 	if err != nil {
-		return nil, &exitError{exitUsage, err}
+		return nil, &exitError{code: exitUsage, err: err}
 	}
 	switch kind {
 	case "sqlite":
@@ -80,83 +80,53 @@ func openStore(ctx context.Context, dsn string, opts storeOptions) (account.Stor
 // mgmtCmd is what the account, key and credit commands share: their flag
 // set with --store and --json, and the service on the opened store.
 type mgmtCmd struct {
-	e     env
-	fs    *flag.FlagSet
-	store string
-	json  bool
+	e      env
+	fs     *flag.FlagSet
+	store  string // as given; resolved by service
+	config string
+	json   bool
+	usage  string // synopsis after the group's name
 }
 
 func newMgmtCmd(e env, name, usage string) *mgmtCmd {
-	c := &mgmtCmd{e: e, fs: flag.NewFlagSet(name, flag.ContinueOnError)}
-	c.fs.SetOutput(e.stderr)
-	c.fs.StringVar(&c.store, "store", defaultStore(e.getenv), "account store: sqlite:PATH (env IPATLAS_STORE)")
+	c := &mgmtCmd{e: e, fs: flag.NewFlagSet(name, flag.ContinueOnError), usage: usage}
+	c.fs.StringVar(&c.store, "store", "", "account store `DSN`: sqlite:PATH or postgres://... (env IPATLAS_STORE; default sqlite:DATA-DIR/ipatlas.db)")
+	c.fs.StringVar(&c.config, "config", "", "config `file` (env IPATLAS_CONFIG)")
 	c.fs.BoolVar(&c.json, "json", false, "print JSON")
-	c.fs.Usage = func() {
-		group, _, _ := strings.Cut(name, " ")
-		fmt.Fprintf(e.stderr, "usage: ipatlas %s %s\n\nflags:\n", group, usage)
-		c.fs.PrintDefaults()
-	}
 	return c
 }
 
-// mgmtErrHelp is returned by parse for -h: the usage is printed, nothing to do.
-var mgmtErrHelp = errors.New("help requested")
-
-// parse reads flags wherever they are among the arguments (Go's flag
-// package stops at the first non-flag, but "credits add 1 50 --reason x"
-// must work) and checks the number of positional arguments. An argument
-// that looks like a negative number is positional ("credits add 1 -50").
+// parse reads the flags wherever they are among the arguments and checks
+// the number of positional arguments.
 func (c *mgmtCmd) parse(args []string, positionals int) ([]string, error) {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' || mgmtIsNumber(a) {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		f := c.fs.Lookup(name)
-		if f == nil {
-			continue // Parse reports it
-		}
-		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
-			continue
-		}
-		if i+1 < len(args) {
-			i++
-			flags = append(flags, args[i])
-		}
+	pos, err := parseArgs(c.e, c.fs, args, func(w io.Writer) {
+		group, _, _ := strings.Cut(c.fs.Name(), " ")
+		fmt.Fprintf(w, "usage: ipatlas %s %s\n\nFlags:\n", group, c.usage)
+		printFlags(w, c.fs)
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := c.fs.Parse(flags); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, mgmtErrHelp
-		}
-		return nil, usageError(err.Error())
-	}
-	pos = append(pos, c.fs.Args()...)
 	if len(pos) != positionals {
-		c.fs.Usage()
 		return nil, usageError(fmt.Sprintf("%s: want %d argument(s), got %d", c.fs.Name(), positionals, len(pos)))
 	}
 	return pos, nil
 }
 
-func mgmtIsNumber(s string) bool {
-	_, err := strconv.ParseInt(s, 10, 64)
-	return err == nil
+// storeDSN is --store, else IPATLAS_STORE, else the config file's, else
+// the SQLite file in the data dir.
+func (c *mgmtCmd) storeDSN() (string, error) {
+	ls, err := resolveLocal(c.e, c.config, "", c.store)
+	return ls.store, err
 }
 
 // service opens the store; the caller closes it with the returned func.
 func (c *mgmtCmd) service(ctx context.Context) (*account.Service, func(), error) {
-	st, err := openStore(ctx, c.store, storeOptions{})
+	dsn, err := c.storeDSN()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := openStore(ctx, dsn, storeOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,13 +151,13 @@ func mgmtError(err error) error {
 	case err == nil || errors.As(err, &ee):
 		return err
 	case errors.Is(err, account.ErrNotFound):
-		return &exitError{exitNotFound, err}
+		return &exitError{code: exitNotFound, err: err}
 	case errors.Is(err, account.ErrInvalid):
-		return &exitError{exitUsage, err}
+		return &exitError{code: exitUsage, err: err}
 	case errors.Is(err, account.ErrInsufficient):
-		return &exitError{exitQuota, err}
+		return &exitError{code: exitQuota, err: err}
 	case errors.Is(err, account.ErrUnavailable):
-		return &exitError{exitNetwork, err}
+		return &exitError{code: exitNetwork, err: err}
 	}
 	return err
 }
@@ -201,40 +171,21 @@ func mgmtAccountID(s string) (int64, error) {
 	return id, nil
 }
 
-// subcommand dispatches "ipatlas <group> <sub> ...".
-func mgmtDispatch(ctx context.Context, e env, group string, args []string, subs []mgmtSub) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "-h", "--help", "help":
-			mgmtUsage(e.stdout, group, subs)
-			return nil
-		}
-		for _, s := range subs {
-			if s.name == args[0] {
-				err := s.run(ctx, e, args[1:])
-				if errors.Is(err, mgmtErrHelp) {
-					return nil
-				}
-				return mgmtError(err)
-			}
-		}
-		mgmtUsage(e.stderr, group, subs)
-		return usageError(fmt.Sprintf("%s: unknown subcommand %q", group, args[0]))
-	}
-	mgmtUsage(e.stderr, group, subs)
-	return usageError(group + ": no subcommand given")
-}
-
-type mgmtSub struct {
-	name, usage string
-	run         func(ctx context.Context, e env, args []string) error
-}
-
-func mgmtUsage(w io.Writer, group string, subs []mgmtSub) {
-	fmt.Fprintf(w, "usage: ipatlas %s <subcommand> [--store DSN] [--json]\n\nsubcommands:\n", group)
+// mgmtGroup is a command whose subcommands manage the store; their
+// failures get the exit codes of mgmtError.
+func mgmtGroup(name, summary string, subs ...*command) *command {
 	for _, s := range subs {
-		fmt.Fprintf(w, "  ipatlas %s %s\n", group, s.usage)
+		run := s.run
+		s.run = func(ctx context.Context, e env, args []string) error { return mgmtError(run(ctx, e, args)) }
 	}
+	return &command{name: name, summary: summary, subs: subs}
+}
+
+// mgmtSub is a subcommand of a management group; usage is its synopsis,
+// its name first.
+func mgmtSub(usage, summary string, run func(ctx context.Context, e env, args []string) error) *command {
+	name, args, _ := strings.Cut(usage, " ")
+	return &command{name: name, args: strings.TrimSpace(args), summary: summary, run: run}
 }
 
 func mgmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }

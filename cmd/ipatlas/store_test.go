@@ -115,7 +115,7 @@ func TestOpenStore(t *testing.T) {
 
 func TestFlagsAfterArguments(t *testing.T) {
 	var stderr bytes.Buffer
-	c := newMgmtCmd(env{getenv: func(string) string { return "" }, stderr: &stderr}, "credits add", "add")
+	c := newMgmtCmd(env{getenv: func(string) string { return "" }, stdout: &bytes.Buffer{}, stderr: &stderr}, "credits add", "add")
 	reason := c.fs.String("reason", "", "")
 	for _, args := range [][]string{
 		{"1", "-50", "--reason", "a b"},
@@ -135,14 +135,14 @@ func TestFlagsAfterArguments(t *testing.T) {
 	if _, err := c.parse([]string{"1"}, 2); exitCode(err) != exitUsage {
 		t.Errorf("missing argument: %v, want a usage error", err)
 	}
-	if _, err := c.parse([]string{"-h"}, 2); !errors.Is(err, mgmtErrHelp) {
+	if _, err := c.parse([]string{"-h"}, 2); !errors.Is(err, errHelp) {
 		t.Errorf("-h: %v, want help", err)
 	}
 }
 
 // The store settings of serve: defaults, the three sources, and refusals.
 func TestServeStoreSettings(t *testing.T) {
-	c, err := parseServeConfig(nil, mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"}), &bytes.Buffer{})
+	c, err := parseServeConfig(nil, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +152,7 @@ func TestServeStoreSettings(t *testing.T) {
 	}
 
 	file := writeConfig(t, "store_max_conns = 7\nstore-statement-timeout = 30s\nstore-timeout = 9s\n")
-	c, err = parseServeConfig([]string{"--store-migrate=false", "--store-timeout", "1500ms"},
-		mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d", "IPATLAS_CONFIG": file, "IPATLAS_STORE_MAX_CONNS": "12"}), &bytes.Buffer{})
+	c, err = parseServeConfig([]string{"--store-migrate=false", "--store-timeout", "1500ms"}, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d", "IPATLAS_CONFIG": file, "IPATLAS_STORE_MAX_CONNS": "12"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +175,7 @@ func TestServeStoreSettings(t *testing.T) {
 	} {
 		env := map[string]string{"IPATLAS_DATA_DIR": "/d"}
 		maps.Copy(env, tt.env)
-		_, err := parseServeConfig(tt.args, mapEnv(env), &bytes.Buffer{})
+		_, err := parseServeConfig(tt.args, testEnv(mapEnv(env)))
 		if err == nil || !strings.Contains(err.Error(), tt.want) || exitCode(err) != exitUsage {
 			t.Errorf("%q %v: %v, want a usage error mentioning %q", tt.args, tt.env, err, tt.want)
 		}

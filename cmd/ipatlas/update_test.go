@@ -144,15 +144,14 @@ func TestServeScheduledUpdateFailureIsRetried(t *testing.T) {
 }
 
 func TestServeUpdateSettings(t *testing.T) {
-	c, err := parseServeConfig(nil, mapEnv(nil), io.Discard)
+	c, err := parseServeConfig(nil, testEnv(mapEnv(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.UpdateInterval != dataset.DefaultUpdateInterval || c.Source != dataset.SourceNPM || c.DBIPURL != dataset.DefaultDBIPURL {
 		t.Errorf("defaults: %+v", c)
 	}
-	c, err = parseServeConfig([]string{"--source", "maxmind", "--maxmind-editions", "GeoIP2-City", "--maxmind-editions", "GeoIP2-ISP"},
-		mapEnv(map[string]string{"IPATLAS_MAXMIND_ACCOUNT_ID": "42", "IPATLAS_MAXMIND_LICENSE_KEY": "k", "IPATLAS_UPDATE_INTERVAL": "0"}), io.Discard)
+	c, err = parseServeConfig([]string{"--source", "maxmind", "--maxmind-editions", "GeoIP2-City", "--maxmind-editions", "GeoIP2-ISP"}, testEnv(mapEnv(map[string]string{"IPATLAS_MAXMIND_ACCOUNT_ID": "42", "IPATLAS_MAXMIND_LICENSE_KEY": "k", "IPATLAS_UPDATE_INTERVAL": "0"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +165,7 @@ func TestServeUpdateSettings(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("source = dbip\nupdate_interval = 6h\ndbip-url = http://mirror.example/dbip\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err = parseServeConfig([]string{"--config", conf}, mapEnv(nil), io.Discard)
+	c, err = parseServeConfig([]string{"--config", conf}, testEnv(mapEnv(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +177,7 @@ func TestServeUpdateSettings(t *testing.T) {
 		{"--source", "maxmind"}, // no credentials
 		{"--update-interval", "-1h"},
 	} {
-		if _, err := parseServeConfig(args, mapEnv(nil), io.Discard); err == nil {
+		if _, err := parseServeConfig(args, testEnv(mapEnv(nil))); err == nil {
 			t.Errorf("%q accepted", args)
 		}
 	}

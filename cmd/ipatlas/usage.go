@@ -27,10 +27,7 @@ func runUsage(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
 	jsonOut := fs.Bool("json", false, "print JSON")
 	cf := addClientFlags(fs)
-	pos, err := parseClientArgs(fs, args, e, func(w io.Writer) { usageHelp(w, fs) })
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	pos, err := parseArgs(e, fs, args, func(w io.Writer) { usageHelp(w, fs) })
 	if err != nil {
 		return err
 	}
@@ -42,7 +39,7 @@ func runUsage(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if settings.apiKey == "" {
-		return &exitError{exitAuth, errors.New("usage: no API key: set IPATLAS_API_KEY, api_key in the config file, or --key")}
+		return &exitError{code: exitAuth, err: errors.New("usage: no API key: set IPATLAS_API_KEY, api_key in the config file, or --key")}
 	}
 	client, err := settings.newClient(true)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -108,6 +109,10 @@ func newCLIEnv(t *testing.T, kv ...string) cliEnv {
 	for i := 0; i+1 < len(kv); i += 2 {
 		e[kv[i]] = kv[i+1]
 	}
+	// os.UserConfigDir and os.UserCacheDir read the process environment.
+	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"} {
+		t.Setenv(k, e[k])
+	}
 	return e
 }
 
@@ -124,6 +129,9 @@ func runCLI(t *testing.T, e cliEnv, stdin string, args ...string) cliResult {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), append([]string{"ipatlas"}, args...), e.getenv, strings.NewReader(stdin), &out, &errOut)
+	if err != nil {
+		printError(&errOut, err)
+	}
 	return cliResult{out.String(), errOut.String(), err, exitCode(err)}
 }
 
@@ -187,22 +195,25 @@ cache_ttl = 36h
 	// Another file by variable.
 	other := filepath.Join(t.TempDir(), "other")
 	os.WriteFile(other, []byte("api_key=other-key\n"), 0o600)
-	if s = resolve(newCLIEnv(t, "IPATLAS_CLIENT_CONFIG", other)); s.apiKey != "other-key" {
-		t.Fatalf("IPATLAS_CLIENT_CONFIG: %+v", s)
+	if s = resolve(newCLIEnv(t, "IPATLAS_CONFIG", other)); s.apiKey != "other-key" {
+		t.Fatalf("IPATLAS_CONFIG: %+v", s)
 	}
-	// HOME alone: ~/.config and ~/.cache.
-	h := newCLIEnv(t)
-	delete(h, "XDG_CONFIG_HOME")
-	delete(h, "XDG_CACHE_HOME")
-	if got := userConfigDir(h.getenv); got != filepath.Join(h["HOME"], ".config") {
-		t.Errorf("userConfigDir = %q", got)
+	// --config over IPATLAS_CONFIG.
+	flagFile := filepath.Join(t.TempDir(), "flag")
+	os.WriteFile(flagFile, []byte("api-key=flag-file-key\n"), 0o600)
+	if s = resolve(newCLIEnv(t, "IPATLAS_CONFIG", other), "--config", flagFile); s.apiKey != "flag-file-key" {
+		t.Fatalf("--config: %+v", s)
 	}
-	if got := userCacheDir(h.getenv); got != filepath.Join(h["HOME"], ".cache") {
-		t.Errorf("userCacheDir = %q", got)
+	// One file for server and client: the client takes its own keys.
+	shared := filepath.Join(t.TempDir(), "shared")
+	os.WriteFile(shared, []byte("listen = [::]:8080\ntrusted_proxy = 10.0.0.0/8\napi_key = shared-key\n"), 0o600)
+	if s = resolve(newCLIEnv(t, "IPATLAS_CONFIG", shared)); s.apiKey != "shared-key" {
+		t.Fatalf("shared file: %+v", s)
 	}
-	h["XDG_CACHE_HOME"] = "relative/dir" // ignored, as the XDG spec says
-	if got := userCacheDir(h.getenv); got != filepath.Join(h["HOME"], ".cache") {
-		t.Errorf("userCacheDir with a relative XDG_CACHE_HOME = %q", got)
+	// HOME alone: ~/.cache, as os.UserCacheDir has it.
+	h := newCLIEnv(t, "XDG_CACHE_HOME", "")
+	if s = resolve(h); runtime.GOOS == "linux" && s.cacheDir != filepath.Join(h["HOME"], ".cache", "ipatlas", "lookups") {
+		t.Errorf("cache dir with HOME alone = %q", s.cacheDir)
 	}
 }
 
@@ -213,14 +224,14 @@ func TestClientSettingsErrors(t *testing.T) {
 		args       []string
 		want       string
 	}{
-		{"unknown key", "listen = :8080\n", nil, nil, `unknown key "listen"`},
+		{"unknown key", "lisen = :8080\n", nil, nil, `unknown setting "lisen"`},
 		{"no equals", "url http://x\n", nil, nil, "want key = value"},
 		{"twice", "url = a\nurl = b\n", nil, nil, "set twice"},
 		{"bad quotes", "url = \"a\\q\"\n", nil, nil, "bad quoted value"},
 		{"ttl too short in file", "cache_ttl = 12h\n", nil, nil, "24h to 48h"},
 		{"ttl too long in env", "", []string{"IPATLAS_CACHE_TTL", "49h"}, nil, "24h to 48h"},
 		{"ttl not a duration", "", nil, []string{"--cache-ttl", "a day"}, "24h to 48h"},
-		{"named file missing", "", []string{"IPATLAS_CLIENT_CONFIG", "/nonexistent/ipatlas-config"}, nil, "no such file"},
+		{"named file missing", "", []string{"IPATLAS_CONFIG", "/nonexistent/ipatlas-config"}, nil, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newCLIEnv(t, tc.env...)
@@ -249,7 +260,7 @@ func TestClientConfigWarnsWhenReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	if _, err := readClientConfig(p, false, &stderr); err != nil {
+	if _, err := readConfigFile(p, false, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stderr.String(), "readable by others") {
@@ -272,7 +283,7 @@ func TestParseClientArgs(t *testing.T) {
 		fs := flag.NewFlagSet("x", flag.ContinueOnError)
 		lang := fs.String("lang", "en", "")
 		js := fs.Bool("json", false, "")
-		pos, err := parseClientArgs(fs, tc.args, env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, func(w io.Writer) {})
+		pos, err := parseArgs(env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, fs, tc.args, func(w io.Writer) {})
 		if err != nil || strings.Join(pos, " ") != tc.pos || *lang != tc.lang || *js != tc.json {
 			t.Errorf("%q: pos %q lang %s json %v err %v", tc.args, pos, *lang, *js, err)
 		}
@@ -315,7 +326,7 @@ func TestClientCommandsHelp(t *testing.T) {
 			t.Errorf("%s --help: err %v\n%s", cmd, r.err, r.stdout)
 		}
 		r = runCLI(t, newCLIEnv(t), "", cmd, "--no-such-flag")
-		if r.code != exitUsage || !strings.Contains(r.stderr, "usage: ipatlas "+cmd) {
+		if r.code != exitUsage || !strings.Contains(r.stderr, "see 'ipatlas "+cmd+" --help'") {
 			t.Errorf("%s --no-such-flag: exit %d, stderr %q", cmd, r.code, r.stderr)
 		}
 	}
@@ -326,9 +337,9 @@ func TestClientCommandsHelp(t *testing.T) {
 	}
 }
 
-// FuzzReadClientConfig: the config parser never panics, and what it
-// accepts has only known keys, each once.
-func FuzzReadClientConfig(f *testing.F) {
+// FuzzReadConfigFile: the config parser never panics, and what it
+// accepts has only known keys.
+func FuzzReadConfigFile(f *testing.F) {
 	f.Add("url = http://x\napi_key = \"k\"\n# c\n\ncache_ttl=36h\n")
 	f.Add("url\n")
 	f.Add("url = \"\\x\"\n")
@@ -339,18 +350,62 @@ func FuzzReadClientConfig(f *testing.F) {
 		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		m, err := readClientConfig(p, true, io.Discard)
+		m, err := readConfigFile(p, true, io.Discard)
 		if err != nil {
 			return
 		}
-		for k := range m {
-			known := false
-			for _, c := range clientConfigKeys {
-				known = known || c == k
-			}
-			if !known {
-				t.Fatalf("accepted unknown key %q", k)
+		known := configKeys()
+		for k, v := range m {
+			if repeat, ok := known[k]; !ok || (!repeat && len(v) != 1) {
+				t.Fatalf("accepted unknown key %q or a single key twice: %q", k, v)
 			}
 		}
 	})
+}
+
+// testEnv is an env with getenv and nowhere to write.
+func testEnv(getenv func(string) string) env {
+	return env{getenv: getenv, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+}
+
+// TestMain points the user config and cache dirs into a temporary
+// directory, so that no test reads the config file of the person running
+// it.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ipatlas-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// The management commands take --store by the same rule as serve: flag,
+// IPATLAS_STORE, the config file, then the data dir's SQLite file.
+func TestStoreFromConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config")
+	fromFile, fromEnv, fromFlag := filepath.Join(dir, "file.db"), filepath.Join(dir, "env.db"), filepath.Join(dir, "flag.db")
+	if err := os.WriteFile(conf, []byte("listen = :9999\nstore = sqlite:"+fromFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	if r := runCLI(t, newCLIEnv(t, "IPATLAS_CONFIG", conf), "", "accounts", "list"); r.err != nil || !exists(fromFile) {
+		t.Fatalf("store from the file: %v; %s exists: %v", r.err, fromFile, exists(fromFile))
+	}
+	if r := runCLI(t, newCLIEnv(t, "IPATLAS_CONFIG", conf, "IPATLAS_STORE", "sqlite:"+fromEnv), "", "accounts", "list"); r.err != nil || !exists(fromEnv) {
+		t.Fatalf("store from the environment: %v", r.err)
+	}
+	if r := runCLI(t, newCLIEnv(t, "IPATLAS_STORE", "sqlite:"+fromEnv), "", "accounts", "list", "--store", "sqlite:"+fromFlag); r.err != nil || !exists(fromFlag) {
+		t.Fatalf("store from the flag: %v", r.err)
+	}
+	dataDir := filepath.Join(dir, "data")
+	os.WriteFile(conf, []byte("data_dir = "+dataDir+"\n"), 0o600)
+	if r := runCLI(t, newCLIEnv(t), "", "db", "migrate", "--config", conf); r.err != nil || !exists(filepath.Join(dataDir, "ipatlas.db")) {
+		t.Fatalf("store in the data dir of the file: %v", r.err)
+	}
 }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// ipatlas --help lists every command on stdout, with the settings rule,
+// and succeeds.
+func TestRootHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "help"} {
+		r := runCLI(t, newCLIEnv(t), "", arg)
+		if r.err != nil || r.stderr != "" {
+			t.Fatalf("%s: err %v, stderr %q", arg, r.err, r.stderr)
+		}
+		for _, c := range root.subs {
+			if !strings.Contains(r.stdout, "\n  "+c.name+" ") {
+				t.Errorf("%s: %q is not listed:\n%s", arg, c.name, r.stdout)
+			}
+		}
+		for _, want := range []string{"usage: ipatlas <command>", "IPATLAS_CONFIG", "else its default"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("%s: help lacks %q", arg, want)
+			}
+		}
+	}
+}
+
+// A usage mistake is one line and where to read the help, on stderr, and
+// exit code 2; nothing on stdout.
+func TestUsageMistake(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		cmd  string
+		want string
+	}{
+		{[]string{"lookup", "--bogus"}, "lookup", "--bogus"},
+		{[]string{"lookup", "--local", "--bogus"}, "lookup --local", "--bogus"},
+		{[]string{"keys", "create", "--bogus"}, "keys create", "--bogus"},
+		{[]string{"keys", "create"}, "keys create", "--account is required"},
+		{[]string{"keys", "nope"}, "keys", `unknown command "nope"`},
+		{[]string{"db", "info", "extra"}, "db info", "takes no arguments"},
+		{[]string{"serve", "--bogus"}, "serve", "--bogus"},
+		{[]string{"bogus"}, "", `unknown command "bogus"`},
+		{nil, "", "no command given"},
+		{[]string{"keys"}, "keys", "no subcommand given"},
+	} {
+		r := runCLI(t, newCLIEnv(t), "", tc.args...)
+		hint := "see '" + strings.TrimSpace("ipatlas "+tc.cmd) + " --help'"
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if r.code != exitUsage || len(lines) != 2 || !strings.Contains(lines[0], tc.want) || lines[1] != hint || r.stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and two lines: %q, %q",
+				tc.args, r.code, r.stdout, r.stderr, tc.want, hint)
+		}
+	}
+}
+
+// keys create --help shows its flags as --flag on stdout and succeeds.
+func TestSubcommandHelp(t *testing.T) {
+	r := runCLI(t, newCLIEnv(t), "", "keys", "create", "--help")
+	if r.err != nil || r.stderr != "" {
+		t.Fatalf("err %v, stderr %q", r.err, r.stderr)
+	}
+	for _, want := range []string{"usage: ipatlas keys create --account ACCOUNT_ID", "--account", "--store", "--json"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "-") && !strings.HasPrefix(f[0], "--") {
+			t.Errorf("a flag shown with one dash: %q", line)
+		}
+	}
+	// The group's help lists its subcommands.
+	r = runCLI(t, newCLIEnv(t), "", "keys", "--help")
+	for _, want := range []string{"create --account ACCOUNT_ID", "revoke KEY_ID", "rotate KEY_ID"} {
+		if r.err != nil || !strings.Contains(r.stdout, want) {
+			t.Errorf("keys --help: err %v, lacks %q:\n%s", r.err, want, r.stdout)
+		}
+	}
+}
+
+// ipatlas version and --version print the module and Go versions.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		r := runCLI(t, newCLIEnv(t), "", args...)
+		want := "ipatlas " + moduleVersion() + " " + runtime.Version()
+		if r.err != nil || !strings.HasPrefix(r.stdout, want) || strings.Count(r.stdout, "\n") != 1 {
+			t.Errorf("%q: err %v, stdout %q; want a line starting %q", args, r.err, r.stdout, want)
+		}
+	}
+	if r := runCLI(t, newCLIEnv(t), "", "version", "extra"); r.code != exitUsage {
+		t.Errorf("version extra: exit %d, want %d", r.code, exitUsage)
+	}
+}
+
+// Flags mix with arguments; a negative number is an argument unless it is
+// a flag of the command (myip -4).
+func TestParseArgsNumbers(t *testing.T) {
+	r := runCLI(t, newCLIEnv(t), "", "myip", "-4", "-6", "--url", "http://127.0.0.1:1", "--bogus")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--bogus") {
+		t.Errorf("myip -4 -6 --bogus: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
