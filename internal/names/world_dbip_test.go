@@ -15,13 +15,6 @@ import (
 )
 
 // dbipCity is the part of a DB-IP Lite city record the city names need.
-type dbipCity struct {
-	Country string  `maxminddb:"country_code"`
-	State1  string  `maxminddb:"state1"`
-	City    string  `maxminddb:"city"`
-	Lat     float64 `maxminddb:"latitude"`
-	Lon     float64 `maxminddb:"longitude"`
-}
 
 // worldCityGoal is the share of answers in Chinese outside China, with a
 // city, whose city should be named in Chinese. GeoNames' cities500 and
