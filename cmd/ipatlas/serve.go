@@ -205,11 +205,13 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	// Both listeners refuse requests whose body length is ambiguous, and
 	// close their connections (request smuggling; see server.GuardFraming).
 	guarded, adminGuarded := server.GuardFraming(public, ln), server.GuardFraming(admin, adminLn)
+	// The address lines come before the first answer, so that whoever
+	// waits for an answer finds them in the log.
+	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String())
+	log.Info("admin on "+adminLn.Addr().String(), "addr", adminLn.Addr().String())
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- public.Serve(guarded) }()
 	go func() { serveErr <- admin.Serve(adminGuarded) }()
-	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String())
-	log.Info("admin on "+adminLn.Addr().String(), "addr", adminLn.Addr().String())
 
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
