@@ -215,6 +215,17 @@ func prepareSchema(ctx context.Context, cc *pgx.ConnConfig, schema string, migra
 	if err == nil {
 		err = db.QueryRowContext(pctx, "SELECT current_schema()").Scan(&current)
 	}
+	// When replicas create the schema together, the one whose CREATE lost
+	// the race may ask before the winner's catalog change has reached its
+	// session; the schema exists, so ask again, a few times.
+	for try := 0; err == nil && current == nil && schema != "" && migrate && try < 5; try++ {
+		select {
+		case <-pctx.Done():
+			err = pctx.Err()
+		case <-time.After(20 * time.Millisecond):
+			err = db.QueryRowContext(pctx, "SELECT current_schema()").Scan(&current)
+		}
+	}
 	if err != nil {
 		return 0, 0, fail("open", err)
 	}
