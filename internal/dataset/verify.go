@@ -16,8 +16,8 @@ var metadataStartMarker = []byte("\xAB\xCD\xEFMaxMind.com")
 // (metadata, search tree, every data record) over it.
 //
 // DB-IP's files as published on npm carry an empty description map. The
-// MaxMind DB spec allows that, but Verify, which is deliberately stricter
-// than the spec, rejects it before looking at anything else. For such files
+// MaxMind DB format allows that, but Verify, which is deliberately stricter
+// than the format, rejects it before looking at anything else. For such files
 // the tree and data are verified on an in-memory copy whose metadata is
 // re-encoded with a description added; everything Verify checks apart from
 // the metadata bytes is then checked on exactly the file's bytes.
