@@ -69,8 +69,12 @@ type Key struct {
 	AccountID int64      `json:"account_id"`
 	Hash      []byte     `json:"-"`
 	Prefix    string     `json:"prefix"` // "ipa_<ID>", what a person sees of a key
+	Label     string     `json:"label"`  // the owner's name for the key; may be empty
 	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// LastUsedAt is the time of the last charge made to the key, nil
+	// before its first; kept by Store.Charge in the charging transaction.
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
 
 // Revoked reports whether the key has been revoked.
@@ -231,11 +235,15 @@ type Store interface {
 	// Charge applies a batch of charges in one transaction. For each request
 	// in order it grants as many of its N queries as the key's quota for the
 	// period and the account's balance allow (quota first, then credits),
-	// adds them to the usage counter, deducts Granted*Cost from the balance
-	// and writes one ledger entry per charged key. Grants never exceed the
+	// adds them to the usage counter and to the key's counter of at's UTC
+	// day, sets the key's LastUsedAt to at, deducts Granted*Cost from the
+	// balance and writes one ledger entry per charged key. Grants never exceed the
 	// quota or drive a balance below zero, whatever other processes do
 	// concurrently. The returned slice is parallel to reqs.
 	Charge(ctx context.Context, period string, at time.Time, reqs []ChargeRequest) ([]Grant, error)
+
+	// The portal's and console's reads and writes (portal.go).
+	PortalStore
 
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
@@ -254,6 +262,10 @@ var (
 	ErrInvalid = errors.New("invalid input")
 	// ErrRevoked refuses to rotate a revoked key: a revoked key stays dead.
 	ErrRevoked = errors.New("key revoked")
+	// ErrConflict refuses a change that the current state forbids: an
+	// email that already owns another account, a second pending tier
+	// request, deciding a request that is no longer pending.
+	ErrConflict = errors.New("conflict")
 )
 
 // Period names the calendar month (UTC) that t falls in: "2006-01".

@@ -80,7 +80,7 @@ func TestMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(tables, ","); got != "accounts,api_keys,goose_db_version,key_usage,ledger" {
+	if got := strings.Join(tables, ","); got != "accounts,api_keys,audit_log,goose_db_version,key_usage,key_usage_daily,ledger,owner_tokens,owners,sessions,tier_requests" {
 		t.Fatalf("tables in %s: %s", schema, got)
 	}
 
