@@ -43,6 +43,10 @@ type Service struct {
 	// KeyCacheSize bounds the number of cached keys (DefaultKeyCacheSize
 	// when zero).
 	KeyCacheSize int
+	// OwnerSessions and OperatorSessions bound portal and console
+	// sessions; a zero field means DefaultOwnerSessions's or
+	// DefaultOperatorSessions's (session_policy.go).
+	OwnerSessions, OperatorSessions SessionPolicy
 
 	init   sync.Once
 	cache  *expirable.LRU[string, cachedKey] // nil when caching is off
