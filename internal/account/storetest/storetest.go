@@ -53,6 +53,15 @@ func Run(t *testing.T, open func(t *testing.T) account.Store) {
 		{"MeterCloseFlushes", testMeterCloseFlushes},
 		{"MeterStoreDown", testMeterStoreDown},
 		{"ServiceAuthenticate", testServiceAuthenticate},
+		{"KeyLabel", testKeyLabel},
+		{"KeyLastUsed", testKeyLastUsed},
+		{"DailyUsage", testDailyUsage},
+		{"DailyUsageGranted", testDailyUsageGranted},
+		{"DailyUsageConcurrent", testDailyUsageConcurrent},
+		{"KeyUsages", testKeyUsages},
+		{"LedgerPage", testLedgerPage},
+		{"SearchAccounts", testSearchAccounts},
+		{"TopConsumers", testTopConsumers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
