@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // errNotYet marks a method whose implementation is in progress.
@@ -59,3 +60,7 @@ func (s *Service) SearchAccounts(ctx context.Context, q string, limit int) ([]Ac
 func (s *Service) TopConsumers(ctx context.Context, n int) ([]AccountSummary, error) {
 	return nil, errNotYet
 }
+
+// Day names the UTC day that t falls in: "2006-01-02", the key of the
+// daily usage counters.
+func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }

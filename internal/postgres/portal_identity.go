@@ -41,13 +41,6 @@ func nullID(id int64) *int64 {
 	return &id
 }
 
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
 
 // notFoundUnless turns a statement that touched no row into ErrNotFound.
 func notFoundUnless(tag pgconn.CommandTag, err error) error {
