@@ -322,11 +322,7 @@ func (s *Service) SetTier(ctx context.Context, id int64, tier Tier, monthlyLimit
 // CreateKey makes a new key for an account. The secret is in the result
 // and nowhere else: it cannot be shown again.
 func (s *Service) CreateKey(ctx context.Context, accountID int64) (NewKey, error) {
-	nk := GenerateKey(accountID, s.now())
-	if err := s.Store.CreateKey(ctx, nk.Key); err != nil {
-		return NewKey{}, storeErr(fmt.Sprintf("account %d: create key", accountID), err)
-	}
-	return nk, nil
+	return s.CreateLabeledKey(ctx, accountID, "")
 }
 
 // Key returns a key (without its secret, which is not kept).
