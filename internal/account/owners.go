@@ -91,6 +91,15 @@ type Link struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// PasswordPath is the portal's page where a one-time link's token is
+// redeemed; the token follows in the fragment, which browsers send to no
+// server and put in no Referer.
+const PasswordPath = "/account/password#token="
+
+// Path is the link without the service's address:
+// /account/password#token=<Token>.
+func (l Link) Path() string { return PasswordPath + l.Token }
+
 // NewSession is a session with the cookie's secret, given once.
 type NewSession struct {
 	Session
@@ -187,6 +196,19 @@ func (s *Service) Owners(ctx context.Context, accountID int64) ([]Owner, error) 
 		os = []Owner{}
 	}
 	return os, nil
+}
+
+// OwnerByEmail finds the owner with an email (trimmed, any case).
+func (s *Service) OwnerByEmail(ctx context.Context, email string) (Owner, error) {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return Owner{}, err
+	}
+	o, err := s.Store.OwnerByEmail(ctx, email)
+	if err != nil {
+		return Owner{}, storeErr("owner "+email, err)
+	}
+	return o, nil
 }
 
 // SetPassword redeems a one-time link's token: it checks the password's

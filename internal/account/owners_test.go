@@ -667,7 +667,7 @@ func TestEveryChangeAudited(t *testing.T) {
 		`key.rotate ` + k.ID + ` session:abc `,
 		`key.label ` + k.ID + ` session:abc {"label":"staging"}`,
 		`key.create ` + lk.ID + ` session:abc {"label":"prod"}`,
-		`key.create ` + k.ID + ` session:abc `,
+		`key.create ` + k.ID + ` session:abc {"label":""}`,
 		`account.create  test {"credits":1000,"monthly_limit":1000,"name":"acme","tier":"free"}`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
