@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/csv"
 	"log/slog"
 	"net/http"
@@ -303,8 +304,17 @@ func TestPortalCSRF(t *testing.T) {
 		t.Fatalf("the session after refused changes: %d", r.Code)
 	}
 
-	// The right token, from this origin or PublicURL's, passes.
-	for _, origin := range []string{"http://example.com", "https://ip.example.net"} {
+	// Over TLS, this host's plain-HTTP origin is another origin.
+	tlsReq := req{method: "POST", path: "/account/api/keys", body: `{"label":"x"}`, header: map[string]string{
+		"Cookie": ownerCookie + "=" + b.cookie, csrfHeader: b.csrf, "Origin": "http://example.com"}}
+	rq, w := newRequest(tlsReq), httptest.NewRecorder()
+	rq.TLS = &tls.ConnectionState{}
+	e.pub.ServeHTTP(w, rq)
+	wantAdminError(t, resp{w, rq}, http.StatusForbidden, codeForbidden)
+
+	// The right token, from this origin (through a TLS-terminating proxy
+	// too) or PublicURL's, passes.
+	for _, origin := range []string{"http://example.com", "https://example.com", "https://ip.example.net"} {
 		if r := e.call(t, b, "POST", "/account/api/keys", `{"label":"ok"}`, "Origin", origin); r.Code != http.StatusCreated {
 			t.Errorf("Origin %s: %d %s", origin, r.Code, r.Body)
 		}

@@ -179,12 +179,11 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 	if len(vs) != 1 {
 		return false
 	}
-	origin := strings.ToLower(vs[0])
-	scheme := "http://"
-	if s.overHTTPS(r) {
-		scheme = "https://"
-	}
-	if origin == scheme+strings.ToLower(r.Host) {
+	origin, host := strings.ToLower(vs[0]), strings.ToLower(r.Host)
+	// This host over HTTPS is always ours: a proxy that terminates TLS
+	// without being a configured trusted proxy hides the scheme, not the
+	// page's origin. Plain HTTP is ours only when the request came so.
+	if origin == "https://"+host || (origin == "http://"+host && !s.overHTTPS(r)) {
 		return true
 	}
 	return s.publicOrigin != "" && origin == s.publicOrigin
