@@ -344,6 +344,9 @@ func TestPortalSigninLimit(t *testing.T) {
 	if ra, _ := strconv.Atoi(r.Header().Get("Retry-After")); ra < 1 || ra > 20*60 {
 		t.Errorf("Retry-After %q, want 1..1200 s", r.Header().Get("Retry-After"))
 	}
+	if !strings.Contains(e.logs.String(), "too many failed sign-ins from this address") || strings.Contains(e.logs.String(), testPassword) {
+		t.Errorf("the log should say the address waits, and never hold a password:\n%s", e.logs)
+	}
 	// Another address is not limited.
 	if r := e.do(t, req{method: "POST", path: "/account/api/signin", body: good, remote: other}); r.Code != 200 {
 		t.Errorf("another address: %d %s", r.Code, r.Body)
@@ -756,6 +759,12 @@ func TestConsoleSession(t *testing.T) {
 		}
 		wantAdminError(t, e.console(t, b, "GET", "/admin/accounts", ""), http.StatusUnauthorized, adminUnauthorized)
 		wantAdminError(t, e.console(t, b, "GET", "/admin/session", ""), http.StatusUnauthorized, adminUnauthorized)
+
+		for name, secret := range map[string]string{"the console cookie": b.cookie, "the CSRF token": b.csrf, "the link's token": token, "the password": testPassword} {
+			if strings.Contains(e.logs.String(), secret) {
+				t.Errorf("the log holds %s", name)
+			}
+		}
 	})
 }
 

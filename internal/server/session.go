@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/subtle"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -102,7 +103,14 @@ func (s *Server) signinFailed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lim := s.signin.getOrAdd(clientGroup(a), func() *rate.Limiter { return rate.NewLimiter(s.signinRate, s.signinBurst) })
-	lim.AllowN(s.now(), 1)
+	now := s.now()
+	lim.AllowN(now, 1)
+	if lim.TokensAt(now) < 1 {
+		// Logged when the address runs out: its next tries are refused
+		// before they get here.
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "portal: too many failed sign-ins from this address; it must wait",
+			slog.String("client", addrString(a)))
+	}
 }
 
 // tooMany answers 429 with Retry-After.
