@@ -2,16 +2,12 @@ package account
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 )
-
-// errNotYet marks a method whose implementation is in progress.
-var errNotYet = errors.New("not implemented yet")
 
 // Bounds of the portal's usage methods.
 const (

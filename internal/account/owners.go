@@ -60,6 +60,8 @@ const (
 	signinMaxLock      = 15 * time.Minute
 	// touchEvery bounds how often a session's LastSeenAt is written.
 	touchEvery = time.Minute
+	// maxSigninBytes bounds the password a sign-in hashes, in bytes.
+	maxSigninBytes = 4096
 	// maxNoteLen bounds a tier request's note, in bytes.
 	maxNoteLen = 1000
 )
@@ -266,9 +268,9 @@ func (s *Service) SignIn(ctx context.Context, email, password string) (NewSessio
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return NewSession{}, Owner{}, storeErr("sign in", err)
 	}
-	// Passwords beyond the maximum are never stored: refuse them without
-	// spending argon2 time on a megabyte.
-	long := len(password) > 4*MaxPasswordLen
+	// No stored password is this long in bytes (MaxPasswordLen code
+	// points after NFKC): refuse it without hashing a megabyte.
+	long := len(password) > maxSigninBytes
 	if err != nil || !o.HasPassword || long {
 		CheckPassword(dummyHash(), "")
 		return NewSession{}, Owner{}, ErrSignIn
@@ -280,6 +282,9 @@ func (s *Service) SignIn(ctx context.Context, email, password string) (NewSessio
 	}
 	ok, err := CheckPassword(o.PasswordHash, password)
 	if err != nil || !ok {
+		// The lock follows the count read above; failures racing with
+		// this one all count (the store adds in one statement), and the
+		// next failure's lock catches up with them.
 		n := o.FailedSignins + 1
 		var until *time.Time
 		if d := signinLock(n); d > 0 {
