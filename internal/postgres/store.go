@@ -19,7 +19,8 @@ func dbErr(op string, err error) error {
 	case errors.Is(err, pgx.ErrNoRows):
 		return account.ErrNotFound
 	case errors.Is(err, account.ErrNotFound), errors.Is(err, account.ErrInsufficient),
-		errors.Is(err, account.ErrInvalid), errors.Is(err, account.ErrRevoked):
+		errors.Is(err, account.ErrInvalid), errors.Is(err, account.ErrRevoked),
+		errors.Is(err, account.ErrConflict):
 		return err
 	}
 	return fail(op, err)
