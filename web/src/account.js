@@ -10,7 +10,7 @@
 //   password   form#setpw #setpw-password #setpw-confirm #setpw-submit   (/account/password#token=…)
 //   header     #who #who-email #signout #signout-everywhere
 //   tabs       #tab-overview #tab-usage #tab-keys #tab-credits #tab-subscription
-//   overview   #ov-tier #ov-limit #ov-used #ov-credits #ov-reset table#ov-keys (tr[data-key-id])
+//   overview   #ov-tier #ov-limit #ov-used ("N in YYYY-MM") #ov-credits #ov-reset table#ov-keys (tr[data-key-id])
 //   usage      svg#usage-chart #usage-legend #usage-total a#usage-csv table#usage-table
 //   keys       form#key-create #key-label #key-create-submit
 //              #key-secret-box output#key-secret #key-secret-copy #key-secret-note #key-secret-done
@@ -243,8 +243,7 @@ async function loadOverview() {
   $('ov-account').textContent = t('p.ov.account', { name: a.name, id: a.id });
   $('ov-tier').textContent = tierName(a.tier);
   $('ov-limit').textContent = i18n.num(a.monthly_limit);
-  $('ov-used').textContent = i18n.num(m.used);
-  $('ov-used').title = m.period;
+  $('ov-used').textContent = t('p.ov.usedin', { used: i18n.num(m.used), period: m.period });
   $('ov-credits').textContent = i18n.num(a.credits);
   $('ov-reset').textContent = i18n.date(m.reset);
   const rows = (ks.keys || []).filter((k) => !k.revoked_at).map((k) => h('tr', { dataset: { keyId: k.id } },

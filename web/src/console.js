@@ -287,7 +287,7 @@ async function loadAccount(id) {
   $('d-tier-now').textContent = tierName(a.tier);
   $('d-limit-now').textContent = i18n.num(a.monthly_limit);
   $('d-balance').textContent = i18n.num(a.credits);
-  $('d-used').textContent = sum ? i18n.num(sum.used) : '—';
+  $('d-used').textContent = sum ? t('p.ov.usedin', { used: i18n.num(sum.used), period: sum.period }) : '—';
   $('d-tier').value = a.tier;
   $('d-limit').value = a.custom_limit ? String(a.custom_limit) : '';
   $('d-limit-field').hidden = a.tier !== 'enterprise';
