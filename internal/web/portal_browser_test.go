@@ -1,0 +1,739 @@
+package web_test
+
+// Browser tests of the owners' portal (/account on the public listener)
+// and the operators' console (/console on the admin listener), as people
+// use them: in Debian's chromium through chromedp (the helpers of
+// browser_test.go), against the real server over SQLite, on real
+// listeners, with the accounts' clock in the test's hand so that sessions
+// can expire.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/server"
+	"github.com/ipatlas/ipatlas/internal/servertest"
+)
+
+// The pages' hooks these tests drive: ids and data-test attributes that
+// the portal's and the console's scripts list at their top.
+const (
+	// The portal.
+	pSignin         = "#signin-form"
+	pSigninEmail    = "#signin-email"
+	pSigninPassword = "#signin-password"
+	pSigninSubmit   = "#signin-submit"
+	pPasswordForm   = "#password-form"
+	pPasswordNew    = "#password-new"
+	pPasswordSubmit = "#password-submit"
+	pApp            = "#portal"        // the signed-in part
+	pNavOverview    = "#nav-overview"  // links to the sections
+	pNavKeys        = "#nav-keys"      //
+	pNavUsage       = "#nav-usage"     //
+	pNavCredits     = "#nav-credits"   //
+	pOverview       = "#overview"      // the sections
+	pKeys           = "#keys"          //
+	pUsage          = "#usage"         //
+	pCredits        = "#credits"       //
+	pUsed           = "#overview-used" // this month's queries, all keys
+	pBalance        = "#overview-credits"
+	pKeyLabel       = "#key-label"  // the new key's label
+	pKeyCreate      = "#key-create" //
+	pKeySecret      = "#key-secret" // the secret, shown once
+	pKeyCopy        = "#key-copy"   //
+	pKeyRows        = "#keys-table tbody tr"
+	pConfirm        = "#confirm-dialog" // the confirmation of a revoke
+	pConfirmYes     = "#confirm-yes"    //
+	pUsageChart     = "#usage-chart"    // the SVG chart
+	pLedgerRows     = "#ledger tbody tr"
+	pLang           = "#lang-switch" // EN / 中文
+
+	// The console.
+	cSignin       = "#token-form"
+	cToken        = "#token"
+	cSigninSubmit = "#token-submit"
+	cApp          = "#console"
+	cAccounts     = "#accounts"
+	cAccountRows  = "#accounts-table tbody tr"
+	cNewName      = "#new-account-name"
+	cNewCreate    = "#new-account-create"
+	cDetail       = "#account-detail"
+	cInviteEmail  = "#invite-email"
+	cInviteSubmit = "#invite-submit"
+	cInviteLink   = "#invite-link"
+	cCreditAmount = "#credits-amount"
+	cCreditReason = "#credits-reason"
+	cCreditSubmit = "#credits-submit"
+)
+
+const (
+	adminToken = "browser-test-admin-token-0123456789"
+	// A password the length rules and the blocklist accept.
+	ownerPassword = "correct horse battery staple"
+)
+
+// clock is the accounts' and the server's clock, moved by the test.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// portalStack is a whole server: the public listener (the main page, the
+// portal, the API) and the admin listener (the console, the admin API),
+// each on its own port of 127.0.0.1, so each its own origin.
+type portalStack struct {
+	*servertest.Parts
+	clock      *clock
+	pub, admin *httptest.Server
+}
+
+func newPortalStack(t *testing.T, start time.Time) *portalStack {
+	t.Helper()
+	c := &clock{t: start}
+	p := servertest.New(t, c.Now)
+	// The listeners come first: the server makes its one-time links with
+	// the public listener's URL.
+	var pubH, adminH http.Handler
+	pub := listen(t, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { pubH.ServeHTTP(w, r) }))
+	admin := listen(t, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { adminH.ServeHTTP(w, r) }))
+	if pub == nil || admin == nil {
+		t.Fatal("cannot listen on 127.0.0.1")
+	}
+	srv, err := server.New(server.Config{
+		AdminToken: adminToken,
+		Version:    "browser-test",
+		Logger:     slog.New(slog.DiscardHandler),
+		Now:        c.Now,
+	}, server.Deps{Geo: p.Geo, Accounts: p.Accounts, Meter: p.Meter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubH, adminH = srv.Handler(), srv.AdminHandler()
+	return &portalStack{Parts: p, clock: c, pub: pub, admin: admin}
+}
+
+// account makes an account with credits and an owner who has set
+// ownerPassword, through the service as the CLI would.
+func (st *portalStack) account(t *testing.T, name, email string, credits int64) (account.Account, account.Owner) {
+	t.Helper()
+	ctx := account.WithActor(context.Background(), "cli")
+	a, err := st.Accounts.CreateAccount(ctx, account.AccountParams{Name: name, Tier: account.Free, Credits: &credits})
+	must(t, err)
+	link, err := st.Accounts.Invite(ctx, a.ID, email)
+	must(t, err)
+	o, err := st.Accounts.SetPassword(ctx, link.Token, ownerPassword)
+	must(t, err)
+	return a, o
+}
+
+func (st *portalStack) credits(t *testing.T, id int64) int64 {
+	t.Helper()
+	a, err := st.Accounts.Account(context.Background(), id)
+	must(t, err)
+	return a.Credits
+}
+
+// query makes one location query with key, as an API client does, and
+// returns the status and the error code of the answer.
+func (st *portalStack) query(t *testing.T, key string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", st.pub.URL+"/api/ip-query", strings.NewReader(`{"ip":"8.8.8.8"}`))
+	must(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	var body struct {
+		Code string `json:"code"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(b, &body)
+	return resp.StatusCode, body.Code
+}
+
+// keyUsed waits until the store has counted want queries on key this
+// month (the meter charges in the background, a moment after the answer).
+func (st *portalStack) keyUsed(t *testing.T, accountID int64, keyID string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		views, err := st.Accounts.KeyViews(context.Background(), accountID)
+		must(t, err)
+		for _, v := range views {
+			if v.ID == keyID && v.Used == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key %s never counted %d queries: %+v", keyID, want, views)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// shown is true when the element exists and is rendered.
+func shown(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.checkVisibility(); })()`, sel)
+}
+
+func waitShown(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	waitFor(t, ctx, sel+" to show", shown(sel))
+}
+
+func isShown(t *testing.T, ctx context.Context, sel string) bool {
+	t.Helper()
+	return eval[bool](t, ctx, shown(sel))
+}
+
+func textOf(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return eval[string](t, ctx, fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? (e.value !== undefined && e.tagName !== 'BUTTON' ? e.value : e.textContent).trim() : ''; })()`, sel))
+}
+
+func click(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	must(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))))
+}
+
+// typeInto empties a field and types v into it, key by key.
+func typeInto(t *testing.T, ctx context.Context, sel, v string) {
+	t.Helper()
+	must(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).value = ''`, sel)),
+		chromedp.SendKeys(chromedp.CSS(sel), v)))
+}
+
+func navigate(t *testing.T, ctx context.Context, u string) {
+	t.Helper()
+	must(t, chromedp.Do(ctx, chromedp.Navigate(u)))
+}
+
+// problems are the CSP violations and script errors tab's watcher saw.
+func checkPageProblems(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if p := eval[[]string](t, ctx, `window.__problems || ['the watcher did not run']`); len(p) > 0 {
+		t.Errorf("the page had problems: %q", p)
+	}
+}
+
+// signInPortal opens the portal and signs in as an owner.
+func signInPortal(t *testing.T, ctx context.Context, st *portalStack, email string) {
+	t.Helper()
+	navigate(t, ctx, st.pub.URL+"/account")
+	waitShown(t, ctx, pSignin)
+	typeInto(t, ctx, pSigninEmail, email)
+	typeInto(t, ctx, pSigninPassword, ownerPassword)
+	click(t, ctx, pSigninSubmit)
+	waitShown(t, ctx, pOverview)
+}
+
+// signInConsole opens the console and signs in with the admin token.
+func signInConsole(t *testing.T, ctx context.Context, st *portalStack) {
+	t.Helper()
+	navigate(t, ctx, st.admin.URL+"/console")
+	waitShown(t, ctx, cSignin)
+	typeInto(t, ctx, cToken, adminToken)
+	click(t, ctx, cSigninSubmit)
+	waitShown(t, ctx, cAccounts)
+}
+
+// keyRow reads the keys table's row of a key: its cells by data-field.
+const keyRows = `[...document.querySelectorAll(%q)].map((tr) => Object.assign(
+	{ id: tr.dataset.key || '' },
+	Object.fromEntries([...tr.querySelectorAll('[data-field]')].map((td) => [td.dataset.field, td.textContent.trim()]))))`
+
+type keyRow map[string]string
+
+func keyRowsOf(t *testing.T, ctx context.Context) []keyRow {
+	t.Helper()
+	return eval[[]keyRow](t, ctx, fmt.Sprintf(keyRows, pKeyRows))
+}
+
+func findKeyRow(rows []keyRow, id string) keyRow {
+	for _, r := range rows {
+		if r["id"] == id {
+			return r
+		}
+	}
+	return nil
+}
+
+func TestPortalBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser tests are not short")
+	}
+	browser := startBrowser(t, 6*time.Minute)
+	art := artifactsDir(t)
+
+	t.Run("owner creates, uses and revokes a key", func(t *testing.T) {
+		st := newPortalStack(t, testNow)
+		a, _ := st.account(t, "acme", "owner@example.com", 100)
+		ctx := tab(t, browser, 90*time.Second)
+		signInPortal(t, ctx, st, "owner@example.com")
+
+		click(t, ctx, pNavKeys)
+		waitShown(t, ctx, pKeys)
+		typeInto(t, ctx, pKeyLabel, "laptop")
+		click(t, ctx, pKeyCreate)
+		waitShown(t, ctx, pKeySecret)
+		secret := textOf(t, ctx, pKeySecret)
+		if !strings.HasPrefix(secret, "ipa_") {
+			t.Fatalf("the new key's secret shows as %q", secret)
+		}
+		if !isShown(t, ctx, pKeyCopy) {
+			t.Error("no copy button beside the new secret")
+		}
+		views, err := st.Accounts.KeyViews(context.Background(), a.ID)
+		must(t, err)
+		if len(views) != 1 || views[0].Label != "laptop" {
+			t.Fatalf("the account's keys after creating one: %+v", views)
+		}
+		key := views[0].Key
+		if !strings.HasPrefix(secret, key.Prefix) {
+			t.Errorf("the secret %q is not the stored key %s", secret, key.Prefix)
+		}
+
+		// The key answers, and the portal counts the query on it.
+		if status, code := st.query(t, secret); status != http.StatusOK {
+			t.Fatalf("a query with the new key: %d %s", status, code)
+		}
+		st.keyUsed(t, a.ID, key.ID, 1)
+		navigate(t, ctx, st.pub.URL+"/account/keys")
+		waitFor(t, ctx, "the key's row", fmt.Sprintf(`document.querySelector(%q) !== null`, pKeyRows))
+		row := findKeyRow(keyRowsOf(t, ctx), key.ID)
+		if row == nil {
+			t.Fatalf("no row for key %s: %v", key.ID, keyRowsOf(t, ctx))
+		}
+		if row["used"] != "1" || row["label"] != "laptop" || row["last_used"] == "" || row["last_used"] == "—" {
+			t.Errorf("the key's row after one query: %v", row)
+		}
+		click(t, ctx, pNavOverview)
+		waitShown(t, ctx, pOverview)
+		if used := textOf(t, ctx, pUsed); !strings.Contains(used, "1") {
+			t.Errorf("the overview's usage this month %q does not count the query", used)
+		}
+
+		// Revoke, confirmed in a dialog; the key is refused from then on.
+		click(t, ctx, pNavKeys)
+		waitShown(t, ctx, pKeys)
+		click(t, ctx, fmt.Sprintf(`tr[data-key=%q] [data-action="revoke"]`, key.ID))
+		waitShown(t, ctx, pConfirm)
+		if stillLive, err := st.Accounts.Key(context.Background(), key.ID); err != nil || stillLive.Revoked() {
+			t.Fatalf("the key was revoked before the confirmation (%v)", err)
+		}
+		click(t, ctx, pConfirmYes)
+		waitFor(t, ctx, "the row to say revoked", fmt.Sprintf(`(() => { const r = document.querySelector('tr[data-key=%q]'); return !!r && r.dataset.revoked === 'true'; })()`, key.ID))
+		if status, code := st.query(t, secret); status != http.StatusUnauthorized {
+			t.Errorf("a query with the revoked key answered %d %s, want 401", status, code)
+		}
+		checkPageProblems(t, ctx)
+		screenshot(t, ctx, art, "portal-keys.png")
+	})
+
+	t.Run("operator invites, owner sets a password, credits appear", func(t *testing.T) {
+		st := newPortalStack(t, testNow)
+		console := tab(t, browser, 90*time.Second)
+		signInConsole(t, console, st)
+
+		typeInto(t, console, cNewName, "globex")
+		click(t, console, cNewCreate)
+		waitShown(t, console, cDetail)
+		list, err := st.Accounts.Accounts(context.Background())
+		must(t, err)
+		if len(list) != 1 || list[0].Name != "globex" {
+			t.Fatalf("the accounts after creating globex: %+v", list)
+		}
+		a := list[0]
+
+		typeInto(t, console, cInviteEmail, "ceo@globex.example")
+		click(t, console, cInviteSubmit)
+		waitFor(t, console, "the invitation link", fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && (e.value || e.textContent).includes('#token='); })()`, cInviteLink))
+		link := textOf(t, console, cInviteLink)
+		if want := st.pub.URL + "/account/password#token="; !strings.HasPrefix(link, want) {
+			t.Fatalf("the invitation link %q does not start with %q", link, want)
+		}
+		checkPageProblems(t, console)
+
+		// The owner opens the link in their own browser tab.
+		owner := tab(t, browser, 90*time.Second)
+		navigate(t, owner, link)
+		waitShown(t, owner, pPasswordForm)
+		typeInto(t, owner, pPasswordNew, ownerPassword)
+		click(t, owner, pPasswordSubmit)
+		waitShown(t, owner, pOverview)
+		before := textOf(t, owner, pBalance)
+
+		// The operator adds credits with a reason.
+		typeInto(t, console, cCreditAmount, "250")
+		typeInto(t, console, cCreditReason, "welcome bonus")
+		click(t, console, cCreditSubmit)
+		waitFor(t, console, "the credits to be added", fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.value === ''; })()`, cCreditAmount))
+		want := st.credits(t, a.ID)
+		if want != 250 {
+			t.Fatalf("the account has %d credits after adding 250 to a new account's 0", want)
+		}
+
+		// The owner sees them: the balance, and the ledger entry's reason.
+		navigate(t, owner, st.pub.URL+"/account")
+		waitShown(t, owner, pOverview)
+		if b := textOf(t, owner, pBalance); !strings.Contains(strings.ReplaceAll(b, ",", ""), fmt.Sprint(want)) || b == before {
+			t.Errorf("the portal's balance %q (before %q), want %d", b, before, want)
+		}
+		click(t, owner, pNavCredits)
+		waitShown(t, owner, pCredits)
+		waitFor(t, owner, "the ledger", fmt.Sprintf(`document.querySelector(%q) !== null`, pLedgerRows))
+		first := eval[string](t, owner, fmt.Sprintf(`document.querySelector(%q).textContent`, pLedgerRows))
+		if !strings.Contains(first, "welcome bonus") || !strings.Contains(first, "250") {
+			t.Errorf("the ledger's newest entry %q is not the operator's 250 credits", first)
+		}
+		checkPageProblems(t, owner)
+
+		// The change is in the audit log, made through the console's session.
+		entries, err := st.Accounts.AuditLog(context.Background(), a.ID, 0, 50)
+		must(t, err)
+		var credited bool
+		for _, e := range entries {
+			if strings.HasPrefix(e.Action, "credits") && strings.HasPrefix(e.Actor, "session:") {
+				credited = true
+			}
+		}
+		if !credited {
+			t.Errorf("no credits entry by a console session in the audit log: %+v", entries)
+		}
+	})
+
+	t.Run("cross-site form posts are refused", func(t *testing.T) {
+		st := newPortalStack(t, testNow)
+		a, _ := st.account(t, "acme", "owner@example.com", 100)
+		ctx := tab(t, browser, 90*time.Second)
+		signInPortal(t, ctx, st, "owner@example.com")
+		signInConsole(t, ctx, st)
+
+		// Another origin (same host, another port: same site, so the
+		// SameSite cookies go along and only the server's origin checks
+		// stand in the way) serves forms that post to both listeners. The
+		// text/plain bodies are JSON, the classic way round a JSON API's
+		// content type.
+		jsonField := func(js string) string {
+			// A text/plain form sends name=value: the name holds the JSON
+			// up to a string that swallows the "=".
+			i := strings.LastIndexByte(js, '}')
+			return fmt.Sprintf(`<input type="hidden" name='%s,"pad":"' value='"}'>`, js[:i])
+		}
+		forms := []struct{ name, action, body string }{
+			{"create-key", st.pub.URL + "/account/api/keys", jsonField(`{"label":"evil"}`)},
+			{"signout-everywhere", st.pub.URL + "/account/api/signout-everywhere", ""},
+			{"create-account", st.admin.URL + "/admin/accounts", jsonField(`{"name":"evil","tier":"free"}`)},
+			{"add-credits", fmt.Sprintf("%s/admin/accounts/%d/credits", st.admin.URL, a.ID), jsonField(`{"amount":1000000,"reason":"evil"}`)},
+		}
+		var page strings.Builder
+		page.WriteString("<!doctype html><title>elsewhere</title>")
+		for _, f := range forms {
+			fmt.Fprintf(&page, `<form id=%q method="post" enctype="text/plain" action=%q>%s<button id="go-%s">go</button></form>`, f.name, f.action, f.body, f.name)
+		}
+		evil := listen(t, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, page.String())
+		}))
+
+		keysBefore, err := st.Accounts.KeyViews(context.Background(), a.ID)
+		must(t, err)
+		creditsBefore := st.credits(t, a.ID)
+		accountsBefore, err := st.Accounts.Accounts(context.Background())
+		must(t, err)
+		for _, f := range forms {
+			navigate(t, ctx, evil.URL+"/")
+			click(t, ctx, "#go-"+f.name)
+			target, _ := url.Parse(f.action)
+			waitFor(t, ctx, "the post's answer", fmt.Sprintf(`location.host === %q && document.body !== null && document.body.innerText.includes('"code"')`, target.Host))
+			var answer struct {
+				Code string `json:"code"`
+			}
+			body := eval[string](t, ctx, `document.body.innerText`)
+			if err := json.Unmarshal([]byte(body), &answer); err != nil || answer.Code != "Forbidden" {
+				t.Errorf("%s from another origin answered %q, want the Forbidden error", f.name, body)
+			}
+		}
+
+		keysAfter, err := st.Accounts.KeyViews(context.Background(), a.ID)
+		must(t, err)
+		creditsAfter := st.credits(t, a.ID)
+		accountsAfter, err := st.Accounts.Accounts(context.Background())
+		must(t, err)
+		if len(keysAfter) != len(keysBefore) {
+			t.Errorf("the account had %d keys, now %d", len(keysBefore), len(keysAfter))
+		}
+		if creditsAfter != creditsBefore {
+			t.Errorf("the account had %d credits, now %d", creditsBefore, creditsAfter)
+		}
+		if len(accountsAfter) != len(accountsBefore) {
+			t.Errorf("there were %d accounts, now %d", len(accountsBefore), len(accountsAfter))
+		}
+		// Both sessions live on: the owner's portal and the console still
+		// open signed in.
+		navigate(t, ctx, st.pub.URL+"/account")
+		waitShown(t, ctx, pOverview)
+		navigate(t, ctx, st.admin.URL+"/console")
+		waitShown(t, ctx, cAccounts)
+	})
+
+	t.Run("expired sessions are sent to sign-in", func(t *testing.T) {
+		st := newPortalStack(t, testNow)
+		st.account(t, "acme", "owner@example.com", 100)
+		ctx := tab(t, browser, 120*time.Second)
+
+		// Idle: 12 h without a request. The page notices at its next
+		// request, without a reload.
+		signInPortal(t, ctx, st, "owner@example.com")
+		st.clock.Advance(12*time.Hour + time.Minute)
+		click(t, ctx, pNavKeys)
+		waitShown(t, ctx, pSignin)
+		if isShown(t, ctx, pApp) {
+			t.Error("the signed-in part still shows beside the sign-in form")
+		}
+
+		// Absolute: 7 days, however active. A request every 11 h keeps the
+		// session from idling out until then.
+		signInPortal(t, ctx, st, "owner@example.com")
+		start := st.clock.Now()
+		for st.clock.Now().Sub(start) < 7*24*time.Hour-11*time.Hour {
+			st.clock.Advance(11 * time.Hour)
+			navigate(t, ctx, st.pub.URL+"/account")
+			waitFor(t, ctx, "the portal or the sign-in form", shown(pOverview)+" || "+shown(pSignin))
+			if !isShown(t, ctx, pOverview) {
+				t.Fatalf("signed out after %s of activity, before the 7 days", st.clock.Now().Sub(start))
+			}
+		}
+		st.clock.Advance(11 * time.Hour)
+		navigate(t, ctx, st.pub.URL+"/account")
+		waitShown(t, ctx, pSignin)
+
+		// The console's session idles out after 30 minutes.
+		signInConsole(t, ctx, st)
+		st.clock.Advance(31 * time.Minute)
+		navigate(t, ctx, st.admin.URL+"/console")
+		waitShown(t, ctx, cSignin)
+		if isShown(t, ctx, cApp) {
+			t.Error("the console still shows beside its sign-in form")
+		}
+		checkPageProblems(t, ctx)
+	})
+
+	t.Run("screenshots", func(t *testing.T) {
+		// Ninety days of usage on two keys, charged through the meter on
+		// the days they fall on, for the chart.
+		start := testNow.AddDate(0, 0, -89)
+		st := newPortalStack(t, start)
+		a, _ := st.account(t, "acme", "owner@example.com", 5000)
+		ctx := account.WithActor(context.Background(), "cli")
+		k1, err := st.Accounts.CreateLabeledKey(ctx, a.ID, "production")
+		must(t, err)
+		k2, err := st.Accounts.CreateLabeledKey(ctx, a.ID, "staging")
+		must(t, err)
+		for d := 0; d < 90; d++ {
+			if n := int64(20 + (d*37)%60 + d/3); n > 0 {
+				_, err := st.Meter.ChargeN(context.Background(), k1.Key, n)
+				must(t, err)
+			}
+			if d%3 != 0 {
+				_, err := st.Meter.ChargeN(context.Background(), k2.Key, int64(5+(d*13)%17))
+				must(t, err)
+			}
+			if d < 89 {
+				st.clock.Advance(24 * time.Hour)
+			}
+		}
+		tb := tab(t, browser, 90*time.Second)
+		must(t, chromedp.Do(tb, chromedp.EmulateViewport(1280, 900)))
+		setDark(t, tb, false)
+		signInPortal(t, tb, st, "owner@example.com")
+		click(t, tb, pNavUsage)
+		waitShown(t, tb, pUsageChart)
+		if n := eval[int](t, tb, fmt.Sprintf(`document.querySelectorAll('%s rect, %s path, %s polyline').length`, pUsageChart, pUsageChart, pUsageChart)); n == 0 {
+			t.Error("the usage chart draws nothing")
+		}
+		checkPageProblems(t, tb)
+		updateDoc(t, "portal.png", screenshot(t, tb, art, "portal-usage-light.png"))
+		setDark(t, tb, true)
+		screenshot(t, tb, art, "portal-usage-dark.png")
+
+		setDark(t, tb, false)
+		signInConsole(t, tb, st)
+		waitFor(t, tb, "the accounts list", fmt.Sprintf(`document.querySelector(%q) !== null`, cAccountRows))
+		checkPageProblems(t, tb)
+		updateDoc(t, "console.png", screenshot(t, tb, art, "console-accounts-light.png"))
+		setDark(t, tb, true)
+		screenshot(t, tb, art, "console-accounts-dark.png")
+	})
+}
+
+// axeScript is axe-core's browser build, from web/node_modules (npm ci in
+// web/ installs it, a devDependency: the bundle does not hold it).
+func axeScript(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "web", "node_modules", "axe-core", "axe.min.js")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Skipf("the accessibility checks need axe-core at %s; run `npm ci` in web/ (CI does): %v", p, err)
+	}
+	return string(b)
+}
+
+// runAxe checks the document as it stands against WCAG 2 A and AA with
+// axe-core, and fails the test with every violation found.
+func runAxe(t *testing.T, ctx context.Context, axe, what string) {
+	t.Helper()
+	if !eval[bool](t, ctx, `typeof window.axe === 'object'`) {
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](axe))
+		must(t, err)
+	}
+	violations := run(t, ctx, chromedp.Evaluate[[]string](`axe.run(document, {
+		runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] },
+		resultTypes: ['violations'],
+	}).then((r) => r.violations.flatMap((v) => v.nodes.map((n) =>
+		v.id + ' (' + v.impact + '): ' + v.help + ' at ' + n.target.join(' ') + ': ' + (n.failureSummary || '').replace(/\s+/g, ' '))))`,
+		chromedp.EvalAwaitPromise))
+	for _, v := range violations {
+		t.Errorf("%s: %s", what, v)
+	}
+}
+
+// setLang picks the UI language with the page's switch, as a person does.
+func setLang(t *testing.T, ctx context.Context, lang string) {
+	t.Helper()
+	if eval[string](t, ctx, `document.documentElement.lang`) == lang {
+		return
+	}
+	click(t, ctx, pLang)
+	waitFor(t, ctx, "the page to be in "+lang, fmt.Sprintf(`document.documentElement.lang === %q`, lang))
+}
+
+func TestPortalAccessibility(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser tests are not short")
+	}
+	browser := startBrowser(t, 6*time.Minute)
+	axe := axeScript(t)
+	st := newPortalStack(t, testNow)
+	a, _ := st.account(t, "acme", "owner@example.com", 100)
+	_, err := st.Accounts.CreateLabeledKey(account.WithActor(context.Background(), "cli"), a.ID, "production")
+	must(t, err)
+
+	// Every page, in every state a person sees, in both themes and both
+	// languages.
+	pages := []struct {
+		name string
+		open func(t *testing.T, ctx context.Context)
+	}{
+		{"main page", func(t *testing.T, ctx context.Context) {
+			navigate(t, ctx, st.pub.URL+"/")
+			waitFor(t, ctx, "the page to settle", settled)
+		}},
+		{"portal sign-in", func(t *testing.T, ctx context.Context) {
+			navigate(t, ctx, st.pub.URL+"/account")
+			waitShown(t, ctx, pSignin)
+		}},
+		{"portal overview", func(t *testing.T, ctx context.Context) {
+			signInPortal(t, ctx, st, "owner@example.com")
+		}},
+		{"portal keys", func(t *testing.T, ctx context.Context) {
+			click(t, ctx, pNavKeys)
+			waitShown(t, ctx, pKeys)
+		}},
+		{"portal usage", func(t *testing.T, ctx context.Context) {
+			click(t, ctx, pNavUsage)
+			waitShown(t, ctx, pUsageChart)
+		}},
+		{"portal credits", func(t *testing.T, ctx context.Context) {
+			click(t, ctx, pNavCredits)
+			waitShown(t, ctx, pCredits)
+		}},
+		{"console sign-in", func(t *testing.T, ctx context.Context) {
+			navigate(t, ctx, st.admin.URL+"/console")
+			waitShown(t, ctx, cSignin)
+		}},
+		{"console accounts", func(t *testing.T, ctx context.Context) {
+			signInConsole(t, ctx, st)
+			waitFor(t, ctx, "the accounts list", fmt.Sprintf(`document.querySelector(%q) !== null`, cAccountRows))
+		}},
+	}
+	for _, lang := range []string{"en", "zh"} {
+		t.Run(lang, func(t *testing.T) {
+			ctx := tab(t, browser, 3*time.Minute)
+			for _, p := range pages {
+				p.open(t, ctx)
+				setLang(t, ctx, lang)
+				for _, dark := range []bool{false, true} {
+					setDark(t, ctx, dark)
+					theme := map[bool]string{false: "light", true: "dark"}[dark]
+					runAxe(t, ctx, axe, fmt.Sprintf("%s (%s, %s)", p.name, lang, theme))
+				}
+				setDark(t, ctx, false)
+			}
+			checkPageProblems(t, ctx)
+		})
+	}
+
+	// The keyboard: from the top of each sign-in page, Tab reaches the
+	// fields and then the button, in that order, each with a visible focus.
+	for _, c := range []struct {
+		name, url string
+		order     []string
+	}{
+		{"portal", st.pub.URL + "/account", []string{pSigninEmail, pSigninPassword, pSigninSubmit}},
+		{"console", st.admin.URL + "/console", []string{cToken, cSigninSubmit}},
+	} {
+		t.Run("keyboard "+c.name, func(t *testing.T) {
+			ctx := tab(t, browser, time.Minute)
+			// A fresh tab has no session: the sign-in form shows.
+			must(t, chromedp.Do(ctx, chromedp.Navigate(c.url)))
+			waitShown(t, ctx, c.order[0])
+			next := 0
+			for i := 0; i < 20 && next < len(c.order); i++ {
+				must(t, chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)))
+				if eval[bool](t, ctx, fmt.Sprintf(`document.activeElement === document.querySelector(%q)`, c.order[next])) {
+					if o := eval[string](t, ctx, `getComputedStyle(document.activeElement).outlineStyle`); o == "none" {
+						t.Errorf("%s has focus without a visible outline", c.order[next])
+					}
+					next++
+				} else if next > 0 {
+					got := eval[string](t, ctx, `document.activeElement.id || document.activeElement.tagName`)
+					t.Fatalf("after %s, Tab went to %s, want %s", c.order[next-1], got, c.order[next])
+				}
+			}
+			if next < len(c.order) {
+				t.Errorf("20 Tabs reached only %v of %v", c.order[:next], c.order)
+			}
+		})
+	}
+}
