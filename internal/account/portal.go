@@ -155,6 +155,10 @@ type PortalStore interface {
 
 	// CreateOwnerToken stores a one-time token.
 	CreateOwnerToken(ctx context.Context, t OwnerToken) error
+	// OwnerToken returns a token by its hash, used and expired ones
+	// included: the caller judges them. It lets a new password be checked
+	// against its owner's email before the token is spent.
+	OwnerToken(ctx context.Context, hash []byte) (OwnerToken, error)
 	// UseOwnerToken redeems a token in one transaction: it must exist, be
 	// unused and expire after at; it is marked used, the owner's password
 	// hash is set, the failures and lock cleared, and every session of the

@@ -43,6 +43,13 @@ type Service struct {
 	// KeyCacheSize bounds the number of cached keys (DefaultKeyCacheSize
 	// when zero).
 	KeyCacheSize int
+	// OwnerSessions and OperatorSessions bound portal and console
+	// sessions; a zero field takes DefaultOwnerSessions' or
+	// DefaultOperatorSessions'.
+	OwnerSessions, OperatorSessions SessionPolicy
+	// AuditFailed, when set, is told of an audit entry that could not be
+	// written after its change was made (see audit); the server logs it.
+	AuditFailed func(e AuditEntry, err error)
 
 	init   sync.Once
 	cache  *expirable.LRU[string, cachedKey] // nil when caching is off
@@ -193,7 +200,7 @@ func unavailable(op string, err error) error {
 // admin API answers 503 rather than 500 and the CLI says the store is
 // unreachable.
 func storeErr(op string, err error) error {
-	for _, known := range []error{ErrNotFound, ErrInvalid, ErrInsufficient, ErrRevoked, ErrUnavailable} {
+	for _, known := range []error{ErrNotFound, ErrInvalid, ErrInsufficient, ErrRevoked, ErrConflict, ErrUnavailable} {
 		if errors.Is(err, known) {
 			return fmt.Errorf("%s: %w", op, err)
 		}
@@ -269,7 +276,9 @@ func (s *Service) CreateAccount(ctx context.Context, p AccountParams) (Account, 
 	if err != nil {
 		return Account{}, storeErr("create account", err)
 	}
-	return withLimit(a), nil
+	a = withLimit(a)
+	s.audit(ctx, "account.create", a.ID, "", map[string]any{"name": a.Name, "tier": a.Tier, "monthly_limit": a.MonthlyLimit, "credits": a.Credits})
+	return a, nil
 }
 
 // Account returns an account with its current balance.
@@ -309,23 +318,40 @@ func (s *Service) SetTier(ctx context.Context, id int64, tier Tier, monthlyLimit
 	if err != nil {
 		return Account{}, storeErr(fmt.Sprintf("account %d", id), err)
 	}
+	s.purgeKeys()
+	a = withLimit(a)
+	s.audit(ctx, "account.tier", a.ID, "", map[string]any{"tier": a.Tier, "monthly_limit": a.MonthlyLimit})
+	return a, nil
+}
+
+// purgeKeys empties the key cache after an account's tier changed.
+// Cached accounts of this account's keys show the old tier; the charge is
+// exact anyway, this only keeps what Authenticate reports current in this
+// process.
+func (s *Service) purgeKeys() {
 	s.setup()
 	if s.cache != nil {
-		// Cached accounts of this account's keys show the old tier; the
-		// charge is exact anyway, this only keeps what Authenticate
-		// reports current in this process.
 		s.cache.Purge()
 	}
-	return withLimit(a), nil
 }
 
 // CreateKey makes a new key for an account. The secret is in the result
 // and nowhere else: it cannot be shown again.
 func (s *Service) CreateKey(ctx context.Context, accountID int64) (NewKey, error) {
+	return s.createKey(ctx, accountID, "")
+}
+
+func (s *Service) createKey(ctx context.Context, accountID int64, label string) (NewKey, error) {
 	nk := GenerateKey(accountID, s.now())
+	nk.Label = label
 	if err := s.Store.CreateKey(ctx, nk.Key); err != nil {
 		return NewKey{}, storeErr(fmt.Sprintf("account %d: create key", accountID), err)
 	}
+	var detail any
+	if label != "" {
+		detail = map[string]any{"label": label}
+	}
+	s.audit(ctx, "key.create", accountID, nk.ID, detail)
 	return nk, nil
 }
 
@@ -355,6 +381,7 @@ func (s *Service) RevokeKey(ctx context.Context, id string) (Key, error) {
 	if err != nil {
 		return Key{}, storeErr("key "+id, err)
 	}
+	s.audit(ctx, "key.revoke", k.AccountID, k.ID, nil)
 	return k, nil
 }
 
@@ -369,6 +396,7 @@ func (s *Service) RotateKey(ctx context.Context, id string) (NewKey, error) {
 		return NewKey{}, storeErr("key "+id, err)
 	}
 	k.Prefix = KeyPrefix(k.ID)
+	s.audit(ctx, "key.rotate", k.AccountID, k.ID, nil)
 	return NewKey{Key: k, Secret: nk.Secret}, nil
 }
 
@@ -391,6 +419,7 @@ func (s *Service) AddCredits(ctx context.Context, accountID, amount int64, reaso
 	if err != nil {
 		return LedgerEntry{}, storeErr(fmt.Sprintf("account %d", accountID), err)
 	}
+	s.audit(ctx, "credits.add", accountID, "", map[string]any{"amount": amount, "reason": reason, "balance": e.Balance, "ledger_id": e.ID})
 	return e, nil
 }
 

@@ -53,6 +53,14 @@ func Run(t *testing.T, open func(t *testing.T) account.Store) {
 		{"MeterCloseFlushes", testMeterCloseFlushes},
 		{"MeterStoreDown", testMeterStoreDown},
 		{"ServiceAuthenticate", testServiceAuthenticate},
+		{"Owners", testOwners},
+		{"Signins", testSignins},
+		{"OwnerTokens", testOwnerTokens},
+		{"OwnerTokenRace", testOwnerTokenRace},
+		{"Sessions", testSessions},
+		{"TierRequests", testTierRequests},
+		{"TierRequestRace", testTierRequestRace},
+		{"Audit", testAudit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
