@@ -85,7 +85,7 @@ const (
 const (
 	adminToken = "browser-test-admin-token-0123456789"
 	// A password the length rules and the blocklist accept.
-	ownerPassword = "correct horse battery staple"
+	ownerPassword = "sixteen quiet harbours under a pale atlas"
 )
 
 // clock is the accounts' and the server's clock, moved by the test.
