@@ -31,55 +31,55 @@ import (
 	"github.com/ipatlas/ipatlas/internal/servertest"
 )
 
-// The pages' hooks these tests drive: ids and data-test attributes that
-// the portal's and the console's scripts list at their top.
+// The pages' hooks these tests drive: the ids and data-test attributes
+// listed at the top of web/src/account.js and web/src/console.js.
 const (
 	// The portal.
-	pSignin         = "#signin-form"
+	pSignin         = "#signin"
 	pSigninEmail    = "#signin-email"
 	pSigninPassword = "#signin-password"
 	pSigninSubmit   = "#signin-submit"
-	pPasswordForm   = "#password-form"
-	pPasswordNew    = "#password-new"
-	pPasswordSubmit = "#password-submit"
-	pApp            = "#portal"        // the signed-in part
-	pNavOverview    = "#nav-overview"  // links to the sections
-	pNavKeys        = "#nav-keys"      //
-	pNavUsage       = "#nav-usage"     //
-	pNavCredits     = "#nav-credits"   //
-	pOverview       = "#overview"      // the sections
-	pKeys           = "#keys"          //
-	pUsage          = "#usage"         //
-	pCredits        = "#credits"       //
-	pUsed           = "#overview-used" // this month's queries, all keys
-	pBalance        = "#overview-credits"
-	pKeyLabel       = "#key-label"  // the new key's label
-	pKeyCreate      = "#key-create" //
+	pPasswordForm   = "#setpw"
+	pPasswordNew    = "#setpw-password"
+	pPasswordAgain  = "#setpw-confirm"
+	pPasswordSubmit = "#setpw-submit"
+	pApp            = "#app" // the signed-in part
+	pNavOverview    = "#tab-overview"
+	pNavKeys        = "#tab-keys"
+	pNavUsage       = "#tab-usage"
+	pNavCredits     = "#tab-credits"
+	pOverview       = "[data-view=overview]"
+	pKeys           = "[data-view=keys]"
+	pCredits        = "[data-view=credits]"
+	pUsed           = "#ov-used" // this month's queries, all keys
+	pBalance        = "#ov-credits"
+	pKeyLabel       = "#key-label"
+	pKeyCreate      = "#key-create-submit"
 	pKeySecret      = "#key-secret" // the secret, shown once
-	pKeyCopy        = "#key-copy"   //
-	pKeyRows        = "#keys-table tbody tr"
-	pConfirm        = "#confirm-dialog" // the confirmation of a revoke
-	pConfirmYes     = "#confirm-yes"    //
-	pUsageChart     = "#usage-chart"    // the SVG chart
-	pLedgerRows     = "#ledger tbody tr"
-	pLang           = "#lang-switch" // EN / 中文
+	pKeyCopy        = "#key-secret-copy"
+	pKeyRows        = "#keys-table tbody tr[data-key-id]"
+	pConfirm        = "#confirm-dialog"
+	pConfirmYes     = "#confirm-yes"
+	pUsageChart     = "#usage-chart"
+	pLedgerRows     = "#credits-table tbody tr[data-entry-id]"
 
 	// The console.
 	cSignin       = "#token-form"
-	cToken        = "#token"
+	cToken        = "#token-input"
 	cSigninSubmit = "#token-submit"
-	cApp          = "#console"
-	cAccounts     = "#accounts"
-	cAccountRows  = "#accounts-table tbody tr"
-	cNewName      = "#new-account-name"
-	cNewCreate    = "#new-account-create"
-	cDetail       = "#account-detail"
-	cInviteEmail  = "#invite-email"
-	cInviteSubmit = "#invite-submit"
-	cInviteLink   = "#invite-link"
-	cCreditAmount = "#credits-amount"
-	cCreditReason = "#credits-reason"
-	cCreditSubmit = "#credits-submit"
+	cApp          = "#console-app"
+	cAccounts     = "[data-view=accounts]"
+	cAccountRows  = "#accounts-table tbody tr[data-account-id]"
+	cNewName      = "#acc-name"
+	cNewCreate    = "#acc-create-submit"
+	cDetail       = "[data-view=account]"
+	cInviteEmail  = "#d-invite-email"
+	cInviteSubmit = "#d-invite-submit"
+	cInviteLink   = "#link-url"
+	cCreditForm   = "#d-credits-form"
+	cCreditAmount = "#d-amount"
+	cCreditReason = "#d-reason"
+	cCreditSubmit = "#d-credits-submit"
 )
 
 const (
@@ -267,10 +267,15 @@ func signInConsole(t *testing.T, ctx context.Context, st *portalStack) {
 	waitShown(t, ctx, cAccounts)
 }
 
-// keyRow reads the keys table's row of a key: its cells by data-field.
-const keyRows = `[...document.querySelectorAll(%q)].map((tr) => Object.assign(
-	{ id: tr.dataset.key || '' },
-	Object.fromEntries([...tr.querySelectorAll('[data-field]')].map((td) => [td.dataset.field, td.textContent.trim()]))))`
+// keyRows reads the keys table: each row's key ID, state, label, last
+// use and this month's queries.
+const keyRows = `[...document.querySelectorAll(%q)].map((tr) => ({
+	id: tr.dataset.keyId,
+	state: tr.dataset.state,
+	label: tr.querySelector('[data-test=label]').textContent.trim(),
+	last_used: tr.cells[3].textContent.trim(),
+	used: tr.querySelector('[data-test=used]').textContent.trim(),
+}))`
 
 type keyRow map[string]string
 
@@ -286,6 +291,18 @@ func findKeyRow(rows []keyRow, id string) keyRow {
 		}
 	}
 	return nil
+}
+
+// submitted is the count of a form's settled requests (its data-done).
+func submitted(t *testing.T, ctx context.Context, form string) int {
+	t.Helper()
+	return eval[int](t, ctx, fmt.Sprintf(`Number(document.querySelector(%q).dataset.done || 0)`, form))
+}
+
+// waitSubmitted waits until a form has settled more requests than n.
+func waitSubmitted(t *testing.T, ctx context.Context, form string, n int) {
+	t.Helper()
+	waitFor(t, ctx, form+" to settle", fmt.Sprintf(`Number(document.querySelector(%q).dataset.done || 0) > %d`, form, n))
 }
 
 func TestPortalBrowser(t *testing.T) {
@@ -334,25 +351,28 @@ func TestPortalBrowser(t *testing.T) {
 		if row == nil {
 			t.Fatalf("no row for key %s: %v", key.ID, keyRowsOf(t, ctx))
 		}
-		if row["used"] != "1" || row["label"] != "laptop" || row["last_used"] == "" || row["last_used"] == "—" {
+		if row["used"] != "1" || row["label"] != "laptop" || row["state"] != "live" || row["last_used"] == "" || row["last_used"] == "never" {
 			t.Errorf("the key's row after one query: %v", row)
 		}
 		click(t, ctx, pNavOverview)
 		waitShown(t, ctx, pOverview)
-		if used := textOf(t, ctx, pUsed); !strings.Contains(used, "1") {
-			t.Errorf("the overview's usage this month %q does not count the query", used)
+		if used := textOf(t, ctx, pUsed); used != "1 in 2026-11" {
+			t.Errorf("the overview's usage this month is %q, want 1 in 2026-11", used)
+		}
+		if used := textOf(t, ctx, fmt.Sprintf(`#ov-keys tr[data-key-id=%q] [data-test=used]`, key.ID)); used != "1" {
+			t.Errorf("the overview's row of the key says %q queries this month, want 1", used)
 		}
 
 		// Revoke, confirmed in a dialog; the key is refused from then on.
 		click(t, ctx, pNavKeys)
 		waitShown(t, ctx, pKeys)
-		click(t, ctx, fmt.Sprintf(`tr[data-key=%q] [data-action="revoke"]`, key.ID))
+		click(t, ctx, fmt.Sprintf(`tr[data-key-id=%q] [data-test=key-revoke]`, key.ID))
 		waitShown(t, ctx, pConfirm)
 		if stillLive, err := st.Accounts.Key(context.Background(), key.ID); err != nil || stillLive.Revoked() {
 			t.Fatalf("the key was revoked before the confirmation (%v)", err)
 		}
 		click(t, ctx, pConfirmYes)
-		waitFor(t, ctx, "the row to say revoked", fmt.Sprintf(`(() => { const r = document.querySelector('tr[data-key=%q]'); return !!r && r.dataset.revoked === 'true'; })()`, key.ID))
+		waitFor(t, ctx, "the row to say revoked", fmt.Sprintf(`document.querySelector('tr[data-key-id=%q][data-state=revoked]') !== null`, key.ID))
 		if status, code := st.query(t, secret); status != http.StatusUnauthorized {
 			t.Errorf("a query with the revoked key answered %d %s, want 401", status, code)
 		}
@@ -389,18 +409,21 @@ func TestPortalBrowser(t *testing.T) {
 		navigate(t, owner, link)
 		waitShown(t, owner, pPasswordForm)
 		typeInto(t, owner, pPasswordNew, ownerPassword)
+		typeInto(t, owner, pPasswordAgain, ownerPassword)
 		click(t, owner, pPasswordSubmit)
 		waitShown(t, owner, pOverview)
 		before := textOf(t, owner, pBalance)
+		initial := st.credits(t, a.ID)
 
 		// The operator adds credits with a reason.
 		typeInto(t, console, cCreditAmount, "250")
 		typeInto(t, console, cCreditReason, "welcome bonus")
+		done := submitted(t, console, cCreditForm)
 		click(t, console, cCreditSubmit)
-		waitFor(t, console, "the credits to be added", fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.value === ''; })()`, cCreditAmount))
+		waitSubmitted(t, console, cCreditForm, done)
 		want := st.credits(t, a.ID)
-		if want != 250 {
-			t.Fatalf("the account has %d credits after adding 250 to a new account's 0", want)
+		if want != initial+250 {
+			t.Fatalf("the account has %d credits after adding 250 to %d", want, initial)
 		}
 
 		// The owner sees them: the balance, and the ledger entry's reason.
@@ -634,7 +657,7 @@ func setLang(t *testing.T, ctx context.Context, lang string) {
 	if eval[string](t, ctx, `document.documentElement.lang`) == lang {
 		return
 	}
-	click(t, ctx, pLang)
+	click(t, ctx, "#lang-"+lang)
 	waitFor(t, ctx, "the page to be in "+lang, fmt.Sprintf(`document.documentElement.lang === %q`, lang))
 }
 
