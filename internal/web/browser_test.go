@@ -250,9 +250,11 @@ func startBrowser(t *testing.T, limit time.Duration) context.Context {
 
 // tab opens a tab with a time limit, which watches the page for CSP
 // violations and script errors from the first byte of every document.
-func tab(t *testing.T, browser context.Context, limit time.Duration) context.Context {
+// opts may give it a browser context of its own
+// (chromedp.WithNewBrowserContext): its own cookies and storage.
+func tab(t *testing.T, browser context.Context, limit time.Duration, opts ...chromedp.ContextOption) context.Context {
 	t.Helper()
-	tabCtx, cancelTab := chromedp.NewContext(browser)
+	tabCtx, cancelTab := chromedp.NewContext(browser, opts...)
 	t.Cleanup(cancelTab)
 	ctx, cancel := context.WithTimeout(tabCtx, limit)
 	t.Cleanup(cancel)

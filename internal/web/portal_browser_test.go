@@ -200,6 +200,13 @@ func (st *portalStack) keyUsed(t *testing.T, accountID int64, keyID string, want
 	}
 }
 
+// person is a tab in a browser context of its own: one person's browser,
+// with its own cookies and storage.
+func person(t *testing.T, browser context.Context, limit time.Duration) context.Context {
+	t.Helper()
+	return tab(t, browser, limit, chromedp.WithNewBrowserContext())
+}
+
 // shown is true when the element exists and is rendered.
 func shown(sel string) string {
 	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.checkVisibility(); })()`, sel)
@@ -315,7 +322,7 @@ func TestPortalBrowser(t *testing.T) {
 	t.Run("owner creates, uses and revokes a key", func(t *testing.T) {
 		st := newPortalStack(t, testNow)
 		a, _ := st.account(t, "acme", "owner@example.com", 100)
-		ctx := tab(t, browser, 90*time.Second)
+		ctx := person(t, browser, 90*time.Second)
 		signInPortal(t, ctx, st, "owner@example.com")
 
 		click(t, ctx, pNavKeys)
@@ -382,7 +389,7 @@ func TestPortalBrowser(t *testing.T) {
 
 	t.Run("operator invites, owner sets a password, credits appear", func(t *testing.T) {
 		st := newPortalStack(t, testNow)
-		console := tab(t, browser, 90*time.Second)
+		console := person(t, browser, 90*time.Second)
 		signInConsole(t, console, st)
 
 		typeInto(t, console, cNewName, "globex")
@@ -405,7 +412,7 @@ func TestPortalBrowser(t *testing.T) {
 		checkPageProblems(t, console)
 
 		// The owner opens the link in their own browser tab.
-		owner := tab(t, browser, 90*time.Second)
+		owner := person(t, browser, 90*time.Second)
 		navigate(t, owner, link)
 		waitShown(t, owner, pPasswordForm)
 		typeInto(t, owner, pPasswordNew, ownerPassword)
@@ -458,7 +465,7 @@ func TestPortalBrowser(t *testing.T) {
 	t.Run("cross-site form posts are refused", func(t *testing.T) {
 		st := newPortalStack(t, testNow)
 		a, _ := st.account(t, "acme", "owner@example.com", 100)
-		ctx := tab(t, browser, 90*time.Second)
+		ctx := person(t, browser, 90*time.Second)
 		signInPortal(t, ctx, st, "owner@example.com")
 		signInConsole(t, ctx, st)
 
@@ -533,7 +540,7 @@ func TestPortalBrowser(t *testing.T) {
 	t.Run("expired sessions are sent to sign-in", func(t *testing.T) {
 		st := newPortalStack(t, testNow)
 		st.account(t, "acme", "owner@example.com", 100)
-		ctx := tab(t, browser, 120*time.Second)
+		ctx := person(t, browser, 120*time.Second)
 
 		// Idle: 12 h without a request. The page notices at its next
 		// request, without a reload.
@@ -596,7 +603,7 @@ func TestPortalBrowser(t *testing.T) {
 				st.clock.Advance(24 * time.Hour)
 			}
 		}
-		tb := tab(t, browser, 90*time.Second)
+		tb := person(t, browser, 90*time.Second)
 		must(t, chromedp.Do(tb, chromedp.EmulateViewport(1280, 900)))
 		setDark(t, tb, false)
 		signInPortal(t, tb, st, "owner@example.com")
@@ -712,7 +719,7 @@ func TestPortalAccessibility(t *testing.T) {
 	}
 	for _, lang := range []string{"en", "zh"} {
 		t.Run(lang, func(t *testing.T) {
-			ctx := tab(t, browser, 3*time.Minute)
+			ctx := person(t, browser, 3*time.Minute)
 			for _, p := range pages {
 				p.open(t, ctx)
 				setLang(t, ctx, lang)
@@ -737,8 +744,8 @@ func TestPortalAccessibility(t *testing.T) {
 		{"console", st.admin.URL + "/console", []string{cToken, cSigninSubmit}},
 	} {
 		t.Run("keyboard "+c.name, func(t *testing.T) {
-			ctx := tab(t, browser, time.Minute)
-			// A fresh tab has no session: the sign-in form shows.
+			ctx := person(t, browser, time.Minute)
+			// A new person has no session: the sign-in form shows.
 			must(t, chromedp.Do(ctx, chromedp.Navigate(c.url)))
 			waitShown(t, ctx, c.order[0])
 			next := 0
