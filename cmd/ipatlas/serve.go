@@ -154,6 +154,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		Now:             time.Now,
 
 		PageIPv4URL:       cfg.PageIPv4URL,
+		PublicURL:         cfg.PublicURL,
 		PageIPv6URL:       cfg.PageIPv6URL,
 		KeyRate:           cfg.KeyRate,
 		KeyBurst:          cfg.KeyBurst,

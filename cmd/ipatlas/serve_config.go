@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -73,6 +74,7 @@ type serveConfig struct {
 	LimitTableSize    int
 
 	PageIPv4URL, PageIPv6URL string // where the web page asks for each family; "" is /ipv4, /ipv6
+	PublicURL                string // the public listener as browsers reach it; "": links are bare paths
 
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
@@ -256,6 +258,15 @@ var serveSettings = []setting{
 		apply: pageURLSetting(func(c *serveConfig) *string { return &c.PageIPv4URL })},
 	{name: "page-ipv6-url", arg: "URL", usage: "where the web page at GET / asks for the visitor's IPv6 address: a path on this origin or the http(s) URL of a host with only an AAAA record (default /ipv6)",
 		apply: pageURLSetting(func(c *serveConfig) *string { return &c.PageIPv6URL })},
+	{name: "public-url", arg: "URL", usage: "the public listener's address as browsers reach it (https://ip.example.com): the base of the invitation and password-reset links the admin API makes, and an origin the portal accepts (default: links are bare paths, /account/password#token=...)",
+		apply: func(c *serveConfig, v []string) error {
+			u, err := url.Parse(v[0])
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+				return errors.New("want an http or https URL without a path, e.g. https://ip.example.com")
+			}
+			c.PublicURL = strings.TrimRight(v[0], "/")
+			return nil
+		}},
 	{name: "log-level", arg: "LEVEL", def: "info", usage: "debug, info, warn or error",
 		apply: func(c *serveConfig, v []string) error { return c.LogLevel.UnmarshalText([]byte(v[0])) }},
 	{name: "access-log", def: "false", isBool: true, usage: "log one line per request at info level (method, path, route, status, duration, client address; never keys); off, they are debug lines",

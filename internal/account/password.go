@@ -180,7 +180,7 @@ func CheckPasswordRules(password, email string) error {
 		return &WeakPasswordError{Reason: "it repeats or counts through too few characters"}
 	}
 	// What remains once the context's words are taken out must be a
-	// password of its own: at least 8 characters.
+	// password of its own: at least 10 characters.
 	rest := key
 	words := []string{"ipatlas"}
 	if email = blockKey(email); email != "" {
@@ -192,7 +192,7 @@ func CheckPasswordRules(password, email string) error {
 	for _, w := range words {
 		rest = strings.ReplaceAll(rest, w, "")
 	}
-	if rest != key && utf8.RuneCountInString(rest) < 8 {
+	if rest != key && utf8.RuneCountInString(rest) < 10 {
 		return &WeakPasswordError{Reason: "it is mostly your email address or the service's name"}
 	}
 	return nil

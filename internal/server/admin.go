@@ -82,29 +82,49 @@ func adminFail(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, &AdminError{Code: code, Error: msg})
 }
 
-// requireAdmin lets a request through only with "Authorization: Bearer
-// <admin token>". Both sides are hashed before the constant-time compare,
-// so neither the token's content nor its length leaks through timing.
+// requireAdmin lets a request through with "Authorization: Bearer <admin
+// token>" (scripts; the audit actor is "token") or with a live console
+// session's cookie (the console; actor "session:<id>"), whose changes
+// must pass the CSRF rules (session.go). A request that sends a bearer
+// token is judged by it alone. Both sides of the token are hashed before
+// the constant-time compare, so neither its content nor its length leaks
+// through timing.
 func (s *Server) requireAdmin(next http.HandlerFunc) http.HandlerFunc {
-	var want [sha256.Size]byte
-	enabled := s.cfg.AdminToken != ""
-	if enabled {
-		want = sha256.Sum256([]byte(s.cfg.AdminToken))
-	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !enabled {
+		if s.cfg.AdminToken == "" {
 			adminFail(w, http.StatusUnauthorized, adminUnauthorized, "the admin API is disabled: no admin token is configured")
 			return
 		}
-		tok, ok := bearer(r)
-		got := sha256.Sum256([]byte(tok))
-		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		if _, sent := r.Header["Authorization"]; !sent && s.deps.Accounts != nil {
+			if c, err := r.Cookie(consoleCookie); err == nil && c.Value != "" {
+				sess, ok := s.session(w, r, consoleCookie, account.SessionOperator)
+				if !ok {
+					return
+				}
+				if stateChanging(r.Method) && !s.checkCSRF(w, r, sess) {
+					return
+				}
+				next(w, r.WithContext(account.WithActor(r.Context(), "session:"+sess.ID)))
+				return
+			}
+		}
+		if !s.adminToken(r) {
 			w.Header()["Www-Authenticate"] = []string{`Bearer realm="ipatlas-admin"`}
 			adminFail(w, http.StatusUnauthorized, adminUnauthorized, "missing or wrong admin token")
 			return
 		}
-		next(w, r)
+		next(w, r.WithContext(account.WithActor(r.Context(), "token")))
 	}
+}
+
+// adminToken reports whether r carries the admin token as its bearer.
+func (s *Server) adminToken(r *http.Request) bool {
+	if s.cfg.AdminToken == "" {
+		return false
+	}
+	tok, ok := bearer(r)
+	got := sha256.Sum256([]byte(tok))
+	return ok && subtle.ConstantTimeCompare(got[:], s.adminHash[:]) == 1
 }
 
 // protected reports whether an unknown path lies in the token-protected
@@ -140,15 +160,22 @@ func (s *Server) adminMethodNotAllowed(allow string) http.HandlerFunc {
 
 // adminStoreError answers a failure of the account service.
 func (s *Server) adminStoreError(w http.ResponseWriter, r *http.Request, err error) {
+	var weak *account.WeakPasswordError
 	switch {
+	case errors.As(err, &weak):
+		adminFail(w, http.StatusBadRequest, codeWeakPassword, weak.Reason)
 	case errors.Is(err, account.ErrInvalid):
 		adminFail(w, http.StatusBadRequest, adminInvalidRequest, err.Error())
 	case errors.Is(err, account.ErrNotFound):
 		adminFail(w, http.StatusNotFound, adminNotFound, err.Error())
 	case errors.Is(err, account.ErrInsufficient):
 		adminFail(w, http.StatusConflict, adminInsufficient, err.Error())
-	case errors.Is(err, account.ErrRevoked):
+	case errors.Is(err, account.ErrRevoked), errors.Is(err, account.ErrConflict):
 		adminFail(w, http.StatusConflict, adminConflict, err.Error())
+	case errors.Is(err, account.ErrBadToken):
+		adminFail(w, http.StatusBadRequest, codeBadToken, account.ErrBadToken.Error())
+	case errors.Is(err, account.ErrNoSession):
+		adminFail(w, http.StatusUnauthorized, adminUnauthorized, account.ErrNoSession.Error())
 	default:
 		// Whatever else fails is the store (the service validates all
 		// input first), and stores do not always wrap ErrUnavailable

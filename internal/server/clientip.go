@@ -143,7 +143,11 @@ func walkForwarded(lines []string, peer netip.Addr, trusted proxies) netip.Addr 
 // strings may hold ',' and ';' (RFC 7239 section 4 uses RFC 7230
 // quoted-string), so the split respects quotes. Malformed input never
 // fails: it yields values that parseNodeAddr rejects.
-func forwardedFor(lines []string) []string {
+func forwardedFor(lines []string) []string { return forwardedParam(lines, "for") }
+
+// forwardedParam returns the value of the parameter param (for, proto...)
+// of every element of the Forwarded header lines, as forwardedFor does.
+func forwardedParam(lines []string, param string) []string {
 	var out []string
 	for _, line := range lines {
 		var (
@@ -185,7 +189,7 @@ func forwardedFor(lines []string) []string {
 				value, i = forwardedValue(line, i+1)
 			}
 			seen = true
-			if !hasFor && strings.EqualFold(name, "for") {
+			if !hasFor && strings.EqualFold(name, param) {
 				val, hasFor = value, true
 			}
 		}

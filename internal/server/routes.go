@@ -27,6 +27,30 @@ func (s *Server) routes() http.Handler {
 	r.handle("GET /api/ping", s.handlePing)             // round-trip test (JSON)
 	r.handle("GET /api/usage", s.handleUsage)           // the calling key's quota and credits (Bearer key)
 	r.handle("GET /openapi.yaml", serveDoc(publicDoc))  // this API's OpenAPI 3 document
+
+	// The owners' portal: its page, and its JSON API (session cookie; see
+	// portal.go and session.go).
+	r.handle("GET /account", s.handleAccountPage)
+	// Any method: a GET pattern here would conflict with the method-less
+	// 405 patterns of the API's paths; the handler answers 405 itself.
+	r.handleAny("/account/{rest...}", s.handleAccountPage)
+	o := s.owner
+	r.handle("POST /account/api/signin", s.portalSignIn)
+	r.handle("POST /account/api/password", s.portalSetPassword) // redeems a one-time link
+	r.handle("POST /account/api/signout", o(s.portalSignOut))
+	r.handle("POST /account/api/signout-everywhere", o(s.portalSignOutEverywhere))
+	r.handle("GET /account/api/me", o(s.portalMe))
+	r.handle("GET /account/api/keys", o(s.portalKeys))
+	r.handle("POST /account/api/keys", o(s.portalCreateKey))
+	r.handle("PATCH /account/api/keys/{key}", o(s.portalLabelKey))
+	r.handle("POST /account/api/keys/{key}/rotate", o(s.portalRotateKey))
+	r.handle("POST /account/api/keys/{key}/revoke", o(s.portalRevokeKey))
+	r.handle("GET /account/api/usage", o(s.portalUsage))
+	r.handle("GET /account/api/usage.csv", o(s.portalUsageCSV))
+	r.handle("GET /account/api/credits", o(s.portalCredits))
+	r.handle("GET /account/api/credits.csv", o(s.portalCreditsCSV))
+	r.handle("GET /account/api/subscription", o(s.portalSubscription))
+	r.handle("POST /account/api/subscription/requests", o(s.portalRequestTier))
 	return r.finish(s.notFound, s.methodNotAllowed)
 }
 
@@ -41,9 +65,26 @@ func (s *Server) adminRoutes() http.Handler {
 	r.handle("GET /metrics", promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{}).ServeHTTP)
 	r.handle("GET /openapi.yaml", serveDoc(adminDoc))
 
+	// The console's page (open: it holds no data) and its session, the
+	// admin token exchanged for a cookie.
+	r.handle("GET /console", s.handleConsolePage)
+	r.handle("GET /console/{rest...}", s.handleConsolePage)
+	r.handle("POST /admin/session", s.adminStartSession) // Bearer admin token only
+	r.handle("GET /admin/session", s.adminShowSession)   // the cookie's session, or 401
+
+	// The admin API: the admin token, or a console session's cookie.
 	a := s.requireAdmin
+	r.handle("DELETE /admin/session", a(s.adminEndSession))
 	r.handle("POST /admin/accounts", a(s.adminCreateAccount))
-	r.handle("GET /admin/accounts", a(s.adminListAccounts))
+	r.handle("GET /admin/accounts", a(s.adminSearchAccounts)) // ?q=&limit=, with this month's usage
+	r.handle("GET /admin/top", a(s.adminTop))                 // this month's top consumers
+	r.handle("POST /admin/accounts/{id}/invites", a(s.adminInvite))
+	r.handle("GET /admin/accounts/{id}/owners", a(s.adminOwners))
+	r.handle("POST /admin/owners/{id}/reset", a(s.adminResetLink))
+	r.handle("GET /admin/tier-requests", a(s.adminTierRequests))
+	r.handle("POST /admin/tier-requests/{id}/approve", a(s.adminDecide(true)))
+	r.handle("POST /admin/tier-requests/{id}/refuse", a(s.adminDecide(false)))
+	r.handle("GET /admin/audit", a(s.adminAudit))
 	r.handle("GET /admin/accounts/{id}", a(s.adminShowAccount))
 	r.handle("PATCH /admin/accounts/{id}", a(s.adminSetTier))
 	r.handle("POST /admin/accounts/{id}/keys", a(s.adminCreateKey))

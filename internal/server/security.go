@@ -1,6 +1,9 @@
 package server
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // Headers every response carries (set before the handler runs, so that a
 // handler may replace one, e.g. a web page its Content-Security-Policy):
@@ -57,6 +60,12 @@ func securityHeaders(h http.Header, r *http.Request, admin bool) {
 		h["Cache-Control"] = hdrNoStore
 		return
 	}
+	if portalPath(r.URL.Path) {
+		// The portal answers only its own page, with the owner's cookie:
+		// no CORS, and nothing kept by caches.
+		h["Cache-Control"] = hdrNoStore
+		return
+	}
 	h["Access-Control-Allow-Origin"] = hdrAnyOrig
 	if _, ok := r.Header["Origin"]; ok {
 		h["Access-Control-Expose-Headers"] = hdrExpose
@@ -89,4 +98,9 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) bool {
 	r.Pattern = "OPTIONS " + r.URL.Path // one of the paths above: a bounded label
 	w.WriteHeader(http.StatusNoContent)
 	return true
+}
+
+// portalPath reports whether a path is the portal's (its page and API).
+func portalPath(p string) bool {
+	return strings.HasPrefix(p, "/account") && (len(p) == len("/account") || p[len("/account")] == '/')
 }

@@ -5,6 +5,7 @@
 package server
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,9 +33,24 @@ type Config struct {
 	// AAAA record (see web.Options).
 	PageIPv4URL, PageIPv6URL string
 	AdminToken               string // bearer token of the admin API; the admin API refuses everything when empty
-	Version                  string
-	Logger                   *slog.Logger
-	Now                      func() time.Time
+	// PublicURL is the public listener's address as browsers reach it
+	// ("https://ip.example.com"), the base of the one-time links the admin
+	// API makes; empty, the links are bare paths for the operator to
+	// complete. Its origin is also accepted as a portal request's Origin.
+	PublicURL string
+	// OwnerSessions and OperatorSessions bound portal and console
+	// sessions (account.Service's fields of the same names); zero fields
+	// mean account.DefaultOwnerSessions's and DefaultOperatorSessions's.
+	OwnerSessions, OperatorSessions account.SessionPolicy
+	// SigninFailures failed portal sign-ins per client address (IPv6: its
+	// /64) are allowed per SigninWindow, refilled gradually; past them
+	// 429 with Retry-After. 0 means DefaultSigninFailures and
+	// DefaultSigninWindow; negative turns the limit off.
+	SigninFailures int
+	SigninWindow   time.Duration
+	Version        string
+	Logger         *slog.Logger
+	Now            func() time.Time
 
 	// ForwardedHeader pins the header that the trusted proxies maintain:
 	// HeaderXForwardedFor ("X-Forwarded-For") or HeaderForwarded
@@ -154,6 +170,14 @@ type Server struct {
 	meRate  rate.Limit
 	meBurst int
 
+	adminHash    [sha256.Size]byte                 // SHA-256 of cfg.AdminToken
+	publicOrigin string                            // cfg.PublicURL's origin, lower case
+	signin       *table[netip.Addr, *rate.Limiter] // sign-in failures by client group; nil when off
+	signinRate   rate.Limit
+	signinBurst  int
+	portalPage   http.Handler // GET /account and below
+	consolePage  http.Handler // GET /console and below
+
 	public, admin http.Handler
 }
 
@@ -203,6 +227,21 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("server: registering metrics: %w", err)
 	}
 	s.metrics = m
+	if cfg.PublicURL != "" {
+		if s.publicOrigin = originOf(cfg.PublicURL); s.publicOrigin == "" {
+			return nil, fmt.Errorf("server: Config.PublicURL %q: want an absolute URL such as https://ip.example.com", cfg.PublicURL)
+		}
+	}
+	s.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
+	if deps.Accounts != nil {
+		if cfg.OwnerSessions != (account.SessionPolicy{}) {
+			deps.Accounts.OwnerSessions = cfg.OwnerSessions
+		}
+		if cfg.OperatorSessions != (account.SessionPolicy{}) {
+			deps.Accounts.OperatorSessions = cfg.OperatorSessions
+		}
+	}
+	s.newSignin()
 	if s.limits, err = s.newLimits(); err != nil {
 		return nil, err
 	}
@@ -251,6 +290,12 @@ func (s *Server) newWeb() error {
 		return fmt.Errorf("server: the web page (Config.PageIPv4URL and PageIPv6URL are its Options.IPv4URL and IPv6URL): %w", err)
 	}
 	s.page = page
+	if s.portalPage, err = web.PortalHandler(); err != nil {
+		return fmt.Errorf("server: the portal page: %w", err)
+	}
+	if s.consolePage, err = web.ConsoleHandler(); err != nil {
+		return fmt.Errorf("server: the console page: %w", err)
+	}
 	s.meRate, s.meBurst = rate.Limit(s.cfg.MeRate), s.cfg.MeBurst
 	if s.meRate == 0 {
 		s.meRate = DefaultMeRate
