@@ -46,6 +46,9 @@ type Manifest struct {
 	Inputs   string `json:"inputs"` // SHA-256 of the sources the bundle was made from
 	Script   string `json:"script"` // paths under dist, e.g. "assets/main-ABCD1234.js"
 	Style    string `json:"style"`
+	Portal   string `json:"portal"`    // the portal's script
+	Console  string `json:"console"`   // the console's script
+	AppStyle string `json:"app_style"` // the portal's and console's style, after Style
 	Favicon  string `json:"favicon"`
 	Licenses string `json:"licenses"`
 	Packages []struct {
@@ -361,7 +364,13 @@ func gzipBytes(b []byte) []byte {
 }
 
 func (h *handler) serveAsset(w http.ResponseWriter, r *http.Request) {
-	a, ok := h.assets[strings.TrimPrefix(r.URL.Path, AssetPrefix)]
+	serveAsset(w, r, h.assets, strings.TrimPrefix(r.URL.Path, AssetPrefix))
+}
+
+// serveAsset answers with the asset of that name (a path under
+// dist/assets), or 404.
+func serveAsset(w http.ResponseWriter, r *http.Request, assets map[string]*asset, name string) {
+	a, ok := assets[name]
 	if !ok {
 		http.NotFound(w, r)
 		return

@@ -6,6 +6,9 @@ import {
 } from './net.js';
 import { WorldMap } from './map.js';
 import { hasLocation, placeName, renderRecord } from './record.js';
+import * as i18n from './i18n.js';
+import { t } from './i18n.js';
+import './msg-main.js';
 
 // Where the API lives: always this origin. The family-only endpoints may
 // be elsewhere (hosts reachable over one family only); the server says
@@ -21,9 +24,16 @@ const API = {
 const KEY_STORE = 'ipatlas.apiKey';
 
 const $ = (id) => document.getElementById(id);
-const num = new Intl.NumberFormat('en');
 
-function show(el, text, state) {
+// show puts a translated text (key) in el.
+function show(el, key, state, vars) {
+  i18n.setText(el, key, vars);
+  if (state) el.dataset.state = state;
+}
+
+// showValue puts data (an address) in el: no translation.
+function showValue(el, text, state) {
+  delete el.dataset.i18n;
   el.textContent = text;
   if (state) el.dataset.state = state;
 }
@@ -32,16 +42,20 @@ function setHidden(el, hidden) {
   el.hidden = hidden;
 }
 
+// describeFailure: the API's own words and code for its refusals (the
+// record language's, as the API chose them), the page's for a call that
+// got no answer.
 function describeFailure(f) {
-  return f.code && f.code !== 'NetworkError' && f.code !== 'Timeout' ? `${f.message} (${f.code})` : f.message;
+  if (f.code === 'NetworkError' || f.code === 'Timeout') return i18n.errorText(f);
+  return f.code ? `${f.message} (${f.code})` : f.message;
 }
 
 async function showFamily(family, url, out) {
   const addr = await fetchAddress(url, family);
   if (addr) {
-    show(out, addr, 'ok');
+    showValue(out, addr, 'ok');
   } else {
-    show(out, 'unavailable', 'unavailable');
+    show(out, 'main.unavailable', 'unavailable');
   }
 }
 
@@ -51,39 +65,43 @@ async function showPreferred(out) {
     if (status !== 200 || !body || body.result === false) throw new Failure(`HTTP ${status}`);
     // The spec: clients default to IPv4 when the field is missing.
     const v = body.IPVersion === 'IPv6' ? 'IPv6' : 'IPv4';
-    show(out, v, 'ok');
+    showValue(out, v, 'ok');
     document.querySelectorAll('.addr').forEach((row) => {
       row.classList.toggle('preferred', row.querySelector(`#${v.toLowerCase()}`) !== null);
     });
   } catch {
-    show(out, 'unknown', 'unavailable');
+    show(out, 'main.unknown', 'unavailable');
   }
 }
 
+// showMe shows the visitor's own record in the UI language, and again
+// when the language changes.
 async function showMe(map) {
   const caption = $('me-caption');
   const status = $('me-status');
   const dl = $('me-record');
+  const lang = i18n.lang();
   try {
-    const [code, env] = await fetchJSON(`${API.me}?lang=en`, { credentials: 'omit' }, QUERY_TIMEOUT_MS);
+    const [code, env] = await fetchJSON(`${API.me}?lang=${lang}`, { credentials: 'omit' }, QUERY_TIMEOUT_MS);
     if (code !== 200 || !env || !env.success || !env.data) throw envelopeFailure(code, env);
+    if (lang !== i18n.lang()) return; // the language changed meanwhile: a newer call draws
     const rec = env.data;
-    renderRecord(dl, rec, 'en');
-    const where = placeName(rec, 'en');
+    renderRecord(dl, rec, lang);
+    const where = placeName(rec, lang);
+    status.hidden = true;
     if (hasLocation(rec)) {
-      map.mark('me', rec.latitude, rec.longitude, `your location${where ? `, ${where}` : ''}`);
-      caption.textContent = where ? `Your address ${rec.ip} is near ${where}.` : `Your address ${rec.ip}.`;
+      map.mark('me', rec.latitude, rec.longitude, where ? t('main.mark.me.at', { where }) : t('main.mark.me'));
+      show(caption, where ? 'main.me.near' : 'main.me.plain', 'ok', { ip: rec.ip, where });
     } else {
       map.unmark('me');
-      caption.textContent = `The location of your address ${rec.ip} is not known${where ? ` beyond ${where}` : ''}.`;
+      show(caption, where ? 'main.me.beyond' : 'main.me.unknown', 'ok', { ip: rec.ip, where });
     }
-    caption.dataset.state = 'ok';
   } catch (err) {
+    if (lang !== i18n.lang()) return;
     const f = err instanceof Failure ? err : new Failure(String(err));
     map.unmark('me');
     dl.replaceChildren();
-    caption.textContent = 'No location for your address.';
-    caption.dataset.state = 'error';
+    show(caption, 'main.me.none', 'error');
     // The code is for programs; people get the sentence.
     status.textContent = f.message;
     status.dataset.code = f.code;
@@ -109,11 +127,10 @@ function storeKey(key) {
 }
 
 function formatUsage(u) {
-  const reset = new Date(u.reset);
-  const when = Number.isNaN(reset.getTime())
-    ? ''
-    : `; resets ${reset.toLocaleDateString('en', { dateStyle: 'medium', timeZone: 'UTC' })}`;
-  return `${num.format(u.used)} of ${num.format(u.limit)} queries used in ${u.period} (${num.format(u.remaining)} left${when})`;
+  const reset = i18n.date(u.reset);
+  return t(reset ? 'main.usage.reset' : 'main.usage', {
+    used: i18n.num(u.used), limit: i18n.num(u.limit), period: u.period, left: i18n.num(u.remaining), reset,
+  });
 }
 
 function setupLookup(map) {
@@ -130,6 +147,14 @@ function setupLookup(map) {
   const account = $('q-account');
   const credits = $('q-credits');
   const usage = $('q-usage');
+
+  // The record's language follows the UI's until the visitor picks one.
+  let langPicked = false;
+  langIn.value = i18n.lang();
+  langIn.addEventListener('change', () => { langPicked = true; });
+  i18n.onChange((l) => {
+    if (!langPicked) langIn.value = l;
+  });
 
   const saved = loadKey();
   keyIn.value = saved;
@@ -156,7 +181,7 @@ function setupLookup(map) {
     setHidden(error, true);
     setHidden(status, true);
     if (ip === '') {
-      fail(new Failure('Enter an IP address to look up.', ''));
+      fail(new Failure(t('main.q.empty'), ''));
       ipIn.focus();
       return;
     }
@@ -164,7 +189,7 @@ function setupLookup(map) {
 
     submit.disabled = true;
     result.setAttribute('aria-busy', 'true');
-    status.textContent = `Looking up ${ip}…`;
+    status.textContent = t('main.q.looking', { ip });
     setHidden(status, false);
     const headers = { 'Content-Type': 'application/json' };
     if (key) headers.Authorization = `Bearer ${key}`;
@@ -179,7 +204,7 @@ function setupLookup(map) {
       const meta = (env && env.meta) || {};
       loggedIn = meta.isLoggedIn === true;
       if (loggedIn && typeof meta.currentCredits === 'number') {
-        credits.textContent = num.format(meta.currentCredits);
+        credits.textContent = i18n.num(meta.currentCredits);
         setHidden(account, false);
       } else {
         setHidden(account, true);
@@ -191,7 +216,8 @@ function setupLookup(map) {
       renderRecord(dl, rec, lang);
       setHidden(dl, false);
       if (hasLocation(rec)) {
-        map.mark('query', rec.latitude, rec.longitude, `${rec.ip}${placeName(rec, 'en') ? `, ${placeName(rec, 'en')}` : ''}`);
+        const where = placeName(rec, lang);
+        map.mark('query', rec.latitude, rec.longitude, where ? `${rec.ip}, ${where}` : rec.ip);
       } else {
         map.unmark('query');
       }
@@ -212,7 +238,7 @@ function setupLookup(map) {
         if (code !== 200) throw envelopeFailure(code, u);
         usage.textContent = formatUsage(u);
       } catch (err) {
-        usage.textContent = `unknown: ${describeFailure(err instanceof Failure ? err : new Failure(String(err)))}`;
+        usage.textContent = t('main.usage.unknown', { why: describeFailure(err instanceof Failure ? err : new Failure(String(err))) });
       }
     }
     submit.disabled = false;
@@ -223,7 +249,9 @@ function setupLookup(map) {
 
 function start() {
   const body = document.body;
+  i18n.mountSwitch($('lang-switch'));
   const map = new WorldMap($('map'));
+  i18n.onChange(() => showMe(map));
   showFamily('IPv4', body.dataset.ipv4Url || '/ipv4', $('ipv4'));
   showFamily('IPv6', body.dataset.ipv6Url || '/ipv6', $('ipv6'));
   showPreferred($('preferred'));

@@ -6,9 +6,13 @@
 // imports) with `go generate ./internal/web` or `go run ./internal/web/build`.
 // It writes:
 //
-//   - dist/index.html: web/index.html, the html/template of the page;
-//   - dist/assets/main-<hash>.js and style-<hash>.css: the bundles, named by
-//     content so that they can be cached forever;
+//   - dist/index.html, account.html, console.html: web/*.html, the
+//     html/templates of the lookup page, the owners' portal and the
+//     operators' console;
+//   - dist/assets/main-<hash>.js, account-<hash>.js, console-<hash>.js,
+//     style-<hash>.css and app-<hash>.css: the bundles, named by content so
+//     that they can be cached forever (the portal and the console load
+//     style.css and app.css, the lookup page style.css alone);
 //   - dist/assets/<static files>: web/static/* as they are (the favicon);
 //   - dist/assets/licenses.txt: the licenses of the bundled npm packages;
 //   - dist/manifest.json: the asset names, the bundled packages and the
@@ -43,6 +47,9 @@ type Manifest struct {
 	Inputs   string    `json:"inputs"`
 	Script   string    `json:"script"` // path under dist, e.g. "assets/main-ABCD1234.js"
 	Style    string    `json:"style"`
+	Portal   string    `json:"portal"`    // the portal's script
+	Console  string    `json:"console"`   // the console's script
+	AppStyle string    `json:"app_style"` // the portal's and console's style, after Style
 	Favicon  string    `json:"favicon"`
 	Licenses string    `json:"licenses"`
 	Packages []Package `json:"packages"` // npm packages with code in the bundle
@@ -177,7 +184,7 @@ func Bundle(root, out string) (*Manifest, error) {
 	assets := filepath.Join(out, "assets")
 	res := api.Build(api.BuildOptions{
 		AbsWorkingDir: web,
-		EntryPoints:   []string{"src/main.js", "src/style.css"},
+		EntryPoints:   []string{"src/main.js", "src/account.js", "src/console.js", "src/style.css", "src/app.css"},
 		Bundle:        true,
 		Outdir:        assets,
 		EntryNames:    "[name]-[hash]",
@@ -209,22 +216,31 @@ func Bundle(root, out string) (*Manifest, error) {
 		}
 		rel = filepath.ToSlash(rel)
 		files[rel] = f.Contents
-		switch path.Ext(rel) {
-		case ".js":
+		entry, _, _ := strings.Cut(path.Base(rel), "-")
+		switch entry + path.Ext(rel) {
+		case "main.js":
 			m.Script = rel
-		case ".css":
+		case "account.js":
+			m.Portal = rel
+		case "console.js":
+			m.Console = rel
+		case "style.css":
 			m.Style = rel
+		case "app.css":
+			m.AppStyle = rel
 		}
 	}
-	if m.Script == "" || m.Style == "" {
-		return nil, errors.New("esbuild produced no script or no style sheet")
+	if m.Script == "" || m.Portal == "" || m.Console == "" || m.Style == "" || m.AppStyle == "" {
+		return nil, errors.New("esbuild did not produce every script and style sheet")
 	}
 
-	page, err := os.ReadFile(filepath.Join(web, "index.html"))
-	if err != nil {
-		return nil, err
+	for _, name := range []string{"index.html", "account.html", "console.html"} {
+		page, err := os.ReadFile(filepath.Join(web, name))
+		if err != nil {
+			return nil, err
+		}
+		files[name] = page
 	}
-	files["index.html"] = page
 
 	static, err := os.ReadDir(filepath.Join(web, "static"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

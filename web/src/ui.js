@@ -1,0 +1,206 @@
+// Building blocks of the portal and the console: elements from data
+// (text always through textContent: data is never markup), tables, a
+// confirmation dialog, a copy button, the status line and tab routing.
+import * as i18n from './i18n.js';
+import { t } from './i18n.js';
+
+export const $ = (id) => document.getElementById(id);
+
+// h makes an element: h('button', {type: 'button', dataset: {test: 'x'}}, 'text', child).
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k === 'text') el.textContent = v;
+    else if (k === 'i18n') i18n.setText(el, v);
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'className') el.className = v;
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+// fillTable replaces tbody's rows; empty shows one row saying so.
+export function fillTable(table, rows, emptyKey) {
+  const body = table.tBodies[0];
+  body.replaceChildren(...rows);
+  if (rows.length === 0) {
+    const cols = table.tHead ? table.tHead.rows[0].cells.length : 1;
+    body.append(h('tr', { className: 'empty' }, h('td', { colspan: cols, i18n: emptyKey || 'none' })));
+  }
+}
+
+// td makes a cell; a th header's text doubles as the cell's label on
+// narrow screens, where rows become cards (data-label, see app.css).
+export function td(content, attrs) {
+  return h('td', attrs, content);
+}
+
+// labelCells copies each column's header text into data-label of the
+// row's cells, for the narrow layout.
+export function labelCells(table) {
+  const heads = table.tHead ? [...table.tHead.rows[0].cells].map((c) => c.textContent) : [];
+  for (const row of table.tBodies[0].rows) {
+    [...row.cells].forEach((c, i) => { if (heads[i] && !c.hasAttribute('colspan')) c.dataset.label = heads[i]; });
+  }
+}
+
+// Status and error lines: #status is polite (results), #error an alert.
+export function say(key, vars) {
+  const s = $('status');
+  i18n.setText(s, key, vars);
+  s.hidden = false;
+  $('error').hidden = true;
+}
+
+export function fail(f) {
+  const e = $('error');
+  delete e.dataset.i18n;
+  e.textContent = i18n.errorText(f);
+  e.dataset.code = (f && f.code) || '';
+  e.hidden = false;
+  $('status').hidden = true;
+}
+
+export function clearMessages() {
+  $('status').hidden = true;
+  $('error').hidden = true;
+}
+
+// confirmDialog asks a yes/no question in the modal #confirm-dialog and
+// resolves true for yes. The native dialog traps focus and closes on
+// Escape; focus goes back to what had it.
+export function confirmDialog(titleKey, bodyText, yesKey) {
+  const dlg = $('confirm-dialog');
+  const opener = document.activeElement;
+  i18n.setText($('confirm-title'), titleKey);
+  $('confirm-body').textContent = bodyText;
+  i18n.setText($('confirm-yes'), yesKey || 'confirm');
+  return new Promise((resolve) => {
+    const done = (v) => {
+      dlg.removeEventListener('close', onClose);
+      if (dlg.open) dlg.close();
+      if (opener && opener.focus && document.contains(opener)) opener.focus();
+      resolve(v);
+    };
+    const onClose = () => done(dlg.returnValue === 'yes');
+    dlg.returnValue = '';
+    dlg.addEventListener('close', onClose);
+    $('confirm-yes').onclick = () => dlg.close('yes');
+    $('confirm-no').onclick = () => dlg.close('no');
+    dlg.showModal();
+    $('confirm-no').focus(); // the safe choice has focus
+  });
+}
+
+// promptDialog asks for one text value in #prompt-dialog (rename, reason)
+// and resolves it, or null when cancelled.
+export function promptDialog(titleKey, labelKey, value) {
+  const dlg = $('prompt-dialog');
+  const input = $('prompt-input');
+  const opener = document.activeElement;
+  i18n.setText($('prompt-title'), titleKey);
+  i18n.setText($('prompt-label'), labelKey);
+  input.value = value || '';
+  return new Promise((resolve) => {
+    const form = $('prompt-form');
+    const done = (v) => {
+      form.onsubmit = null;
+      dlg.onclose = null;
+      if (dlg.open) dlg.close();
+      if (opener && opener.focus && document.contains(opener)) opener.focus();
+      resolve(v);
+    };
+    form.onsubmit = (ev) => { ev.preventDefault(); done(input.value.trim()); };
+    $('prompt-cancel').onclick = () => done(null);
+    dlg.onclose = () => done(null);
+    dlg.showModal();
+    input.focus();
+    input.select();
+  });
+}
+
+// copyButton copies the text of target (an input or output) and says so
+// in the polite line next to it.
+export function wireCopy(button, target, note) {
+  button.addEventListener('click', async () => {
+    const text = 'value' in target && target.tagName !== 'OUTPUT' ? target.value : target.textContent;
+    try {
+      await navigator.clipboard.writeText(text);
+      i18n.setText(note, 'copied');
+    } catch {
+      if (target.select) target.select();
+      i18n.setText(note, 'copy.failed');
+    }
+  });
+}
+
+// busy disables a form's buttons while work runs.
+export async function busy(form, work) {
+  const buttons = [...form.querySelectorAll('button')];
+  buttons.forEach((b) => { b.disabled = true; });
+  form.setAttribute('aria-busy', 'true');
+  try {
+    return await work();
+  } finally {
+    buttons.forEach((b) => { b.disabled = false; });
+    form.setAttribute('aria-busy', 'false');
+    form.dataset.done = String(Number(form.dataset.done || 0) + 1);
+  }
+}
+
+// Router: views are <section data-view="name">, tabs are links
+// <a data-route="name" href="/prefix/name">; the path picks the view.
+export class Router {
+  constructor(prefix, views, fallback, onShow) {
+    this.prefix = prefix;
+    this.views = views;
+    this.fallback = fallback;
+    this.onShow = onShow;
+    document.addEventListener('click', (ev) => {
+      const a = ev.target.closest && ev.target.closest('a[data-route]');
+      if (!a || ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+      ev.preventDefault();
+      this.go(a.getAttribute('href'));
+    });
+    window.addEventListener('popstate', () => this.show(location.pathname, false));
+  }
+
+  // parse splits /prefix/view/arg into [view, arg].
+  parse(path) {
+    const rest = path.startsWith(this.prefix) ? path.slice(this.prefix.length) : '';
+    const [view, arg] = rest.replace(/^\/+/, '').split('/');
+    return [this.views.includes(view) ? view : this.fallback, arg ? decodeURIComponent(arg) : ''];
+  }
+
+  go(path) {
+    if (path !== location.pathname) history.pushState(null, '', path);
+    this.show(path, true);
+  }
+
+  show(path, focus) {
+    const [view, arg] = this.parse(path);
+    this.current = view;
+    this.arg = arg;
+    for (const s of document.querySelectorAll('[data-view]')) s.hidden = s.dataset.view !== view;
+    for (const a of document.querySelectorAll('.tabs a[data-route]')) {
+      if (a.dataset.route === view) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+    const sec = document.querySelector(`[data-view="${view}"]`);
+    if (focus && sec) {
+      const hd = sec.querySelector('h2');
+      if (hd) { hd.tabIndex = -1; hd.focus(); }
+    }
+    this.onShow(view, arg);
+  }
+}
+
+export function tierName(tier) {
+  return t(`tier.${tier}`);
+}
