@@ -129,8 +129,9 @@ func newPortalStack(t *testing.T, start time.Time) *portalStack {
 	}
 	srv, err := server.New(server.Config{
 		AdminToken: adminToken,
+		PublicURL:  pub.URL,
 		Version:    "browser-test",
-		Logger:     slog.New(slog.DiscardHandler),
+		Logger:     slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError})),
 		Now:        c.Now,
 	}, server.Deps{Geo: p.Geo, Accounts: p.Accounts, Meter: p.Meter})
 	if err != nil {
@@ -138,6 +139,14 @@ func newPortalStack(t *testing.T, start time.Time) *portalStack {
 	}
 	pubH, adminH = srv.Handler(), srv.AdminHandler()
 	return &portalStack{Parts: p, clock: c, pub: pub, admin: admin}
+}
+
+// testLog writes the server's error lines (its 5xx answers) to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
 
 // account makes an account with credits and an owner who has set
@@ -214,7 +223,28 @@ func shown(sel string) string {
 
 func waitShown(t *testing.T, ctx context.Context, sel string) {
 	t.Helper()
-	waitFor(t, ctx, sel+" to show", shown(sel))
+	waitOn(t, ctx, sel+" to show", shown(sel))
+}
+
+// pageState says what a page shows, for a failed wait's message.
+const pageState = `(() => {
+	const txt = (id) => { const e = document.getElementById(id); return e && !e.hidden ? e.textContent.trim() + (e.dataset.code ? ' (' + e.dataset.code + ')' : '') : ''; };
+	const views = [...document.querySelectorAll('[data-view], #signin-view, #setpw-view, #token-view')]
+		.filter((e) => e.checkVisibility()).map((e) => e.id || e.dataset.view);
+	return location.href + ' shows ' + JSON.stringify(views) + '; status ' + JSON.stringify(txt('status')) +
+		'; error ' + JSON.stringify(txt('error')) + '; problems ' + JSON.stringify(window.__problems || []);
+})()`
+
+// waitOn is waitFor with what the page shows in the failure's message.
+func waitOn(t *testing.T, ctx context.Context, what, cond string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		state, serr := chromedp.Run(ctx, chromedp.Evaluate[string](pageState))
+		if serr != nil {
+			state = serr.Error()
+		}
+		t.Fatalf("waiting for %s: %v; the page: %s", what, err, state)
+	}
 }
 
 func isShown(t *testing.T, ctx context.Context, sel string) bool {
@@ -309,7 +339,7 @@ func submitted(t *testing.T, ctx context.Context, form string) int {
 // waitSubmitted waits until a form has settled more requests than n.
 func waitSubmitted(t *testing.T, ctx context.Context, form string, n int) {
 	t.Helper()
-	waitFor(t, ctx, form+" to settle", fmt.Sprintf(`Number(document.querySelector(%q).dataset.done || 0) > %d`, form, n))
+	waitOn(t, ctx, form+" to settle", fmt.Sprintf(`Number(document.querySelector(%q).dataset.done || 0) > %d`, form, n))
 }
 
 func TestPortalBrowser(t *testing.T) {
@@ -353,7 +383,7 @@ func TestPortalBrowser(t *testing.T) {
 		}
 		st.keyUsed(t, a.ID, key.ID, 1)
 		navigate(t, ctx, st.pub.URL+"/account/keys")
-		waitFor(t, ctx, "the key's row", fmt.Sprintf(`document.querySelector(%q) !== null`, pKeyRows))
+		waitOn(t, ctx, "the key's row", fmt.Sprintf(`document.querySelector(%q) !== null`, pKeyRows))
 		row := findKeyRow(keyRowsOf(t, ctx), key.ID)
 		if row == nil {
 			t.Fatalf("no row for key %s: %v", key.ID, keyRowsOf(t, ctx))
@@ -379,7 +409,7 @@ func TestPortalBrowser(t *testing.T) {
 			t.Fatalf("the key was revoked before the confirmation (%v)", err)
 		}
 		click(t, ctx, pConfirmYes)
-		waitFor(t, ctx, "the row to say revoked", fmt.Sprintf(`document.querySelector('tr[data-key-id=%q][data-state=revoked]') !== null`, key.ID))
+		waitOn(t, ctx, "the row to say revoked", fmt.Sprintf(`document.querySelector('tr[data-key-id=%q][data-state=revoked]') !== null`, key.ID))
 		if status, code := st.query(t, secret); status != http.StatusUnauthorized {
 			t.Errorf("a query with the revoked key answered %d %s, want 401", status, code)
 		}
@@ -404,7 +434,7 @@ func TestPortalBrowser(t *testing.T) {
 
 		typeInto(t, console, cInviteEmail, "ceo@globex.example")
 		click(t, console, cInviteSubmit)
-		waitFor(t, console, "the invitation link", fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && (e.value || e.textContent).includes('#token='); })()`, cInviteLink))
+		waitOn(t, console, "the invitation link", fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && (e.value || e.textContent).includes('#token='); })()`, cInviteLink))
 		link := textOf(t, console, cInviteLink)
 		if want := st.pub.URL + "/account/password#token="; !strings.HasPrefix(link, want) {
 			t.Fatalf("the invitation link %q does not start with %q", link, want)
@@ -441,7 +471,7 @@ func TestPortalBrowser(t *testing.T) {
 		}
 		click(t, owner, pNavCredits)
 		waitShown(t, owner, pCredits)
-		waitFor(t, owner, "the ledger", fmt.Sprintf(`document.querySelector(%q) !== null`, pLedgerRows))
+		waitOn(t, owner, "the ledger", fmt.Sprintf(`document.querySelector(%q) !== null`, pLedgerRows))
 		first := eval[string](t, owner, fmt.Sprintf(`document.querySelector(%q).textContent`, pLedgerRows))
 		if !strings.Contains(first, "welcome bonus") || !strings.Contains(first, "250") {
 			t.Errorf("the ledger's newest entry %q is not the operator's 250 credits", first)
@@ -505,7 +535,7 @@ func TestPortalBrowser(t *testing.T) {
 			navigate(t, ctx, evil.URL+"/")
 			click(t, ctx, "#go-"+f.name)
 			target, _ := url.Parse(f.action)
-			waitFor(t, ctx, "the post's answer", fmt.Sprintf(`location.host === %q && document.body !== null && document.body.innerText.includes('"code"')`, target.Host))
+			waitOn(t, ctx, "the post's answer", fmt.Sprintf(`location.host === %q && document.body !== null && document.body.innerText.includes('"code"')`, target.Host))
 			var answer struct {
 				Code string `json:"code"`
 			}
@@ -559,7 +589,7 @@ func TestPortalBrowser(t *testing.T) {
 		for st.clock.Now().Sub(start) < 7*24*time.Hour-11*time.Hour {
 			st.clock.Advance(11 * time.Hour)
 			navigate(t, ctx, st.pub.URL+"/account")
-			waitFor(t, ctx, "the portal or the sign-in form", shown(pOverview)+" || "+shown(pSignin))
+			waitOn(t, ctx, "the portal or the sign-in form", shown(pOverview)+" || "+shown(pSignin))
 			if !isShown(t, ctx, pOverview) {
 				t.Fatalf("signed out after %s of activity, before the 7 days", st.clock.Now().Sub(start))
 			}
@@ -619,7 +649,7 @@ func TestPortalBrowser(t *testing.T) {
 
 		setDark(t, tb, false)
 		signInConsole(t, tb, st)
-		waitFor(t, tb, "the accounts list", fmt.Sprintf(`document.querySelector(%q) !== null`, cAccountRows))
+		waitOn(t, tb, "the accounts list", fmt.Sprintf(`document.querySelector(%q) !== null`, cAccountRows))
 		checkPageProblems(t, tb)
 		updateDoc(t, "console.png", screenshot(t, tb, art, "console-accounts-light.png"))
 		setDark(t, tb, true)
@@ -665,7 +695,7 @@ func setLang(t *testing.T, ctx context.Context, lang string) {
 		return
 	}
 	click(t, ctx, "#lang-"+lang)
-	waitFor(t, ctx, "the page to be in "+lang, fmt.Sprintf(`document.documentElement.lang === %q`, lang))
+	waitOn(t, ctx, "the page to be in "+lang, fmt.Sprintf(`document.documentElement.lang === %q`, lang))
 }
 
 func TestPortalAccessibility(t *testing.T) {
@@ -687,7 +717,7 @@ func TestPortalAccessibility(t *testing.T) {
 	}{
 		{"main page", func(t *testing.T, ctx context.Context) {
 			navigate(t, ctx, st.pub.URL+"/")
-			waitFor(t, ctx, "the page to settle", settled)
+			waitOn(t, ctx, "the page to settle", settled)
 		}},
 		{"portal sign-in", func(t *testing.T, ctx context.Context) {
 			navigate(t, ctx, st.pub.URL+"/account")
@@ -714,7 +744,7 @@ func TestPortalAccessibility(t *testing.T) {
 		}},
 		{"console accounts", func(t *testing.T, ctx context.Context) {
 			signInConsole(t, ctx, st)
-			waitFor(t, ctx, "the accounts list", fmt.Sprintf(`document.querySelector(%q) !== null`, cAccountRows))
+			waitOn(t, ctx, "the accounts list", fmt.Sprintf(`document.querySelector(%q) !== null`, cAccountRows))
 		}},
 	}
 	for _, lang := range []string{"en", "zh"} {
