@@ -65,12 +65,12 @@ func Limit(t Tier, custom int64) int64 {
 // hash. ID is public: it is the visible part of the secret
 // ("ipa_<ID>_<secret>") and names the key in listings and commands.
 type Key struct {
-	ID        string     `json:"id"`
-	AccountID int64      `json:"account_id"`
-	Hash      []byte     `json:"-"`
-	Prefix    string     `json:"prefix"` // "ipa_<ID>", what a person sees of a key
-	Label     string     `json:"label"`  // the owner's name for the key; may be empty
-	CreatedAt time.Time  `json:"created_at"`
+	ID        string    `json:"id"`
+	AccountID int64     `json:"account_id"`
+	Hash      []byte    `json:"-"`
+	Prefix    string    `json:"prefix"` // "ipa_<ID>", what a person sees of a key
+	Label     string    `json:"label"`  // the owner's name for the key; may be empty
+	CreatedAt time.Time `json:"created_at"`
 	// LastUsedAt is the time of the last charge made to the key, nil
 	// before its first; kept by Store.Charge in the charging transaction.
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`

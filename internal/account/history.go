@@ -162,3 +162,7 @@ func summaries(as []AccountSummary) []AccountSummary {
 	}
 	return as
 }
+
+// Day names the UTC day that t falls in: "2006-01-02", the key of the
+// daily usage counters.
+func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }

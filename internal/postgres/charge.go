@@ -213,8 +213,13 @@ func write(ctx context.Context, tx pgx.Tx, period string, at time.Time, accts ma
 		newUsed            []int64
 		acctIDs            []int64
 		acctBefore, acctTo []int64
+		usedKeys           []string // every key charged, with what it added
+		added              []int64
 	)
 	for id, k := range keys {
+		if k.used != k.usedBefore {
+			usedKeys, added = append(usedKeys, id), append(added, k.used-k.usedBefore)
+		}
 		switch {
 		case k.used == k.usedBefore:
 		case k.hasRow:
@@ -250,6 +255,19 @@ func write(ctx context.Context, tx pgx.Tx, period string, at time.Time, accts ma
 		expect(b.Queue(`INSERT INTO key_usage (key_id, period, used)
 			SELECT u.key_id, $1, u.used FROM unnest($2::text[], $3::bigint[]) AS u(key_id, used)`,
 			period, newKeys, newUsed), len(newKeys))
+	}
+	if len(usedKeys) > 0 {
+		// The daily counters add rather than compare-and-set: they decide
+		// no grant, and the account locks held make every charge of these
+		// keys wait for this one anyway.
+		expect(b.Queue(`INSERT INTO key_usage_daily (key_id, day, used)
+			SELECT u.key_id, $1, u.added FROM unnest($2::text[], $3::bigint[]) AS u(key_id, added)
+			ON CONFLICT (key_id, day) DO UPDATE SET used = key_usage_daily.used + excluded.used`,
+			account.Day(at), usedKeys, added), len(usedKeys))
+		// last_used_at only moves forward, so a batch stamped earlier by
+		// another replica's clock that commits later cannot set it back.
+		b.Queue(`UPDATE api_keys SET last_used_at = $1
+			WHERE id = ANY($2) AND (last_used_at IS NULL OR last_used_at < $1)`, at, usedKeys)
 	}
 	if len(acctIDs) > 0 {
 		expect(b.Queue(`UPDATE accounts AS a SET credits = u.credits

@@ -317,7 +317,7 @@ func isUnavailable(err error) bool {
 		// No answer from the server at all (refused or cut connection,
 		// timeout, closed pool), unless it is one of ours.
 		for _, e := range []error{pgx.ErrNoRows, account.ErrNotFound, account.ErrInvalid,
-			account.ErrInsufficient, account.ErrRevoked, ErrNotMigrated} {
+			account.ErrInsufficient, account.ErrRevoked, account.ErrConflict, ErrNotMigrated} {
 			if errors.Is(err, e) {
 				return false
 			}

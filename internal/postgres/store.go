@@ -19,7 +19,8 @@ func dbErr(op string, err error) error {
 	case errors.Is(err, pgx.ErrNoRows):
 		return account.ErrNotFound
 	case errors.Is(err, account.ErrNotFound), errors.Is(err, account.ErrInsufficient),
-		errors.Is(err, account.ErrInvalid), errors.Is(err, account.ErrRevoked):
+		errors.Is(err, account.ErrInvalid), errors.Is(err, account.ErrRevoked),
+		errors.Is(err, account.ErrConflict):
 		return err
 	}
 	return fail(op, err)
@@ -42,19 +43,24 @@ func scanAccount(row pgx.Row) (account.Account, error) {
 	return a, nil
 }
 
-const keyCols = "id, account_id, hash, created_at, revoked_at"
+const keyCols = "id, account_id, hash, label, created_at, last_used_at, revoked_at"
 
 func scanKey(row pgx.Row) (account.Key, error) {
 	var k account.Key
-	if err := row.Scan(&k.ID, &k.AccountID, &k.Hash, &k.CreatedAt, &k.RevokedAt); err != nil {
+	if err := row.Scan(&k.ID, &k.AccountID, &k.Hash, &k.Label, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt); err != nil {
 		return account.Key{}, err
 	}
 	k.CreatedAt, k.Prefix = k.CreatedAt.UTC(), account.KeyPrefix(k.ID)
-	if k.RevokedAt != nil {
-		r := k.RevokedAt.UTC()
-		k.RevokedAt = &r
-	}
+	k.LastUsedAt, k.RevokedAt = utcPtr(k.LastUsedAt), utcPtr(k.RevokedAt)
 	return k, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 const ledgerCols = "id, account_id, delta, balance, reason, COALESCE(key_id, ''), queries, created_at"
@@ -192,8 +198,8 @@ func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
 			return err
 		}
 		_, err := tx.Exec(ctx,
-			"INSERT INTO api_keys (id, account_id, hash, created_at) VALUES ($1, $2, $3, $4)",
-			k.ID, k.AccountID, k.Hash, at)
+			"INSERT INTO api_keys (id, account_id, hash, label, created_at) VALUES ($1, $2, $3, $4, $5)",
+			k.ID, k.AccountID, k.Hash, k.Label, at)
 		return err
 	})
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 )
 
-// The charging transaction is four set-based statements whatever the
-// number of keys in the batch: read every key, then write every counter,
-// every ledger entry and every balance, each list passed as one JSON
-// array (json_each). Per-key statements cost ~25µs each in this driver,
+// The charging transaction is six set-based statements whatever the
+// number of keys in the batch: read every key, then write every monthly
+// counter, every daily counter, every key's last use, every ledger entry
+// and every balance, each list passed as one JSON array (json_each). Per-key statements cost ~25µs each in this driver,
 // which at 64 keys a batch was most of a batch's CPU. The statements are
 // prepared once, on the writer connection.
 const (
@@ -31,6 +31,18 @@ const (
 		INSERT INTO key_usage (key_id, period, used)
 		SELECT json_extract(j.value, '$[0]'), ?2, json_extract(j.value, '$[1]') FROM json_each(?1) j WHERE true
 		ON CONFLICT (key_id, period) DO UPDATE SET used = key_usage.used + excluded.used`
+	// The daily counters and the last use take the same [key, added]
+	// array as the monthly counters. last_used_at only moves forward, so
+	// a batch stamped earlier (another process's clock) that commits later
+	// cannot set it back; the fixed-width time text compares as time.
+	sqlChargeDaily = `
+		INSERT INTO key_usage_daily (key_id, day, used)
+		SELECT json_extract(j.value, '$[0]'), ?2, json_extract(j.value, '$[1]') FROM json_each(?1) j WHERE true
+		ON CONFLICT (key_id, day) DO UPDATE SET used = key_usage_daily.used + excluded.used`
+	sqlChargeLastUsed = `
+		UPDATE api_keys SET last_used_at = ?2
+		WHERE id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?1) j)
+		  AND (last_used_at IS NULL OR last_used_at < ?2)`
 	sqlChargeLedger = `
 		INSERT INTO ledger (account_id, delta, balance, reason, key_id, queries, created_at)
 		SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'),
@@ -43,7 +55,7 @@ const (
 )
 
 type chargeStmts struct {
-	read, usage, ledger, credits *sql.Stmt
+	read, usage, daily, lastUsed, ledger, credits *sql.Stmt
 }
 
 func prepareCharge(ctx context.Context, db *sql.DB) (*chargeStmts, error) {
@@ -51,7 +63,10 @@ func prepareCharge(ctx context.Context, db *sql.DB) (*chargeStmts, error) {
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
-	}{{&cs.read, sqlChargeRead}, {&cs.usage, sqlChargeUsage}, {&cs.ledger, sqlChargeLedger}, {&cs.credits, sqlChargeCredits}} {
+	}{
+		{&cs.read, sqlChargeRead}, {&cs.usage, sqlChargeUsage}, {&cs.daily, sqlChargeDaily},
+		{&cs.lastUsed, sqlChargeLastUsed}, {&cs.ledger, sqlChargeLedger}, {&cs.credits, sqlChargeCredits},
+	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
 			cs.close()
@@ -63,7 +78,7 @@ func prepareCharge(ctx context.Context, db *sql.DB) (*chargeStmts, error) {
 }
 
 func (cs *chargeStmts) close() {
-	for _, st := range []*sql.Stmt{cs.read, cs.usage, cs.ledger, cs.credits} {
+	for _, st := range []*sql.Stmt{cs.read, cs.usage, cs.daily, cs.lastUsed, cs.ledger, cs.credits} {
 		if st != nil {
 			st.Close()
 		}
@@ -140,25 +155,30 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 		for i, id := range touched {
 			credits[i] = [2]int64{id, balances[id]}
 		}
+		usageJSON, err := json.Marshal(usage)
+		if err != nil {
+			return err
+		}
+		ledgerJSON, err := json.Marshal(ledger)
+		if err != nil {
+			return err
+		}
+		creditsJSON, err := json.Marshal(credits)
+		if err != nil {
+			return err
+		}
 		for _, w := range []struct {
 			what string
 			stmt *sql.Stmt
-			rows any
-			arg  any
+			args []any
 		}{
-			{"usage", s.charge.usage, usage, period},
-			{"ledger", s.charge.ledger, ledger, fmtTime(at)},
-			{"credits", s.charge.credits, credits, nil},
+			{"usage", s.charge.usage, []any{string(usageJSON), period}},
+			{"daily usage", s.charge.daily, []any{string(usageJSON), account.Day(at)}},
+			{"last use", s.charge.lastUsed, []any{string(usageJSON), fmtTime(at)}},
+			{"ledger", s.charge.ledger, []any{string(ledgerJSON), fmtTime(at)}},
+			{"credits", s.charge.credits, []any{string(creditsJSON)}},
 		} {
-			rows, err := json.Marshal(w.rows)
-			if err != nil {
-				return err
-			}
-			args := []any{string(rows)}
-			if w.arg != nil {
-				args = append(args, w.arg)
-			}
-			if _, err := tx.StmtContext(ctx, w.stmt).ExecContext(ctx, args...); err != nil {
+			if _, err := tx.StmtContext(ctx, w.stmt).ExecContext(ctx, w.args...); err != nil {
 				return fmt.Errorf("sqlite: charge: %s: %w", w.what, err)
 			}
 		}

@@ -41,16 +41,6 @@ func orNow(t time.Time) time.Time {
 	return t
 }
 
-func parseNullTime(ns sql.NullString) (*time.Time, error) {
-	if !ns.Valid {
-		return nil, nil
-	}
-	t, err := parseTime(ns.String)
-	if err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
 
 func nullTime(t *time.Time) any {
 	if t == nil {

@@ -55,13 +55,13 @@ func scanAccount(sc scanner) (account.Account, error) {
 	return a, nil
 }
 
-const keyCols = "id, account_id, hash, created_at, revoked_at"
+const keyCols = "id, account_id, hash, label, created_at, last_used_at, revoked_at"
 
 func scanKey(sc scanner) (account.Key, error) {
 	var k account.Key
 	var created string
-	var revoked sql.NullString
-	if err := sc.Scan(&k.ID, &k.AccountID, &k.Hash, &created, &revoked); err != nil {
+	var lastUsed, revoked sql.NullString
+	if err := sc.Scan(&k.ID, &k.AccountID, &k.Hash, &k.Label, &created, &lastUsed, &revoked); err != nil {
 		return account.Key{}, dbErr(err)
 	}
 	t, err := parseTime(created)
@@ -69,14 +69,24 @@ func scanKey(sc scanner) (account.Key, error) {
 		return account.Key{}, err
 	}
 	k.CreatedAt, k.Prefix = t, account.KeyPrefix(k.ID)
-	if revoked.Valid {
-		r, err := parseTime(revoked.String)
-		if err != nil {
-			return account.Key{}, err
-		}
-		k.RevokedAt = &r
+	if k.LastUsedAt, err = parseNullTime(lastUsed); err != nil {
+		return account.Key{}, err
+	}
+	if k.RevokedAt, err = parseNullTime(revoked); err != nil {
+		return account.Key{}, err
 	}
 	return k, nil
+}
+
+func parseNullTime(s sql.NullString) (*time.Time, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	t, err := parseTime(s.String)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
 }
 
 const ledgerCols = "id, account_id, delta, balance, reason, key_id, queries, created_at"
@@ -219,8 +229,8 @@ func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
 			return err
 		}
 		_, err := tx.ExecContext(ctx,
-			"INSERT INTO api_keys (id, account_id, hash, created_at) VALUES (?, ?, ?, ?)",
-			k.ID, k.AccountID, k.Hash, fmtTime(at))
+			"INSERT INTO api_keys (id, account_id, hash, label, created_at) VALUES (?, ?, ?, ?, ?)",
+			k.ID, k.AccountID, k.Hash, k.Label, fmtTime(at))
 		if err != nil {
 			return fmt.Errorf("sqlite: create key: %w", err)
 		}

@@ -61,6 +61,15 @@ func Run(t *testing.T, open func(t *testing.T) account.Store) {
 		{"TierRequests", testTierRequests},
 		{"TierRequestRace", testTierRequestRace},
 		{"Audit", testAudit},
+		{"KeyLabel", testKeyLabel},
+		{"KeyLastUsed", testKeyLastUsed},
+		{"DailyUsage", testDailyUsage},
+		{"DailyUsageGranted", testDailyUsageGranted},
+		{"DailyUsageConcurrent", testDailyUsageConcurrent},
+		{"KeyUsages", testKeyUsages},
+		{"LedgerPage", testLedgerPage},
+		{"SearchAccounts", testSearchAccounts},
+		{"TopConsumers", testTopConsumers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

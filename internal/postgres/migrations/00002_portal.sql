@@ -54,7 +54,8 @@ CREATE TABLE sessions (
     created_at   TIMESTAMPTZ  NOT NULL,
     last_seen_at TIMESTAMPTZ  NOT NULL,
     expires_at   TIMESTAMPTZ  NOT NULL,
-    revoked_at   TIMESTAMPTZ
+    revoked_at   TIMESTAMPTZ,
+    CHECK ((kind = 'owner') = (owner_id IS NOT NULL))
 );
 CREATE INDEX sessions_owner ON sessions (owner_id);
 

@@ -54,7 +54,8 @@ CREATE TABLE sessions (
     created_at   TEXT   NOT NULL,
     last_seen_at TEXT   NOT NULL,
     expires_at   TEXT   NOT NULL,
-    revoked_at   TEXT
+    revoked_at   TEXT,
+    CHECK ((kind = 'owner') = (owner_id IS NOT NULL))
 );
 CREATE INDEX sessions_owner ON sessions (owner_id);
 
