@@ -37,13 +37,11 @@ type AdminError struct {
 	Error string `json:"error"`
 }
 
-// AccountList, KeyList and Ledger are the admin API's collection bodies.
+// KeyList and Ledger are the admin API's collection bodies (SummaryList,
+// the accounts, is in console.go).
 // Collections are objects, not bare arrays, so that fields (paging) can be
 // added later without breaking clients.
 type (
-	AccountList struct {
-		Accounts []account.Account `json:"accounts"`
-	}
 	KeyList struct {
 		Keys []account.Key `json:"keys"`
 	}
@@ -234,18 +232,6 @@ func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header()["Location"] = []string{"/admin/accounts/" + strconv.FormatInt(a.ID, 10)}
 	writeJSON(w, http.StatusCreated, a)
-}
-
-func (s *Server) adminListAccounts(w http.ResponseWriter, r *http.Request) {
-	as, err := s.deps.Accounts.Accounts(r.Context())
-	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
-	}
-	if as == nil {
-		as = []account.Account{}
-	}
-	writeJSON(w, http.StatusOK, &AccountList{Accounts: as})
 }
 
 func (s *Server) adminShowAccount(w http.ResponseWriter, r *http.Request) {

@@ -137,7 +137,7 @@ func TestAdminAccounts(t *testing.T) {
 	}
 
 	r = e.adminCall(t, "GET", "/admin/accounts", "")
-	list := decode[AccountList](t, r)
+	list := decode[SummaryList](t, r)
 	if r.Code != 200 || len(list.Accounts) != 2 || list.Accounts[0].ID != a.ID {
 		t.Errorf("list: %d %+v", r.Code, list)
 	}

@@ -134,7 +134,7 @@ func (s *Server) portalSignIn(w http.ResponseWriter, r *http.Request) {
 	if !adminDecode(w, r, &req, []string{"email", "password"}, false) {
 		return
 	}
-	ns, o, err := s.deps.Accounts.SignIn(account.WithActor(r.Context(), "signin"), req.Email, req.Password)
+	ns, o, err := s.deps.Accounts.SignIn(r.Context(), req.Email, req.Password)
 	if err != nil {
 		var th *account.ThrottledError
 		switch {
@@ -149,7 +149,6 @@ func (s *Server) portalSignIn(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	r = r.WithContext(account.WithActor(r.Context(), "owner:"+strconv.FormatInt(o.ID, 10)+"/session:"+ns.ID))
 	s.startSession(w, r, ns, o)
 }
 
@@ -162,7 +161,9 @@ func (s *Server) portalSetPassword(w http.ResponseWriter, r *http.Request) {
 	if !adminDecode(w, r, &req, []string{"token", "password"}, false) {
 		return
 	}
-	ctx := account.WithActor(r.Context(), "link")
+	// The actor is the owner, which the service names once the token
+	// says who that is.
+	ctx := r.Context()
 	o, err := s.deps.Accounts.SetPassword(ctx, req.Token, req.Password)
 	if err != nil {
 		s.adminStoreError(w, r, err)

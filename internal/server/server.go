@@ -234,6 +234,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
 	if deps.Accounts != nil {
+		if deps.Accounts.AuditFailed == nil {
+			log := s.log
+			deps.Accounts.AuditFailed = func(e account.AuditEntry, err error) {
+				log.Error("audit: an entry could not be written after its change was made",
+					"action", e.Action, "actor", e.Actor, "account_id", e.AccountID, "target", e.Target, "detail", e.Detail, "err", err.Error())
+			}
+		}
 		if cfg.OwnerSessions != (account.SessionPolicy{}) {
 			deps.Accounts.OwnerSessions = cfg.OwnerSessions
 		}
