@@ -201,9 +201,10 @@ func artifactsDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-// startBrowser starts chromium with a fresh profile; every test tab is a
-// chromedp.NewContext of the returned context.
-func startBrowser(t *testing.T) context.Context {
+// startBrowser starts chromium with a fresh profile, for at most limit
+// whatever a step does; every test tab is a chromedp.NewContext of the
+// returned context.
+func startBrowser(t *testing.T, limit time.Duration) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("browser tests need Debian's chromium at %s (apt-get install -y chromium); skipping: %v", chromiumPath, err)
@@ -235,8 +236,7 @@ func startBrowser(t *testing.T) context.Context {
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE ::1"),
 	}
-	// Bounds the whole browser session, whatever a step does.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	t.Cleanup(cancel)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(cancelAlloc)
@@ -250,9 +250,11 @@ func startBrowser(t *testing.T) context.Context {
 
 // tab opens a tab with a time limit, which watches the page for CSP
 // violations and script errors from the first byte of every document.
-func tab(t *testing.T, browser context.Context, limit time.Duration) context.Context {
+// opts may give it a browser context of its own
+// (chromedp.WithNewBrowserContext): its own cookies and storage.
+func tab(t *testing.T, browser context.Context, limit time.Duration, opts ...chromedp.ContextOption) context.Context {
 	t.Helper()
-	tabCtx, cancelTab := chromedp.NewContext(browser)
+	tabCtx, cancelTab := chromedp.NewContext(browser, opts...)
 	t.Cleanup(cancelTab)
 	ctx, cancel := context.WithTimeout(tabCtx, limit)
 	t.Cleanup(cancel)
@@ -425,6 +427,19 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) []byte {
 	return b
 }
 
+// updateDoc writes a screenshot to docs/name when
+// IPATLAS_UPDATE_SCREENSHOT=1: the pictures the README shows.
+func updateDoc(t *testing.T, name string, shot []byte) {
+	t.Helper()
+	if os.Getenv("IPATLAS_UPDATE_SCREENSHOT") != "1" {
+		return
+	}
+	docs := filepath.Join("..", "..", "docs")
+	must(t, os.MkdirAll(docs, 0o755))
+	must(t, os.WriteFile(filepath.Join(docs, name), shot, 0o644))
+	t.Logf("updated %s", filepath.Join(docs, name))
+}
+
 func setDark(t *testing.T, ctx context.Context, dark bool) {
 	t.Helper()
 	scheme := "light"
@@ -498,7 +513,7 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser tests are not short")
 	}
-	browser := startBrowser(t)
+	browser := startBrowser(t, 4*time.Minute)
 	s := newStack(t)
 	art := artifactsDir(t)
 
@@ -626,13 +641,7 @@ func TestBrowser(t *testing.T) {
 			t.Error("the lookup removed the visitor's own marker")
 		}
 		checkNoProblems(t, v)
-		shot := screenshot(t, ctx, art, "desktop-light.png")
-		if os.Getenv("IPATLAS_UPDATE_SCREENSHOT") == "1" {
-			docs := filepath.Join("..", "..", "docs")
-			must(t, os.MkdirAll(docs, 0o755))
-			must(t, os.WriteFile(filepath.Join(docs, "screenshot.png"), shot, 0o644))
-			t.Logf("updated %s", filepath.Join(docs, "screenshot.png"))
-		}
+		updateDoc(t, "screenshot.png", screenshot(t, ctx, art, "desktop-light.png"))
 
 		// In Chinese, submitted from the keyboard.
 		v = lookup(t, ctx, visitor4.IP, "zh", s.secret, true, true)
