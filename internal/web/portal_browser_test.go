@@ -622,24 +622,39 @@ func TestPortalBrowser(t *testing.T) {
 		// the days they fall on, for the chart.
 		start := testNow.AddDate(0, 0, -89)
 		st := newPortalStack(t, start)
-		a, _ := st.account(t, "acme", "owner@example.com", 5000)
+		a, _ := st.account(t, "acme", "owner@example.com", 20000)
 		ctx := account.WithActor(context.Background(), "cli")
+		_, err := st.Accounts.SetTier(ctx, a.ID, account.Pro, 0)
+		must(t, err)
 		k1, err := st.Accounts.CreateLabeledKey(ctx, a.ID, "production")
 		must(t, err)
 		k2, err := st.Accounts.CreateLabeledKey(ctx, a.ID, "staging")
 		must(t, err)
 		for d := 0; d < 90; d++ {
-			if n := int64(20 + (d*37)%60 + d/3); n > 0 {
-				_, err := st.Meter.ChargeN(context.Background(), k1.Key, n)
+			charge := func(k account.Key, n int64) {
+				o, err := st.Meter.ChargeN(context.Background(), k, n)
 				must(t, err)
+				if o.GrantedN != n {
+					t.Fatalf("day %d: %d of %d queries charged: %+v", d, o.GrantedN, n, o)
+				}
 			}
+			charge(k1.Key, int64(20+(d*37)%60+d/3))
 			if d%3 != 0 {
-				_, err := st.Meter.ChargeN(context.Background(), k2.Key, int64(5+(d*13)%17))
-				must(t, err)
+				charge(k2.Key, int64(5+(d*13)%17))
 			}
 			if d < 89 {
 				st.clock.Advance(24 * time.Hour)
 			}
+		}
+		// Other customers, for the console's list.
+		for i, name := range []string{"globex", "initech", "umbrella"} {
+			credits := int64(1000 * (i + 1))
+			o, err := st.Accounts.CreateAccount(ctx, account.AccountParams{Name: name, Tier: account.Free, Credits: &credits})
+			must(t, err)
+			k, err := st.Accounts.CreateLabeledKey(ctx, o.ID, "default")
+			must(t, err)
+			_, err = st.Meter.ChargeN(context.Background(), k.Key, int64(100*(3-i)))
+			must(t, err)
 		}
 		tb := person(t, browser, 90*time.Second)
 		must(t, chromedp.Do(tb, chromedp.EmulateViewport(1280, 900)))
