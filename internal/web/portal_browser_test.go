@@ -698,15 +698,24 @@ func runAxe(t *testing.T, ctx context.Context, axe, what string) {
 		_, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](axe))
 		must(t, err)
 	}
-	violations := run(t, ctx, chromedp.Evaluate[[]string](`axe.run(document, {
+	res := run(t, ctx, chromedp.Evaluate[struct {
+		Passes     int      `json:"passes"`
+		Violations []string `json:"violations"`
+	}](`axe.run(document, {
 		runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] },
 		resultTypes: ['violations'],
-	}).then((r) => r.violations.flatMap((v) => v.nodes.map((n) =>
-		v.id + ' (' + v.impact + '): ' + v.help + ' at ' + n.target.join(' ') + ': ' + (n.failureSummary || '').replace(/\s+/g, ' '))))`,
-		chromedp.EvalAwaitPromise))
-	for _, v := range violations {
+	}).then((r) => ({
+		passes: r.passes.length,
+		violations: r.violations.flatMap((v) => v.nodes.map((n) =>
+			v.id + ' (' + v.impact + '): ' + v.help + ' at ' + n.target.join(' ') + ': ' + (n.failureSummary || '').replace(/\s+/g, ' '))),
+	}))`, chromedp.EvalAwaitPromise))
+	if res.Passes == 0 {
+		t.Errorf("%s: axe-core passed no rule at all: did it run?", what)
+	}
+	for _, v := range res.Violations {
 		t.Errorf("%s: %s", what, v)
 	}
+	t.Logf("%s: %d WCAG 2 A/AA rules pass, %d violations", what, res.Passes, len(res.Violations))
 }
 
 // setLang picks the UI language with the page's switch, as a person does.
@@ -729,7 +738,9 @@ func TestPortalAccessibility(t *testing.T) {
 	axe := axeScript(t)
 	st := newPortalStack(t, testNow)
 	a, _ := st.account(t, "acme", "owner@example.com", 100)
-	_, err := st.Accounts.CreateLabeledKey(account.WithActor(context.Background(), "cli"), a.ID, "production")
+	k, err := st.Accounts.CreateLabeledKey(account.WithActor(context.Background(), "cli"), a.ID, "production")
+	must(t, err)
+	_, err = st.Meter.ChargeN(context.Background(), k.Key, 42)
 	must(t, err)
 
 	// Every page, in every state a person sees, in both themes and both
@@ -752,14 +763,30 @@ func TestPortalAccessibility(t *testing.T) {
 		{"portal keys", func(t *testing.T, ctx context.Context) {
 			click(t, ctx, pNavKeys)
 			waitShown(t, ctx, pKeys)
+			waitOn(t, ctx, "the keys", fmt.Sprintf(`document.querySelector(%q) !== null`, pKeyRows))
+		}},
+		{"portal new key's secret", func(t *testing.T, ctx context.Context) {
+			typeInto(t, ctx, pKeyLabel, "新的 key")
+			click(t, ctx, pKeyCreate)
+			waitShown(t, ctx, pKeySecret)
+		}},
+		{"portal revoke confirmation", func(t *testing.T, ctx context.Context) {
+			click(t, ctx, fmt.Sprintf(`tr[data-key-id=%q] [data-test=key-revoke]`, k.ID))
+			waitShown(t, ctx, pConfirm)
+		}},
+		{"portal keys after cancelling", func(t *testing.T, ctx context.Context) {
+			click(t, ctx, "#confirm-no")
+			waitOn(t, ctx, "the dialog to close", `!document.getElementById('confirm-dialog').open`)
 		}},
 		{"portal usage", func(t *testing.T, ctx context.Context) {
 			click(t, ctx, pNavUsage)
 			waitShown(t, ctx, pUsageChart)
+			waitOn(t, ctx, "the chart's bars", fmt.Sprintf(`document.querySelectorAll('%s rect').length > 0`, pUsageChart))
 		}},
 		{"portal credits", func(t *testing.T, ctx context.Context) {
 			click(t, ctx, pNavCredits)
 			waitShown(t, ctx, pCredits)
+			waitOn(t, ctx, "the ledger", fmt.Sprintf(`document.querySelector(%q) !== null`, pLedgerRows))
 		}},
 		{"console sign-in", func(t *testing.T, ctx context.Context) {
 			navigate(t, ctx, st.admin.URL+"/console")
@@ -768,6 +795,13 @@ func TestPortalAccessibility(t *testing.T) {
 		{"console accounts", func(t *testing.T, ctx context.Context) {
 			signInConsole(t, ctx, st)
 			waitOn(t, ctx, "the accounts list", fmt.Sprintf(`document.querySelector(%q) !== null`, cAccountRows))
+		}},
+		{"console account with an invitation link", func(t *testing.T, ctx context.Context) {
+			click(t, ctx, fmt.Sprintf(`tr[data-account-id="%d"] [data-test=account-open]`, a.ID))
+			waitShown(t, ctx, cDetail)
+			typeInto(t, ctx, cInviteEmail, "second@example.com")
+			click(t, ctx, cInviteSubmit)
+			waitOn(t, ctx, "the invitation link", fmt.Sprintf(`document.querySelector(%q).textContent.includes('#token=')`, cInviteLink))
 		}},
 	}
 	for _, lang := range []string{"en", "zh"} {
