@@ -589,6 +589,12 @@ func TestPortalBrowser(t *testing.T) {
 		if isShown(t, ctx, pApp) {
 			t.Error("the signed-in part still shows beside the sign-in form")
 		}
+		if s := textOf(t, ctx, "#status"); !strings.Contains(s, "session ended") {
+			t.Errorf("the sign-in form says %q, not that the session ended", s)
+		}
+		if f := eval[string](t, ctx, `document.activeElement.id`); "#"+f != pSigninEmail {
+			t.Errorf("focus is on #%s, want the email field", f)
+		}
 
 		// Absolute: 7 days, however active. A request every 11 h keeps the
 		// session from idling out until then.
