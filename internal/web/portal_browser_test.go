@@ -177,7 +177,7 @@ func (st *portalStack) query(t *testing.T, key string) (int, string) {
 	must(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
 	must(t, err)
 	defer resp.Body.Close()
 	var body struct {
@@ -274,7 +274,8 @@ func navigate(t *testing.T, ctx context.Context, u string) {
 	must(t, chromedp.Do(ctx, chromedp.Navigate(u)))
 }
 
-// problems are the CSP violations and script errors tab's watcher saw.
+// checkPageProblems fails the test with the CSP violations and script
+// errors that tab's watcher saw.
 func checkPageProblems(t *testing.T, ctx context.Context) {
 	t.Helper()
 	if p := eval[[]string](t, ctx, `window.__problems || ['the watcher did not run']`); len(p) > 0 {
@@ -427,6 +428,13 @@ func TestPortalBrowser(t *testing.T) {
 		st := newPortalStack(t, testNow)
 		console := person(t, browser, 90*time.Second)
 		signInConsole(t, console, st)
+		// The token opened a session and is gone: not in the form, not in
+		// the page's storage.
+		kept := eval[bool](t, console, fmt.Sprintf(`document.querySelector(%q).value !== '' ||
+			[localStorage, sessionStorage].some((s) => Object.keys(s).some((k) => s.getItem(k).includes(%q)))`, cToken, adminToken))
+		if kept {
+			t.Error("the console keeps the admin token after signing in")
+		}
 
 		typeInto(t, console, cNewName, "globex")
 		click(t, console, cNewCreate)
