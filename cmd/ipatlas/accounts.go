@@ -19,6 +19,13 @@ var accountsCommand = mgmtGroup("accounts", "manage accounts and tiers",
 	mgmtSub(usageAccountsList, "list the accounts", runAccountsList),
 	mgmtSub(usageAccountsShow, "show an account and its keys", runAccountsShow),
 	mgmtSub(usageAccountsSetTier, "change an account's tier", runAccountsSetTier),
+	mgmtSub(usageAccountsInvite, "add an owner to an account and print their one-time link to set a password", runAccountsInvite),
+	mgmtSub(usageAccountsOwners, "list an account's owners", runAccountsOwners),
+	mgmtSub(usageAccountsResetLink, "print a one-time password reset link for an owner", runAccountsResetLink),
+	mgmtSub(usageAccountsRequests, "list the owners' tier requests", runAccountsRequests),
+	mgmtSub(usageAccountsApprove, "approve a tier request: the account moves to its tier", runAccountsApprove),
+	mgmtSub(usageAccountsRefuse, "refuse a tier request", runAccountsRefuse),
+	mgmtSub(usageAccountsAudit, "show the audit log of changes, of one account or all", runAccountsAudit),
 )
 
 func runAccountsCreate(ctx context.Context, e env, args []string) error {

@@ -260,6 +260,10 @@ var serveSettings = []setting{
 		apply: pageURLSetting(func(c *serveConfig) *string { return &c.PageIPv6URL })},
 	{name: "public-url", arg: "URL", usage: "the public listener's address as browsers reach it (https://ip.example.com): the base of the invitation and password-reset links the admin API makes, and an origin the portal accepts (default: links are bare paths, /account/password#token=...)",
 		apply: func(c *serveConfig, v []string) error {
+			if v[0] == "" {
+				c.PublicURL = ""
+				return nil
+			}
 			u, err := url.Parse(v[0])
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 				return errors.New("want an http or https URL without a path, e.g. https://ip.example.com")

@@ -155,6 +155,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"bad forwarded header", []string{"--forwarded-header", "x-real-ip"}, nil, "", "want auto"},
 		{"bad bool", nil, map[string]string{"IPATLAS_ACCESS_LOG": "sometimes"}, "", "IPATLAS_ACCESS_LOG"},
 		{"small header limit", []string{"--max-header-bytes", "10"}, nil, "", "at least"},
+		{"public url with a path", []string{"--public-url", "https://ip.example.com/portal"}, nil, "", "--public-url"},
+		{"public url without scheme", nil, map[string]string{"IPATLAS_PUBLIC_URL": "ip.example.com"}, "", "IPATLAS_PUBLIC_URL"},
 		{"file: unknown key", nil, nil, "lisen = :1\n", ":1: unknown setting \"lisen\""},
 		{"file: no equals", nil, nil, "\n\nlisten :1\n", ":3: want key = value"},
 		{"file: twice", nil, nil, "listen = :1\nlisten = :2\n", "set twice"},
@@ -210,5 +212,34 @@ func TestServeHelp(t *testing.T) {
 	}
 	if stderr.Len() != 0 {
 		t.Errorf("help wrote to stderr: %q", stderr.String())
+	}
+}
+
+func TestServePublicURL(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		file string
+		want string
+	}{
+		{nil, nil, "", ""},
+		{[]string{"--public-url", "https://ip.example.com/"}, nil, "", "https://ip.example.com"},
+		{nil, map[string]string{"IPATLAS_PUBLIC_URL": "http://127.0.0.1:8080"}, "", "http://127.0.0.1:8080"},
+		{nil, nil, "public-url = https://from.file.example\n", "https://from.file.example"},
+	} {
+		env := map[string]string{"IPATLAS_DATA_DIR": "/d"}
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		if tc.file != "" {
+			env["IPATLAS_CONFIG"] = writeConfig(t, tc.file)
+		}
+		cfg, err := parseServeConfig(tc.args, testEnv(mapEnv(env)))
+		if err != nil {
+			t.Fatalf("%v %v: %v", tc.args, tc.env, err)
+		}
+		if cfg.PublicURL != tc.want {
+			t.Errorf("%v %v %q: PublicURL %q, want %q", tc.args, tc.env, tc.file, cfg.PublicURL, tc.want)
+		}
 	}
 }

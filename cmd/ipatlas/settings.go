@@ -71,6 +71,9 @@ func configKeys() map[string]bool {
 	for _, k := range clientConfigKeys {
 		known[k] = false
 	}
+	for _, k := range mgmtConfigKeys {
+		known[k] = false
+	}
 	for _, s := range serveSettings {
 		known[s.name] = s.repeat
 	}

@@ -99,6 +99,12 @@ func newMgmtCmd(e env, name, usage string) *mgmtCmd {
 // parse reads the flags wherever they are among the arguments and checks
 // the number of positional arguments.
 func (c *mgmtCmd) parse(args []string, positionals int) ([]string, error) {
+	return c.parseRange(args, positionals, positionals)
+}
+
+// parseRange is parse for a command taking from least to most positional
+// arguments.
+func (c *mgmtCmd) parseRange(args []string, least, most int) ([]string, error) {
 	pos, err := parseArgs(c.e, c.fs, args, func(w io.Writer) {
 		group, _, _ := strings.Cut(c.fs.Name(), " ")
 		fmt.Fprintf(w, "usage: ipatlas %s %s\n\nFlags:\n", group, c.usage)
@@ -107,8 +113,11 @@ func (c *mgmtCmd) parse(args []string, positionals int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(pos) != positionals {
-		return nil, usageError(fmt.Sprintf("%s: want %d argument(s), got %d", c.fs.Name(), positionals, len(pos)))
+	switch {
+	case least == most && len(pos) != least:
+		return nil, usageError(fmt.Sprintf("%s: want %d argument(s), got %d", c.fs.Name(), least, len(pos)))
+	case len(pos) < least || len(pos) > most:
+		return nil, usageError(fmt.Sprintf("%s: want %d to %d arguments, got %d", c.fs.Name(), least, most, len(pos)))
 	}
 	return pos, nil
 }
@@ -172,11 +181,14 @@ func mgmtAccountID(s string) (int64, error) {
 }
 
 // mgmtGroup is a command whose subcommands manage the store; their
-// failures get the exit codes of mgmtError.
+// failures get the exit codes of mgmtError, and the audit log names
+// their changes' actor "cli".
 func mgmtGroup(name, summary string, subs ...*command) *command {
 	for _, s := range subs {
 		run := s.run
-		s.run = func(ctx context.Context, e env, args []string) error { return mgmtError(run(ctx, e, args)) }
+		s.run = func(ctx context.Context, e env, args []string) error {
+			return mgmtError(run(account.WithActor(ctx, "cli"), e, args))
+		}
 	}
 	return &command{name: name, summary: summary, subs: subs}
 }

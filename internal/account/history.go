@@ -9,8 +9,14 @@ import (
 	"unicode/utf8"
 )
 
-// MaxLabelLen bounds a key's label, in characters.
-const MaxLabelLen = 100
+// Bounds of the portal's usage methods.
+const (
+	MaxLabelLen     = 100  // characters (code points) of a key's label
+	MaxHistoryDays  = 366  // days of usage history in one answer
+	MaxPageLimit    = 1000 // entries of a ledger page or accounts of a search
+	MaxTopConsumers = 100
+	maxQueryLen     = 320 // bytes of a search: an email's longest
+)
 
 // KeyView is a key with its usage this month, for listings.
 type KeyView struct {
@@ -25,11 +31,19 @@ type History struct {
 	Days []DayUsage `json:"days"` // per key and day, ordered by day then key; zero days absent
 }
 
+// Day names the UTC day that t falls in: "2006-01-02", the key of the
+// daily usage counters.
+func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// checkLabel trims a key's label and refuses one that is not valid UTF-8,
+// is longer than MaxLabelLen characters or holds control characters
+// (which would break a listing's line or a CSV row).
 func checkLabel(label string) (string, error) {
+	if !utf8.ValidString(label) {
+		return "", invalid("the label is not valid UTF-8")
+	}
 	label = strings.TrimSpace(label)
 	switch {
-	case !utf8.ValidString(label):
-		return "", invalid("the label is not valid UTF-8")
 	case utf8.RuneCountInString(label) > MaxLabelLen:
 		return "", invalid("the label is longer than %d characters", MaxLabelLen)
 	case strings.ContainsFunc(label, unicode.IsControl):
@@ -44,7 +58,13 @@ func (s *Service) CreateLabeledKey(ctx context.Context, accountID int64, label s
 	if err != nil {
 		return NewKey{}, err
 	}
-	return s.createKey(ctx, accountID, label)
+	nk := GenerateKey(accountID, s.now())
+	nk.Label = label
+	if err := s.Store.CreateKey(ctx, nk.Key); err != nil {
+		return NewKey{}, storeErr(fmt.Sprintf("account %d: create key", accountID), err)
+	}
+	s.audit(ctx, "key.create", accountID, nk.ID, map[string]any{"label": label})
+	return nk, nil
 }
 
 // SetKeyLabel changes a key's label (at most 100 characters).
@@ -57,47 +77,45 @@ func (s *Service) SetKeyLabel(ctx context.Context, id, label string) (Key, error
 	if err != nil {
 		return Key{}, storeErr("key "+id, err)
 	}
-	s.audit(ctx, "key.label", k.AccountID, k.ID, map[string]any{"label": label})
+	s.forget(id) // so that Authenticate's key shows the new label
+	s.audit(ctx, "key.label", k.AccountID, id, map[string]any{"label": label})
 	return k, nil
 }
 
 // KeyViews lists an account's keys with their usage this month.
 func (s *Service) KeyViews(ctx context.Context, accountID int64) ([]KeyView, error) {
+	period := Period(s.now())
 	ks, err := s.Store.ListKeys(ctx, accountID)
 	if err != nil {
 		return nil, storeErr(fmt.Sprintf("account %d: list keys", accountID), err)
 	}
-	used, err := s.Store.KeyUsages(ctx, accountID, Period(s.now()))
+	used, err := s.Store.KeyUsages(ctx, accountID, period)
 	if err != nil {
 		return nil, storeErr(fmt.Sprintf("account %d: usage", accountID), err)
 	}
-	out := make([]KeyView, 0, len(ks))
-	for _, k := range ks {
-		out = append(out, KeyView{Key: k, Used: used[k.ID]})
+	vs := make([]KeyView, len(ks))
+	for i, k := range ks {
+		vs[i] = KeyView{Key: k, Used: used[k.ID]}
 	}
-	return out, nil
+	return vs, nil
 }
 
 // History is an account's per-key daily usage for the last days days
 // (1..366), today (UTC) included.
 func (s *Service) History(ctx context.Context, accountID int64, days int) (History, error) {
-	if days < 1 || days > 366 {
-		return History{}, invalid("days must be between 1 and 366")
+	if days < 1 || days > MaxHistoryDays {
+		return History{}, invalid("days must be between 1 and %d", MaxHistoryDays)
 	}
-	if _, err := s.Store.Account(ctx, accountID); err != nil {
-		return History{}, storeErr(fmt.Sprintf("account %d", accountID), err)
-	}
-	to := s.now().UTC()
-	from := to.AddDate(0, 0, -(days - 1))
-	h := History{From: from.Format(time.DateOnly), To: to.Format(time.DateOnly)}
+	now := s.now().UTC()
+	h := History{From: Day(now.AddDate(0, 0, 1-days)), To: Day(now)}
 	ds, err := s.Store.DailyUsage(ctx, accountID, h.From, h.To)
 	if err != nil {
 		return History{}, storeErr(fmt.Sprintf("account %d: usage history", accountID), err)
 	}
-	if ds == nil {
-		ds = []DayUsage{}
-	}
 	h.Days = ds
+	if h.Days == nil {
+		h.Days = []DayUsage{}
+	}
 	return h, nil
 }
 
@@ -105,20 +123,14 @@ func (s *Service) History(ctx context.Context, accountID int64, days int) (Histo
 // newest first, at most limit (1..1000).
 func (s *Service) LedgerPage(ctx context.Context, accountID, before int64, limit int) ([]LedgerEntry, error) {
 	switch {
-	case limit < 1 || limit > 1000:
-		return nil, invalid("the limit must be between 1 and 1000")
+	case limit < 1 || limit > MaxPageLimit:
+		return nil, invalid("the limit must be between 1 and %d", MaxPageLimit)
 	case before < 0:
-		return nil, invalid("before is negative")
-	}
-	if _, err := s.Store.Account(ctx, accountID); err != nil {
-		return nil, storeErr(fmt.Sprintf("account %d", accountID), err)
+		return nil, invalid("the cursor is negative")
 	}
 	es, err := s.Store.LedgerPage(ctx, accountID, before, limit)
 	if err != nil {
 		return nil, storeErr(fmt.Sprintf("account %d: ledger", accountID), err)
-	}
-	if es == nil {
-		es = []LedgerEntry{}
 	}
 	return es, nil
 }
@@ -126,34 +138,37 @@ func (s *Service) LedgerPage(ctx context.Context, accountID, before int64, limit
 // SearchAccounts finds accounts by name, ID or owner email, with their
 // usage this month; at most limit (1..1000).
 func (s *Service) SearchAccounts(ctx context.Context, q string, limit int) ([]AccountSummary, error) {
+	if limit < 1 || limit > MaxPageLimit {
+		return nil, invalid("the limit must be between 1 and %d", MaxPageLimit)
+	}
+	if !utf8.ValidString(q) {
+		return nil, invalid("the search is not valid UTF-8")
+	}
 	q = strings.TrimSpace(q)
-	switch {
-	case limit < 1 || limit > 1000:
-		return nil, invalid("the limit must be between 1 and 1000")
-	case len(q) > MaxEmailLen || !utf8.ValidString(q):
-		return nil, invalid("the search must be valid UTF-8 of at most %d bytes", MaxEmailLen)
+	if len(q) > maxQueryLen {
+		return nil, invalid("the search is longer than %d bytes", maxQueryLen)
 	}
 	as, err := s.Store.SearchAccounts(ctx, q, Period(s.now()), limit)
 	if err != nil {
 		return nil, storeErr("search accounts", err)
 	}
-	return summaries(as), nil
+	return summariesWithLimit(as), nil
 }
 
 // TopConsumers lists the n (1..100) accounts with the most queries this
 // month.
 func (s *Service) TopConsumers(ctx context.Context, n int) ([]AccountSummary, error) {
-	if n < 1 || n > 100 {
-		return nil, invalid("n must be between 1 and 100")
+	if n < 1 || n > MaxTopConsumers {
+		return nil, invalid("n must be between 1 and %d", MaxTopConsumers)
 	}
 	as, err := s.Store.TopConsumers(ctx, Period(s.now()), n)
 	if err != nil {
 		return nil, storeErr("top consumers", err)
 	}
-	return summaries(as), nil
+	return summariesWithLimit(as), nil
 }
 
-func summaries(as []AccountSummary) []AccountSummary {
+func summariesWithLimit(as []AccountSummary) []AccountSummary {
 	if as == nil {
 		return []AccountSummary{}
 	}
@@ -162,7 +177,3 @@ func summaries(as []AccountSummary) []AccountSummary {
 	}
 	return as
 }
-
-// Day names the UTC day that t falls in: "2006-01-02", the key of the
-// daily usage counters.
-func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }

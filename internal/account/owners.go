@@ -60,6 +60,8 @@ const (
 	signinMaxLock      = 15 * time.Minute
 	// touchEvery bounds how often a session's LastSeenAt is written.
 	touchEvery = time.Minute
+	// maxSigninBytes bounds the password a sign-in hashes, in bytes.
+	maxSigninBytes = 4096
 	// maxNoteLen bounds a tier request's note, in bytes.
 	maxNoteLen = 1000
 )
@@ -90,6 +92,15 @@ type Link struct {
 	Purpose   string    `json:"purpose"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
+
+// PasswordPath is the portal's page where a one-time link's token is
+// redeemed; the token follows in the fragment, which browsers send to no
+// server and put in no Referer.
+const PasswordPath = "/account/password#token="
+
+// Path is the link without the service's address:
+// /account/password#token=<Token>.
+func (l Link) Path() string { return PasswordPath + l.Token }
 
 // NewSession is a session with the cookie's secret, given once.
 type NewSession struct {
@@ -189,6 +200,19 @@ func (s *Service) Owners(ctx context.Context, accountID int64) ([]Owner, error) 
 	return os, nil
 }
 
+// OwnerByEmail finds the owner with an email (trimmed, any case).
+func (s *Service) OwnerByEmail(ctx context.Context, email string) (Owner, error) {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return Owner{}, err
+	}
+	o, err := s.Store.OwnerByEmail(ctx, email)
+	if err != nil {
+		return Owner{}, storeErr("owner "+email, err)
+	}
+	return o, nil
+}
+
 // SetPassword redeems a one-time link's token: it checks the password's
 // rules, stores its argon2id hash and signs out every session of the
 // owner. A bad token is ErrBadToken, a weak password *WeakPasswordError.
@@ -244,9 +268,9 @@ func (s *Service) SignIn(ctx context.Context, email, password string) (NewSessio
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return NewSession{}, Owner{}, storeErr("sign in", err)
 	}
-	// Passwords beyond the maximum are never stored: refuse them without
-	// spending argon2 time on a megabyte.
-	long := len(password) > 4*MaxPasswordLen
+	// No stored password is this long in bytes (MaxPasswordLen code
+	// points after NFKC): refuse it without hashing a megabyte.
+	long := len(password) > maxSigninBytes
 	if err != nil || !o.HasPassword || long {
 		CheckPassword(dummyHash(), "")
 		return NewSession{}, Owner{}, ErrSignIn
@@ -258,6 +282,9 @@ func (s *Service) SignIn(ctx context.Context, email, password string) (NewSessio
 	}
 	ok, err := CheckPassword(o.PasswordHash, password)
 	if err != nil || !ok {
+		// The lock follows the count read above; failures racing with
+		// this one all count (the store adds in one statement), and the
+		// next failure's lock catches up with them.
 		n := o.FailedSignins + 1
 		var until *time.Time
 		if d := signinLock(n); d > 0 {

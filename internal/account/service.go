@@ -338,21 +338,7 @@ func (s *Service) purgeKeys() {
 // CreateKey makes a new key for an account. The secret is in the result
 // and nowhere else: it cannot be shown again.
 func (s *Service) CreateKey(ctx context.Context, accountID int64) (NewKey, error) {
-	return s.createKey(ctx, accountID, "")
-}
-
-func (s *Service) createKey(ctx context.Context, accountID int64, label string) (NewKey, error) {
-	nk := GenerateKey(accountID, s.now())
-	nk.Label = label
-	if err := s.Store.CreateKey(ctx, nk.Key); err != nil {
-		return NewKey{}, storeErr(fmt.Sprintf("account %d: create key", accountID), err)
-	}
-	var detail any
-	if label != "" {
-		detail = map[string]any{"label": label}
-	}
-	s.audit(ctx, "key.create", accountID, nk.ID, detail)
-	return nk, nil
+	return s.CreateLabeledKey(ctx, accountID, "")
 }
 
 // Key returns a key (without its secret, which is not kept).

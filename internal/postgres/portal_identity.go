@@ -41,7 +41,6 @@ func nullID(id int64) *int64 {
 	return &id
 }
 
-
 // notFoundUnless turns a statement that touched no row into ErrNotFound.
 func notFoundUnless(tag pgconn.CommandTag, err error) error {
 	if err == nil && tag.RowsAffected() == 0 {

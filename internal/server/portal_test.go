@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/csv"
 	"log/slog"
 	"net/http"
@@ -303,8 +304,17 @@ func TestPortalCSRF(t *testing.T) {
 		t.Fatalf("the session after refused changes: %d", r.Code)
 	}
 
-	// The right token, from this origin or PublicURL's, passes.
-	for _, origin := range []string{"http://example.com", "https://ip.example.net"} {
+	// Over TLS, this host's plain-HTTP origin is another origin.
+	tlsReq := req{method: "POST", path: "/account/api/keys", body: `{"label":"x"}`, header: map[string]string{
+		"Cookie": ownerCookie + "=" + b.cookie, csrfHeader: b.csrf, "Origin": "http://example.com"}}
+	rq, w := newRequest(tlsReq), httptest.NewRecorder()
+	rq.TLS = &tls.ConnectionState{}
+	e.pub.ServeHTTP(w, rq)
+	wantAdminError(t, resp{w, rq}, http.StatusForbidden, codeForbidden)
+
+	// The right token, from this origin (through a TLS-terminating proxy
+	// too) or PublicURL's, passes.
+	for _, origin := range []string{"http://example.com", "https://example.com", "https://ip.example.net"} {
 		if r := e.call(t, b, "POST", "/account/api/keys", `{"label":"ok"}`, "Origin", origin); r.Code != http.StatusCreated {
 			t.Errorf("Origin %s: %d %s", origin, r.Code, r.Body)
 		}
@@ -333,6 +343,9 @@ func TestPortalSigninLimit(t *testing.T) {
 	wantAdminError(t, r, http.StatusTooManyRequests, codeTooMany)
 	if ra, _ := strconv.Atoi(r.Header().Get("Retry-After")); ra < 1 || ra > 20*60 {
 		t.Errorf("Retry-After %q, want 1..1200 s", r.Header().Get("Retry-After"))
+	}
+	if !strings.Contains(e.logs.String(), "too many failed sign-ins from this address") || strings.Contains(e.logs.String(), testPassword) {
+		t.Errorf("the log should say the address waits, and never hold a password:\n%s", e.logs)
 	}
 	// Another address is not limited.
 	if r := e.do(t, req{method: "POST", path: "/account/api/signin", body: good, remote: other}); r.Code != 200 {
@@ -746,6 +759,12 @@ func TestConsoleSession(t *testing.T) {
 		}
 		wantAdminError(t, e.console(t, b, "GET", "/admin/accounts", ""), http.StatusUnauthorized, adminUnauthorized)
 		wantAdminError(t, e.console(t, b, "GET", "/admin/session", ""), http.StatusUnauthorized, adminUnauthorized)
+
+		for name, secret := range map[string]string{"the console cookie": b.cookie, "the CSRF token": b.csrf, "the link's token": token, "the password": testPassword} {
+			if strings.Contains(e.logs.String(), secret) {
+				t.Errorf("the log holds %s", name)
+			}
+		}
 	})
 }
 

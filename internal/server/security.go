@@ -26,9 +26,11 @@ import (
 // CORS, public handler only: any origin may call the API from a browser
 // (Access-Control-Allow-Origin: *), the free endpoints with simple GETs and
 // the keyed ones with a preflight for Authorization and Content-Type.
-// There are no cookies and Access-Control-Allow-Credentials is never sent,
-// so a page can only use a key its user gives it: no request is ever made
-// with the visitor's ambient authority. The quota and retry headers are
+// The API uses no cookies and Access-Control-Allow-Credentials is never
+// sent, so a page can only use a key its user gives it: no request is ever
+// made with the visitor's ambient authority. The portal (/account), whose
+// session is a cookie, answers no CORS at all and nothing a cache keeps:
+// only its own page may read it (session.go). The quota and retry headers are
 // exposed to scripts (Access-Control-Expose-Headers) on answers to
 // requests that carry Origin, which every browser request subject to CORS
 // does; other clients read every header anyway. No cache can hand such an

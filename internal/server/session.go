@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/subtle"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -102,7 +103,14 @@ func (s *Server) signinFailed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lim := s.signin.getOrAdd(clientGroup(a), func() *rate.Limiter { return rate.NewLimiter(s.signinRate, s.signinBurst) })
-	lim.AllowN(s.now(), 1)
+	now := s.now()
+	lim.AllowN(now, 1)
+	if lim.TokensAt(now) < 1 {
+		// Logged when the address runs out: its next tries are refused
+		// before they get here.
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "portal: too many failed sign-ins from this address; it must wait",
+			slog.String("client", addrString(a)))
+	}
 }
 
 // tooMany answers 429 with Retry-After.
@@ -179,12 +187,11 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 	if len(vs) != 1 {
 		return false
 	}
-	origin := strings.ToLower(vs[0])
-	scheme := "http://"
-	if s.overHTTPS(r) {
-		scheme = "https://"
-	}
-	if origin == scheme+strings.ToLower(r.Host) {
+	origin, host := strings.ToLower(vs[0]), strings.ToLower(r.Host)
+	// This host over HTTPS is always ours: a proxy that terminates TLS
+	// without being a configured trusted proxy hides the scheme, not the
+	// page's origin. Plain HTTP is ours only when the request came so.
+	if origin == "https://"+host || (origin == "http://"+host && !s.overHTTPS(r)) {
 		return true
 	}
 	return s.publicOrigin != "" && origin == s.publicOrigin

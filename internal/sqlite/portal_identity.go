@@ -41,7 +41,6 @@ func orNow(t time.Time) time.Time {
 	return t
 }
 
-
 func nullTime(t *time.Time) any {
 	if t == nil {
 		return nil

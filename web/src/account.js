@@ -10,7 +10,7 @@
 //   password   form#setpw #setpw-password #setpw-confirm #setpw-submit   (/account/password#token=…)
 //   header     #who #who-email #signout #signout-everywhere
 //   tabs       #tab-overview #tab-usage #tab-keys #tab-credits #tab-subscription
-//   overview   #ov-tier #ov-limit #ov-used #ov-credits #ov-reset table#ov-keys (tr[data-key-id])
+//   overview   #ov-tier #ov-limit #ov-used ("N in YYYY-MM") #ov-credits #ov-reset table#ov-keys (tr[data-key-id])
 //   usage      svg#usage-chart #usage-legend #usage-total a#usage-csv table#usage-table
 //   keys       form#key-create #key-label #key-create-submit
 //              #key-secret-box output#key-secret #key-secret-copy #key-secret-note #key-secret-done
@@ -28,7 +28,7 @@ import { get, post, patch, setCSRF } from './api.js';
 import { Failure } from './net.js';
 import { drawUsage, SERIES } from './chart.js';
 import {
-  $, h, fillTable, labelCells, say, fail, clearMessages, confirmDialog, promptDialog, wireCopy, busy, Router, tierName,
+  $, h, fillTable, labelCells, say, fail, failKey, clearMessages, confirmDialog, promptDialog, wireCopy, busy, keepFocus, Router, tierName,
 } from './ui.js';
 
 const BASE = '/account';
@@ -111,7 +111,7 @@ function wire() {
     const email = $('signin-email').value.trim();
     const password = $('signin-password').value;
     if (!email || !password) {
-      fail(new Failure(t('p.signin.empty'), 'InvalidRequest'));
+      failKey('p.signin.empty');
       (email ? $('signin-password') : $('signin-email')).focus();
       return;
     }
@@ -129,7 +129,7 @@ function wire() {
     ev.preventDefault();
     const pw = $('setpw-password').value;
     if (pw !== $('setpw-confirm').value) {
-      fail(new Failure(t('p.setpw.mismatch'), 'InvalidRequest'));
+      failKey('p.setpw.mismatch');
       $('setpw-confirm').focus();
       return;
     }
@@ -187,7 +187,7 @@ function wire() {
     if (tier === 'enterprise' && $('sub-limit-input').value.trim() !== '') {
       const n = Number($('sub-limit-input').value.trim().replace(/[ ,_]/g, ''));
       if (!Number.isSafeInteger(n) || n <= 0) {
-        fail(new Failure(t('p.sub.badlimit'), 'InvalidRequest'));
+        failKey('p.sub.badlimit');
         $('sub-limit-input').focus();
         return;
       }
@@ -303,6 +303,7 @@ async function renameKey(k) {
     await patch(`${API}/keys/${encodeURIComponent(k.id)}`, { label });
     say('p.keys.renamed', { key: k.prefix });
     await loadKeys();
+    keepFocus($('keys-h'));
   });
 }
 
@@ -310,8 +311,8 @@ async function rotateKey(k) {
   if (!await confirmDialog('p.keys.rotate.title', t('p.keys.rotate.body', { key: keyName(k) }), 'p.keys.rotate')) return;
   await guard(async () => {
     const r = await post(`${API}/keys/${encodeURIComponent(k.id)}/rotate`);
-    showSecret(r.secret, 'p.keys.rotated', r.key);
     await loadKeys();
+    showSecret(r.secret, 'p.keys.rotated', r.key);
   });
 }
 
@@ -321,6 +322,7 @@ async function revokeKey(k) {
     await post(`${API}/keys/${encodeURIComponent(k.id)}/revoke`);
     say('p.keys.revokeddone', { key: k.prefix });
     await loadKeys();
+    keepFocus($('keys-h'));
   });
 }
 

@@ -67,6 +67,7 @@ export function drawUsage(svg, usage, keyOrder, names) {
   const y = (v) => PAD.top + ih - (v / max) * ih;
 
   svg.replaceChildren();
+  delete svg.dataset.i18nAttr; // the summary below replaces the placeholder label
   svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
   svg.setAttribute('role', 'img');
   svg.setAttribute('preserveAspectRatio', 'xMidYMid meet');

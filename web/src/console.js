@@ -31,7 +31,7 @@ import './msg-console.js';
 import { call, get, post, patch, del, setCSRF } from './api.js';
 import { Failure } from './net.js';
 import {
-  $, h, fillTable, labelCells, say, fail, clearMessages, confirmDialog, wireCopy, busy, Router, tierName,
+  $, h, fillTable, labelCells, say, fail, failKey, clearMessages, confirmDialog, wireCopy, busy, keepFocus, Router, tierName,
 } from './ui.js';
 
 const BASE = '/console';
@@ -108,16 +108,23 @@ function wire() {
     // The token is never stored: the field is cleared before the answer.
     input.value = '';
     if (!token) {
-      fail(new Failure(t('c.token.empty'), 'InvalidRequest'));
+      failKey('c.token.empty');
       input.focus();
       return;
     }
-    await busy($('token-form'), () => guard(async () => {
-      const s = await call('POST', `${ADMIN}/session`, undefined, { Authorization: `Bearer ${token}` });
-      clearMessages();
-      entered(s);
-      say('c.signedin');
-    }));
+    await busy($('token-form'), async () => {
+      try {
+        const s = await call('POST', `${ADMIN}/session`, undefined, { Authorization: `Bearer ${token}` });
+        clearMessages();
+        entered(s);
+        say('c.signedin');
+      } catch (err) {
+        const f = err instanceof Failure ? err : new Failure(String(err));
+        if (f.status === 401) failKey('c.token.wrong', undefined, f.code);
+        else fail(f);
+        input.focus();
+      }
+    });
   });
 
   $('console-signout').addEventListener('click', () => guard(async () => {
@@ -141,18 +148,18 @@ function wire() {
     const name = $('acc-name').value.trim();
     const tier = $('acc-tier').value;
     if (!name) {
-      fail(new Failure(t('c.create.noname'), 'InvalidRequest'));
+      failKey('c.create.noname');
       $('acc-name').focus();
       return;
     }
     const body = { name, tier };
     if (tier === 'enterprise') {
       const n = parseCount($('acc-limit').value);
-      if (!(n > 0)) { fail(new Failure(t('c.badlimit'), 'InvalidRequest')); $('acc-limit').focus(); return; }
+      if (!(n > 0)) { failKey('c.badlimit'); $('acc-limit').focus(); return; }
       body.monthly_limit = n;
     }
     const c = $('acc-credits').value.trim() === '' ? 0 : parseCount($('acc-credits').value);
-    if (!(c >= 0)) { fail(new Failure(t('c.badcount'), 'InvalidRequest')); $('acc-credits').focus(); return; }
+    if (!(c >= 0)) { failKey('c.badcount'); $('acc-credits').focus(); return; }
     if (c > 0) body.credits = c;
     await busy($('acc-create'), () => guard(async () => {
       const a = await post(`${ADMIN}/accounts`, body);
@@ -169,7 +176,7 @@ function wire() {
     const body = { tier };
     if (tier === 'enterprise') {
       const n = parseCount($('d-limit').value);
-      if (!(n > 0)) { fail(new Failure(t('c.badlimit'), 'InvalidRequest')); $('d-limit').focus(); return; }
+      if (!(n > 0)) { failKey('c.badlimit'); $('d-limit').focus(); return; }
       body.monthly_limit = n;
     }
     await busy($('d-tier-form'), () => guard(async () => {
@@ -184,8 +191,8 @@ function wire() {
     const id = router.arg;
     const n = parseCount($('d-amount').value);
     const reason = $('d-reason').value.trim();
-    if (!(n > 0)) { fail(new Failure(t('c.badamount'), 'InvalidRequest')); $('d-amount').focus(); return; }
-    if (!reason) { fail(new Failure(t('c.noreason'), 'InvalidRequest')); $('d-reason').focus(); return; }
+    if (!(n > 0)) { failKey('c.badamount'); $('d-amount').focus(); return; }
+    if (!reason) { failKey('c.noreason'); $('d-reason').focus(); return; }
     const amount = $('d-deduct').checked ? -n : n;
     await busy($('d-credits-form'), () => guard(async () => {
       const e = await post(`${ADMIN}/accounts/${encodeURIComponent(id)}/credits`, { amount, reason });
@@ -200,7 +207,7 @@ function wire() {
     ev.preventDefault();
     const id = router.arg;
     const email = $('d-invite-email').value.trim();
-    if (!email) { fail(new Failure(t('c.invite.noemail'), 'InvalidRequest')); $('d-invite-email').focus(); return; }
+    if (!email) { failKey('c.invite.noemail'); $('d-invite-email').focus(); return; }
     await busy($('d-invite-form'), () => guard(async () => {
       const r = await post(`${ADMIN}/accounts/${encodeURIComponent(id)}/invites`, { email });
       $('d-invite-email').value = '';
@@ -318,6 +325,7 @@ async function revokeKey(accountID, k) {
     await post(`${ADMIN}/keys/${encodeURIComponent(k.id)}/revoke`);
     await loadAccount(accountID);
     say('p.keys.revokeddone', { key: k.prefix });
+    keepFocus($('d-h'));
   });
 }
 
@@ -355,6 +363,7 @@ async function decide(r, approve, reload) {
     await post(`${ADMIN}/tier-requests/${encodeURIComponent(r.id)}/${approve ? 'approve' : 'refuse'}`);
     await reload();
     say(approve ? 'c.r.approved' : 'c.r.refused', what);
+    keepFocus(document.querySelector('[data-view]:not([hidden]) h2'));
   });
 }
 

@@ -67,6 +67,16 @@ export function fail(f) {
   $('status').hidden = true;
 }
 
+// failKey shows one of the page's own messages (a mistake caught before
+// any request) as the error.
+export function failKey(key, vars, code) {
+  const e = $('error');
+  i18n.setText(e, key, vars);
+  e.dataset.code = code || '';
+  e.hidden = false;
+  $('status').hidden = true;
+}
+
 export function clearMessages() {
   $('status').hidden = true;
   $('error').hidden = true;
@@ -140,6 +150,17 @@ export function wireCopy(button, target, note) {
   });
 }
 
+// keepFocus moves focus to fallback (a heading) when a redraw removed the
+// element that had it, so that keyboard users are not sent back to the
+// top of the page.
+export function keepFocus(fallback) {
+  const a = document.activeElement;
+  if (!a || a === document.body || !document.contains(a)) {
+    if (!fallback.hasAttribute('tabindex')) fallback.tabIndex = -1;
+    fallback.focus();
+  }
+}
+
 // busy disables a form's buttons while work runs.
 export async function busy(form, work) {
   const buttons = [...form.querySelectorAll('button')];
@@ -189,7 +210,7 @@ export class Router {
     this.arg = arg;
     for (const s of document.querySelectorAll('[data-view]')) s.hidden = s.dataset.view !== view;
     for (const a of document.querySelectorAll('.tabs a[data-route]')) {
-      if (a.dataset.route === view) a.setAttribute('aria-current', 'page');
+      if (a.dataset.route === view || (a.dataset.routeAlso || '').split(' ').includes(view)) a.setAttribute('aria-current', 'page');
       else a.removeAttribute('aria-current');
     }
     const sec = document.querySelector(`[data-view="${view}"]`);

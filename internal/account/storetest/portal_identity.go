@@ -554,6 +554,44 @@ func testTierRequestRace(t *testing.T, st account.Store) {
 	if won != 1 || err != nil || len(rs) != 1 {
 		t.Fatalf("%d of %d concurrent requests succeeded, %d pending (%v); want exactly one", won, n, len(rs), err)
 	}
+
+	// Racing decisions on the request: one wins, the account follows it.
+	type decision struct {
+		r   account.TierRequest
+		a   account.Account
+		err error
+	}
+	ds := make([]decision, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, acct, err := st.DecideTierRequest(ctx(t), rs[0].ID, i%2 == 0, t0.Add(time.Hour))
+			ds[i] = decision{r, acct, err}
+		}()
+	}
+	wg.Wait()
+	var win *decision
+	for i := range ds {
+		switch d := &ds[i]; {
+		case d.err == nil && win != nil:
+			t.Fatalf("two concurrent decisions of one request succeeded: %+v and %+v", win.r, d.r)
+		case d.err == nil:
+			win = d
+		case !errors.Is(d.err, account.ErrConflict):
+			t.Fatalf("a losing decision failed with %v, want ErrConflict", d.err)
+		}
+	}
+	if win == nil {
+		t.Fatal("no decision of a pending request succeeded")
+	}
+	wantTier := account.Enterprise // newAccount's
+	if win.r.Status == account.RequestApproved {
+		wantTier = account.Pro
+	}
+	if got, err := st.Account(ctx(t), a.ID); err != nil || got.Tier != wantTier || !sameAccount(got, win.a) {
+		t.Fatalf("after the %s decision the account is %+v (%v), want tier %s", win.r.Status, got, err, wantTier)
+	}
 }
 
 func sameAudit(a, b account.AuditEntry) bool {

@@ -445,6 +445,29 @@ func testSearchAccounts(t *testing.T, st account.Store) {
 	}
 	_, err := st.SearchAccounts(ctx(t), "", period0, 0)
 	isErr(t, "SearchAccounts with limit 0", err, account.ErrInvalid)
+
+	// An owner's email finds the owner's account, whatever its case,
+	// and only the whole email does.
+	if _, err := st.CreateOwner(ctx(t), other.ID, "ops@globex.example", t0); err != nil {
+		t.Fatalf("CreateOwner: %v", err)
+	}
+	if _, err := st.CreateOwner(ctx(t), acme.ID, "owner@acme.example", t0); err != nil {
+		t.Fatalf("CreateOwner: %v", err)
+	}
+	for _, tc := range []struct {
+		q    string
+		want []summaryView
+	}{
+		{"ops@globex.example", []summaryView{vOther}},
+		{" OPS@Globex.Example ", []summaryView{vOther}},
+		{"owner@acme.example", []summaryView{vAcme}},
+		{"ops@globex", []summaryView{}},
+		{"globex.example", []summaryView{}},
+	} {
+		if got := search(tc.q, 10); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("SearchAccounts(%q):\n got %+v\nwant %+v", tc.q, got, tc.want)
+		}
+	}
 }
 
 func testTopConsumers(t *testing.T, st account.Store) {
