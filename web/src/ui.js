@@ -135,18 +135,32 @@ export function promptDialog(titleKey, labelKey, value) {
   });
 }
 
-// copyButton copies the text of target (an input or output) and says so
-// in the polite line next to it.
+// wireCopy makes button copy the text of target (an output) and say so
+// in note (a polite live line). The clipboard API needs a secure context
+// (HTTPS or localhost); elsewhere the text is selected and copied the old
+// way, or left selected for the visitor to copy.
 export function wireCopy(button, target, note) {
   button.addEventListener('click', async () => {
-    const text = 'value' in target && target.tagName !== 'OUTPUT' ? target.value : target.textContent;
+    const text = target.textContent;
     try {
       await navigator.clipboard.writeText(text);
       i18n.setText(note, 'copied');
+      return;
     } catch {
-      if (target.select) target.select();
-      i18n.setText(note, 'copy.failed');
+      // fall through to the selection
     }
+    const range = document.createRange();
+    range.selectNodeContents(target);
+    const sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    let ok = false;
+    try {
+      ok = document.execCommand('copy');
+    } catch {
+      ok = false;
+    }
+    i18n.setText(note, ok ? 'copied' : 'copy.failed');
   });
 }
 
