@@ -385,9 +385,9 @@ async function loadTop() {
 
 function auditRow(e, withAccount) {
   return h('tr', { dataset: { auditId: e.id } },
-    h('td', {}, i18n.dateTime(e.at)), h('td', { className: 'ip' }, e.actor), h('td', {}, e.action),
+    h('td', { className: 'when' }, i18n.dateTime(e.at)), h('td', { className: 'mono' }, e.actor), h('td', {}, e.action),
     withAccount ? h('td', {}, e.account_id ? accountLink(e.account_id) : '—') : null,
-    h('td', {}, e.target || ''), h('td', { className: 'ip detail' }, e.detail || ''));
+    h('td', {}, e.target || ''), h('td', { className: 'mono detail' }, e.detail || ''));
 }
 
 async function loadAudit(more) {
