@@ -177,7 +177,7 @@ func (st *portalStack) query(t *testing.T, key string) (int, string) {
 	must(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
 	must(t, err)
 	defer resp.Body.Close()
 	var body struct {
@@ -274,7 +274,8 @@ func navigate(t *testing.T, ctx context.Context, u string) {
 	must(t, chromedp.Do(ctx, chromedp.Navigate(u)))
 }
 
-// problems are the CSP violations and script errors tab's watcher saw.
+// checkPageProblems fails the test with the CSP violations and script
+// errors that tab's watcher saw.
 func checkPageProblems(t *testing.T, ctx context.Context) {
 	t.Helper()
 	if p := eval[[]string](t, ctx, `window.__problems || ['the watcher did not run']`); len(p) > 0 {
@@ -427,6 +428,13 @@ func TestPortalBrowser(t *testing.T) {
 		st := newPortalStack(t, testNow)
 		console := person(t, browser, 90*time.Second)
 		signInConsole(t, console, st)
+		// The token opened a session and is gone: not in the form, not in
+		// the page's storage.
+		kept := eval[bool](t, console, fmt.Sprintf(`document.querySelector(%q).value !== '' ||
+			[localStorage, sessionStorage].some((s) => Object.keys(s).some((k) => s.getItem(k).includes(%q)))`, cToken, adminToken))
+		if kept {
+			t.Error("the console keeps the admin token after signing in")
+		}
 
 		typeInto(t, console, cNewName, "globex")
 		click(t, console, cNewCreate)
@@ -589,6 +597,12 @@ func TestPortalBrowser(t *testing.T) {
 		if isShown(t, ctx, pApp) {
 			t.Error("the signed-in part still shows beside the sign-in form")
 		}
+		if s := textOf(t, ctx, "#status"); !strings.Contains(s, "session ended") {
+			t.Errorf("the sign-in form says %q, not that the session ended", s)
+		}
+		if f := eval[string](t, ctx, `document.activeElement.id`); "#"+f != pSigninEmail {
+			t.Errorf("focus is on #%s, want the email field", f)
+		}
 
 		// Absolute: 7 days, however active. A request every 11 h keeps the
 		// session from idling out until then.
@@ -622,24 +636,39 @@ func TestPortalBrowser(t *testing.T) {
 		// the days they fall on, for the chart.
 		start := testNow.AddDate(0, 0, -89)
 		st := newPortalStack(t, start)
-		a, _ := st.account(t, "acme", "owner@example.com", 5000)
+		a, _ := st.account(t, "acme", "owner@example.com", 20000)
 		ctx := account.WithActor(context.Background(), "cli")
+		_, err := st.Accounts.SetTier(ctx, a.ID, account.Pro, 0)
+		must(t, err)
 		k1, err := st.Accounts.CreateLabeledKey(ctx, a.ID, "production")
 		must(t, err)
 		k2, err := st.Accounts.CreateLabeledKey(ctx, a.ID, "staging")
 		must(t, err)
 		for d := 0; d < 90; d++ {
-			if n := int64(20 + (d*37)%60 + d/3); n > 0 {
-				_, err := st.Meter.ChargeN(context.Background(), k1.Key, n)
+			charge := func(k account.Key, n int64) {
+				o, err := st.Meter.ChargeN(context.Background(), k, n)
 				must(t, err)
+				if o.GrantedN != n {
+					t.Fatalf("day %d: %d of %d queries charged: %+v", d, o.GrantedN, n, o)
+				}
 			}
+			charge(k1.Key, int64(20+(d*37)%60+d/3))
 			if d%3 != 0 {
-				_, err := st.Meter.ChargeN(context.Background(), k2.Key, int64(5+(d*13)%17))
-				must(t, err)
+				charge(k2.Key, int64(5+(d*13)%17))
 			}
 			if d < 89 {
 				st.clock.Advance(24 * time.Hour)
 			}
+		}
+		// Other customers, for the console's list.
+		for i, name := range []string{"globex", "initech", "umbrella"} {
+			credits := int64(1000 * (i + 1))
+			o, err := st.Accounts.CreateAccount(ctx, account.AccountParams{Name: name, Tier: account.Free, Credits: &credits})
+			must(t, err)
+			k, err := st.Accounts.CreateLabeledKey(ctx, o.ID, "default")
+			must(t, err)
+			_, err = st.Meter.ChargeN(context.Background(), k.Key, int64(100*(3-i)))
+			must(t, err)
 		}
 		tb := person(t, browser, 90*time.Second)
 		must(t, chromedp.Do(tb, chromedp.EmulateViewport(1280, 900)))
@@ -683,15 +712,24 @@ func runAxe(t *testing.T, ctx context.Context, axe, what string) {
 		_, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](axe))
 		must(t, err)
 	}
-	violations := run(t, ctx, chromedp.Evaluate[[]string](`axe.run(document, {
+	res := run(t, ctx, chromedp.Evaluate[struct {
+		Passes     int      `json:"passes"`
+		Violations []string `json:"violations"`
+	}](`axe.run(document, {
 		runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] },
 		resultTypes: ['violations'],
-	}).then((r) => r.violations.flatMap((v) => v.nodes.map((n) =>
-		v.id + ' (' + v.impact + '): ' + v.help + ' at ' + n.target.join(' ') + ': ' + (n.failureSummary || '').replace(/\s+/g, ' '))))`,
-		chromedp.EvalAwaitPromise))
-	for _, v := range violations {
+	}).then((r) => ({
+		passes: r.passes.length,
+		violations: r.violations.flatMap((v) => v.nodes.map((n) =>
+			v.id + ' (' + v.impact + '): ' + v.help + ' at ' + n.target.join(' ') + ': ' + (n.failureSummary || '').replace(/\s+/g, ' '))),
+	}))`, chromedp.EvalAwaitPromise))
+	if res.Passes == 0 {
+		t.Errorf("%s: axe-core passed no rule at all: did it run?", what)
+	}
+	for _, v := range res.Violations {
 		t.Errorf("%s: %s", what, v)
 	}
+	t.Logf("%s: %d WCAG 2 A/AA rules pass, %d violations", what, res.Passes, len(res.Violations))
 }
 
 // setLang picks the UI language with the page's switch, as a person does.
@@ -714,7 +752,9 @@ func TestPortalAccessibility(t *testing.T) {
 	axe := axeScript(t)
 	st := newPortalStack(t, testNow)
 	a, _ := st.account(t, "acme", "owner@example.com", 100)
-	_, err := st.Accounts.CreateLabeledKey(account.WithActor(context.Background(), "cli"), a.ID, "production")
+	k, err := st.Accounts.CreateLabeledKey(account.WithActor(context.Background(), "cli"), a.ID, "production")
+	must(t, err)
+	_, err = st.Meter.ChargeN(context.Background(), k.Key, 42)
 	must(t, err)
 
 	// Every page, in every state a person sees, in both themes and both
@@ -737,14 +777,30 @@ func TestPortalAccessibility(t *testing.T) {
 		{"portal keys", func(t *testing.T, ctx context.Context) {
 			click(t, ctx, pNavKeys)
 			waitShown(t, ctx, pKeys)
+			waitOn(t, ctx, "the keys", fmt.Sprintf(`document.querySelector(%q) !== null`, pKeyRows))
+		}},
+		{"portal new key's secret", func(t *testing.T, ctx context.Context) {
+			typeInto(t, ctx, pKeyLabel, "新的 key")
+			click(t, ctx, pKeyCreate)
+			waitShown(t, ctx, pKeySecret)
+		}},
+		{"portal revoke confirmation", func(t *testing.T, ctx context.Context) {
+			click(t, ctx, fmt.Sprintf(`tr[data-key-id=%q] [data-test=key-revoke]`, k.ID))
+			waitShown(t, ctx, pConfirm)
+		}},
+		{"portal keys after cancelling", func(t *testing.T, ctx context.Context) {
+			click(t, ctx, "#confirm-no")
+			waitOn(t, ctx, "the dialog to close", `!document.getElementById('confirm-dialog').open`)
 		}},
 		{"portal usage", func(t *testing.T, ctx context.Context) {
 			click(t, ctx, pNavUsage)
 			waitShown(t, ctx, pUsageChart)
+			waitOn(t, ctx, "the chart's bars", fmt.Sprintf(`document.querySelectorAll('%s rect').length > 0`, pUsageChart))
 		}},
 		{"portal credits", func(t *testing.T, ctx context.Context) {
 			click(t, ctx, pNavCredits)
 			waitShown(t, ctx, pCredits)
+			waitOn(t, ctx, "the ledger", fmt.Sprintf(`document.querySelector(%q) !== null`, pLedgerRows))
 		}},
 		{"console sign-in", func(t *testing.T, ctx context.Context) {
 			navigate(t, ctx, st.admin.URL+"/console")
@@ -753,6 +809,13 @@ func TestPortalAccessibility(t *testing.T) {
 		{"console accounts", func(t *testing.T, ctx context.Context) {
 			signInConsole(t, ctx, st)
 			waitOn(t, ctx, "the accounts list", fmt.Sprintf(`document.querySelector(%q) !== null`, cAccountRows))
+		}},
+		{"console account with an invitation link", func(t *testing.T, ctx context.Context) {
+			click(t, ctx, fmt.Sprintf(`tr[data-account-id="%d"] [data-test=account-open]`, a.ID))
+			waitShown(t, ctx, cDetail)
+			typeInto(t, ctx, cInviteEmail, "second@example.com")
+			click(t, ctx, cInviteSubmit)
+			waitOn(t, ctx, "the invitation link", fmt.Sprintf(`document.querySelector(%q).textContent.includes('#token=')`, cInviteLink))
 		}},
 	}
 	for _, lang := range []string{"en", "zh"} {
