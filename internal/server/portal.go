@@ -136,11 +136,10 @@ func (s *Server) portalSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	ns, o, err := s.deps.Accounts.SignIn(r.Context(), req.Email, req.Password)
 	if err != nil {
-		var th *account.ThrottledError
+		// A locked owner (a ThrottledError, which wraps ErrSignIn) is
+		// answered as any other failure: telling it apart would confirm
+		// to a stranger that the email has an account.
 		switch {
-		case errors.As(err, &th):
-			s.signinFailed(w, r)
-			tooMany(w, th.RetryAfter, th.Error())
 		case errors.Is(err, account.ErrSignIn):
 			s.signinFailed(w, r)
 			adminFail(w, http.StatusUnauthorized, codeSignInFailed, account.ErrSignIn.Error())

@@ -360,20 +360,28 @@ func TestPortalSigninLimit(t *testing.T) {
 
 func TestPortalOwnerBackoff(t *testing.T) {
 	// The service locks an owner after repeated failures, whatever the
-	// address: 429 with Retry-After.
+	// address. A locked owner is answered exactly as any other failure
+	// (401, no Retry-After), even with the right password: a different
+	// answer would tell a stranger that the email has an account.
 	e := newPortalEnv(t, "", nil, func(c *Config) { c.SigninFailures = -1 })
 	_, email := e.owner(t, "Locked")
-	var r resp
-	for i := range 12 {
-		r = e.do(t, req{method: "POST", path: "/account/api/signin", body: `{"email":"` + email + `","password":"wrong wrong wrong"}`, remote: "198.51.100." + strconv.Itoa(i+1) + ":1"})
-		if r.Code == http.StatusTooManyRequests {
-			break
-		}
-		wantAdminError(t, r, 401, codeSignInFailed)
+	signin := func(email, password string, i int) resp {
+		return e.do(t, req{method: "POST", path: "/account/api/signin", body: `{"email":"` + email + `","password":"` + password + `"}`, remote: "198.51.100." + strconv.Itoa(i+1) + ":1"})
 	}
-	wantAdminError(t, r, http.StatusTooManyRequests, codeTooMany)
-	if r.Header().Get("Retry-After") == "" {
-		t.Errorf("429 without Retry-After")
+	for i := range 12 {
+		wantAdminError(t, signin(email, "wrong wrong wrong", i), 401, codeSignInFailed)
+	}
+	locked := signin(email, testPassword, 13)
+	unknown := signin("nobody@example.com", testPassword, 14)
+	wantAdminError(t, locked, 401, codeSignInFailed)
+	if locked.Body.String() != unknown.Body.String() || locked.Header().Get("Retry-After") != "" || locked.Header().Get("Set-Cookie") != "" {
+		t.Errorf("a locked owner's answer %q (Retry-After %q) differs from an unknown email's %q",
+			locked.Body, locked.Header().Get("Retry-After"), unknown.Body)
+	}
+	// The lock ends: the right password works again.
+	e.clk.Advance(16 * time.Minute)
+	if r := signin(email, testPassword, 15); r.Code != 200 {
+		t.Errorf("after the lock: %d %s", r.Code, r.Body)
 	}
 }
 

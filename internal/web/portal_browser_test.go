@@ -445,6 +445,10 @@ func TestPortalBrowser(t *testing.T) {
 			t.Fatalf("the accounts after creating globex: %+v", list)
 		}
 		a := list[0]
+		// The starting credits were left empty: the tier's monthly limit.
+		if a.Credits != account.FreeMonthlyLimit {
+			t.Errorf("globex starts with %d credits; an empty field grants the free tier's %d", a.Credits, account.FreeMonthlyLimit)
+		}
 
 		typeInto(t, console, cInviteEmail, "ceo@globex.example")
 		click(t, console, cInviteSubmit)

@@ -158,9 +158,13 @@ function wire() {
       if (!(n > 0)) { failKey('c.badlimit'); $('acc-limit').focus(); return; }
       body.monthly_limit = n;
     }
-    const c = $('acc-credits').value.trim() === '' ? 0 : parseCount($('acc-credits').value);
-    if (!(c >= 0)) { failKey('c.badcount'); $('acc-credits').focus(); return; }
-    if (c > 0) body.credits = c;
+    // Empty grants the tier's monthly limit (the server's default); any
+    // number, 0 included, is sent as it is.
+    if ($('acc-credits').value.trim() !== '') {
+      const c = parseCount($('acc-credits').value);
+      if (!(c >= 0)) { failKey('c.badcount'); $('acc-credits').focus(); return; }
+      body.credits = c;
+    }
     await busy($('acc-create'), () => guard(async () => {
       const a = await post(`${ADMIN}/accounts`, body);
       $('acc-name').value = '';
