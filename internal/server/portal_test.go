@@ -613,6 +613,12 @@ func TestPortalPages(t *testing.T) {
 	}
 	wantAdminError(t, e.do(t, req{method: "GET", path: "/account/api/nope"}), 404, adminNotFound)
 	wantAdminError(t, e.do(t, req{method: "POST", path: "/account/keys"}), 405, adminNotAllowed)
+	// A known API path with another method: the portal's error body too.
+	r := e.do(t, req{method: "DELETE", path: "/account/api/keys"})
+	wantAdminError(t, r, 405, adminNotAllowed)
+	if allow := r.Header().Get("Allow"); !strings.Contains(allow, "POST") || !strings.Contains(allow, "GET") {
+		t.Errorf("Allow %q on /account/api/keys", allow)
+	}
 	if r := e.do(t, req{method: "GET", path: "/console"}); r.Code != 404 {
 		t.Errorf("the console on the public listener: %d", r.Code)
 	}

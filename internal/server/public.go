@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ipatlas/ipatlas"
@@ -171,11 +172,17 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, requestLang(r), ipatlas.CodeNotFound, "", ipatlas.Meta{IsAPIRequest: true})
 }
 
-// methodNotAllowed answers a known path asked with another method.
+// methodNotAllowed answers a known path asked with another method, in
+// the portal API's error body under /account/api/ and in the public
+// API's envelope elsewhere.
 func (s *Server) methodNotAllowed(allow string) http.HandlerFunc {
 	hdr := []string{allow}
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Allow"] = hdr
+		if strings.HasPrefix(r.URL.Path, "/account/api/") {
+			adminFail(w, http.StatusMethodNotAllowed, adminNotAllowed, r.Method+" is not allowed here; allowed: "+allow)
+			return
+		}
 		writeError(w, requestLang(r), ipatlas.CodeMethodNotAllowed, "", ipatlas.Meta{IsAPIRequest: true})
 	}
 }
