@@ -129,15 +129,7 @@ func mgmtAccountKeys(ctx context.Context, svc *account.Service, id int64) (accou
 
 func runAccountsShow(ctx context.Context, e env, args []string) error {
 	c := newMgmtCmd(e, "accounts show", usageAccountsShow)
-	pos, err := c.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	id, err := mgmtAccountID(pos[0])
-	if err != nil {
-		return err
-	}
-	svc, done, err := c.service(ctx)
+	id, svc, done, err := c.openAccount(ctx, args)
 	if err != nil {
 		return err
 	}

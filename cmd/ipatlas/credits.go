@@ -71,15 +71,7 @@ type mgmtCreditsView struct {
 
 func runCreditsShow(ctx context.Context, e env, args []string) error {
 	c := newMgmtCmd(e, "credits show", usageCreditsShow)
-	pos, err := c.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	id, err := mgmtAccountID(pos[0])
-	if err != nil {
-		return err
-	}
-	svc, done, err := c.service(ctx)
+	id, svc, done, err := c.openAccount(ctx, args)
 	if err != nil {
 		return err
 	}

@@ -139,15 +139,7 @@ func runAccountsResetLink(ctx context.Context, e env, args []string) error {
 
 func runAccountsOwners(ctx context.Context, e env, args []string) error {
 	c := newMgmtCmd(e, "accounts owners", usageAccountsOwners)
-	pos, err := c.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	id, err := mgmtAccountID(pos[0])
-	if err != nil {
-		return err
-	}
-	svc, done, err := c.service(ctx)
+	id, svc, done, err := c.openAccount(ctx, args)
 	if err != nil {
 		return err
 	}

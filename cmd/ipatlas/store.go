@@ -142,6 +142,25 @@ func (c *mgmtCmd) service(ctx context.Context) (*account.Service, func(), error)
 	return &account.Service{Store: st}, func() { st.Close() }, nil
 }
 
+// openAccount is the start of a command whose one argument is an
+// account ID: it parses the arguments and opens the store. The caller
+// closes it with the returned func.
+func (c *mgmtCmd) openAccount(ctx context.Context, args []string) (int64, *account.Service, func(), error) {
+	pos, err := c.parse(args, 1)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	id, err := mgmtAccountID(pos[0])
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	svc, done, err := c.service(ctx)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return id, svc, done, nil
+}
+
 // printJSON writes v as indented JSON.
 func (c *mgmtCmd) printJSON(v any) error {
 	enc := json.NewEncoder(c.e.stdout)
