@@ -22,6 +22,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"github.com/ipatlas/ipatlas/internal/server"
+	"github.com/ipatlas/ipatlas/internal/sqlite"
 )
 
 const queryRoute = "POST /api/ip-query"
@@ -206,11 +207,18 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		verdict := "exact"
+		daily, err := dailyCounters(ctx, filepath.Join(tmp, "ipatlas.db"), key)
+		if err != nil {
+			return err
+		}
+		verdict, dverdict := "exact", "exact"
 		if used != int64(charged) {
 			verdict = "MISMATCH"
 		}
-		fmt.Fprintf(stdout, "\nmetering: %d successful queries answered, usage counter %d (%s)", charged, used, verdict)
+		if daily != int64(charged) {
+			dverdict = "MISMATCH"
+		}
+		fmt.Fprintf(stdout, "\nmetering: %d successful queries answered, usage counter %d (%s), daily counters %d (%s)", charged, used, verdict, daily, dverdict)
 		if m, err := scrape(ctx, client, "http://"+srv.admin+"/metrics"); err == nil && m["ipatlas_meter_batches_total"] > 0 {
 			charges, batches := m["ipatlas_meter_charges_total"], m["ipatlas_meter_batches_total"]
 			fmt.Fprintf(stdout, "; group commit: %.0f charges in %.0f batches, %.1f per batch; a charge waited %.2f ms for its batch, a commit took %.2f ms",
@@ -220,6 +228,9 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stdout)
 		if used != int64(charged) {
 			return errors.New("the usage counter does not match the successes answered")
+		}
+		if daily != int64(charged) {
+			return errors.New("the daily usage counters do not match the successes answered")
 		}
 	}
 	return nil
@@ -380,6 +391,38 @@ func sampleAnswer(ctx context.Context, client *http.Client, base string, h http.
 		}
 	}
 	return best, nil
+}
+
+// dailyCounters sums the key's daily usage counters of yesterday and
+// today (UTC), which the charging transactions keep beside the monthly
+// one: read from the server's SQLite file, as the CLI does while a
+// server runs on it.
+func dailyCounters(ctx context.Context, dbPath, key string) (int64, error) {
+	id, ok := account.ParseSecret(key)
+	if !ok {
+		return 0, errors.New("daily counters: not an API key")
+	}
+	st, err := sqlite.Open(ctx, dbPath, sqlite.Options{RequireMigrated: true})
+	if err != nil {
+		return 0, fmt.Errorf("daily counters: %w", err)
+	}
+	defer st.Close()
+	k, err := st.Key(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("daily counters: %w", err)
+	}
+	now := time.Now()
+	days, err := st.DailyUsage(ctx, k.AccountID, account.Day(now.Add(-24*time.Hour)), account.Day(now))
+	if err != nil {
+		return 0, fmt.Errorf("daily counters: %w", err)
+	}
+	var n int64
+	for _, d := range days {
+		if d.KeyID == id {
+			n += d.Queries
+		}
+	}
+	return n, nil
 }
 
 func usageCounter(ctx context.Context, client *http.Client, base, key string) (int64, error) {

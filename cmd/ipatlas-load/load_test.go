@@ -186,11 +186,11 @@ func lookup(t *testing.T, path string, a netip.Addr, v any) {
 // TestCompareSmoke runs the compare mode briefly on both endpoints against
 // the unmetered lookup reference: the table, the per-round spread, the
 // metering check and both processes' memory must all be there, and the
-// usage counter must match the successes answered.
+// usage counter and the daily counters must match the successes answered.
 func TestCompareSmoke(t *testing.T) {
 	smoke(t, []string{"-duration", "1s", "-rounds", "2", "-warmup", "200ms", "-c", "4", "-networks", "300"},
 		"POST /api/ip-query   ipatlas", "POST /api/ip-query   lookup", "GET /api/ip/myip     lookup", "client",
-		"% of the lookup reference's req/s", ", rounds ", "(exact)", "memory after the runs: ipatlas PSS", "PSS ratio")
+		"% of the lookup reference's req/s", ", rounds ", "usage counter", "daily counters", "(exact)", "memory after the runs: ipatlas PSS", "PSS ratio")
 }
 
 // TestCompareMinimalSmoke: the fixed-answer reference still runs.
