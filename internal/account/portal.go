@@ -160,9 +160,11 @@ type PortalStore interface {
 	// against its owner's email before the token is spent.
 	OwnerToken(ctx context.Context, hash []byte) (OwnerToken, error)
 	// UseOwnerToken redeems a token in one transaction: it must exist, be
-	// unused and expire after at; it is marked used, the owner's password
-	// hash is set, the failures and lock cleared, and every session of the
-	// owner revoked. Anything else is ErrNotFound.
+	// unused and expire after at; it is marked used, and so is every
+	// other unused token of the owner (a link left over from before must
+	// not set the password again), the owner's password hash is set, the
+	// failures and lock cleared, and every session of the owner revoked.
+	// Anything else is ErrNotFound.
 	UseOwnerToken(ctx context.Context, hash []byte, at time.Time, passwordHash string) (Owner, error)
 
 	CreateSession(ctx context.Context, s Session) error

@@ -207,6 +207,10 @@ func (s *Store) UseOwnerToken(ctx context.Context, hash []byte, at time.Time, pa
 		if err != nil {
 			return err
 		}
+		if _, err = tx.Exec(ctx,
+			"UPDATE owner_tokens SET used_at = $1 WHERE owner_id = $2 AND used_at IS NULL", at, ownerID); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx,
 			"UPDATE sessions SET revoked_at = $1 WHERE owner_id = $2 AND revoked_at IS NULL", at, ownerID)
 		return err

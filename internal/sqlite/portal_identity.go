@@ -219,6 +219,10 @@ func (s *Store) UseOwnerToken(ctx context.Context, hash []byte, at time.Time, pa
 		if err != nil {
 			return err
 		}
+		if _, err = tx.ExecContext(ctx,
+			"UPDATE owner_tokens SET used_at = ? WHERE owner_id = ? AND used_at IS NULL", ts, ownerID); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx,
 			"UPDATE sessions SET revoked_at = ? WHERE owner_id = ? AND revoked_at IS NULL", ts, ownerID)
 		return err

@@ -225,6 +225,15 @@ func testOwnerTokens(t *testing.T, st account.Store) {
 		t.Fatalf("a refused redemption changed the owner: %+v", got)
 	}
 
+	// Another link of the same owner, and one of another owner.
+	leftover := account.OwnerToken{Hash: sha("leftover"), OwnerID: o.ID, Purpose: account.TokenReset, CreatedAt: t0, ExpiresAt: exp}
+	theirs := account.OwnerToken{Hash: sha("bob's invite"), OwnerID: other.ID, Purpose: account.TokenInvite, CreatedAt: t0, ExpiresAt: exp}
+	for _, tk := range []account.OwnerToken{leftover, theirs} {
+		if err := st.CreateOwnerToken(ctx(t), tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	at := exp.Add(-time.Microsecond) // the last moment it is valid
 	got, err := st.UseOwnerToken(ctx(t), tok.Hash, at, "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA")
 	if err != nil {
@@ -251,9 +260,18 @@ func testOwnerTokens(t *testing.T, st account.Store) {
 		t.Fatalf("another owner's session was revoked: %+v", s)
 	}
 
-	// Once only.
+	// Once only; the owner's other link is spent with it, another
+	// owner's is not.
 	_, err = st.UseOwnerToken(ctx(t), tok.Hash, at, "$argon2id$again")
 	isErr(t, "UseOwnerToken a second time", err, account.ErrNotFound)
+	if lt, err := st.OwnerToken(ctx(t), leftover.Hash); err != nil || lt.UsedAt == nil || !lt.UsedAt.Equal(at) {
+		t.Fatalf("the owner's other link after the password was set: %+v, %v; want used at %v", lt, err, at)
+	}
+	_, err = st.UseOwnerToken(ctx(t), leftover.Hash, at, "$argon2id$again")
+	isErr(t, "UseOwnerToken with a link left over from before", err, account.ErrNotFound)
+	if tt, err := st.OwnerToken(ctx(t), theirs.Hash); err != nil || tt.UsedAt != nil {
+		t.Fatalf("another owner's link was spent: %+v, %v", tt, err)
+	}
 	if got, _ := st.Owner(ctx(t), o.ID); got.PasswordHash != want.PasswordHash {
 		t.Fatalf("a used token changed the password: %+v", got)
 	}
