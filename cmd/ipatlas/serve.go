@@ -222,6 +222,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		}
 	})
 	bg.Go(func() { fresh.run(bgCtx) })
+	bg.Go(func() { purgeEnded(bgCtx, svc, log, time.Hour) })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	bg.Go(func() {
@@ -491,4 +492,26 @@ func redactDSN(dsn string) string {
 		return u.Redacted()
 	}
 	return "(unparsed DSN, not shown)"
+}
+
+// purgeEnded deletes ended sessions and one-time links (see
+// account.EndedRetention) at start and then every interval, until ctx
+// ends. Replicas on one store may each do it: deleting twice is harmless.
+func purgeEnded(ctx context.Context, svc *account.Service, log *slog.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		sessions, links, err := svc.PurgeEnded(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("purging ended sessions and links; will try again", "err", err, "in", interval)
+		case sessions+links > 0:
+			log.Info("purged ended sessions and links", "sessions", sessions, "links", links)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

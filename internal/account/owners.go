@@ -511,3 +511,19 @@ func (s *Service) audit(ctx context.Context, action string, accountID int64, tar
 		s.AuditFailed(e, err)
 	}
 }
+
+// EndedRetention is how long sessions and one-time links are kept after
+// they end (expire, are revoked or used): the audit log names sessions by
+// ID, and a month leaves time to look one up after an incident.
+const EndedRetention = 30 * 24 * time.Hour
+
+// PurgeEnded deletes the sessions and one-time links that ended more than
+// EndedRetention ago, and says how many of each.
+func (s *Service) PurgeEnded(ctx context.Context) (sessions, links int64, err error) {
+	sessions, links, err = s.Store.PurgeEnded(ctx, s.now().Add(-EndedRetention))
+	if err != nil {
+		return 0, 0, storeErr("purge ended sessions and links", err)
+	}
+	return sessions, links, nil
+}
+

@@ -719,3 +719,37 @@ func TestAuditFailureKeepsTheChange(t *testing.T) {
 		t.Fatalf("AuditFailed got %+v", failed)
 	}
 }
+
+func TestPurgeEnded(t *testing.T) {
+	p := newPortal(t)
+	old, err := p.svc.OperatorSession(p.ctx) // ends at t0+12h
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.advance(20 * 24 * time.Hour)
+	recent, err := p.svc.OperatorSession(p.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.svc.SignOut(p.ctx, recent.ID); err != nil {
+		t.Fatal(err)
+	}
+	// 30 days and 12 hours after t0: the first session ended 30 days ago
+	// (kept, just), then a day later it is gone; the one signed out on day
+	// 20 stays.
+	p.advance(10*24*time.Hour + 12*time.Hour)
+	if s, l, err := p.svc.PurgeEnded(p.ctx); err != nil || s != 0 || l != 0 {
+		t.Fatalf("PurgeEnded at the retention's edge = %d, %d, %v; want nothing", s, l, err)
+	}
+	p.advance(24 * time.Hour)
+	if s, _, err := p.svc.PurgeEnded(p.ctx); err != nil || s != 1 {
+		t.Fatalf("PurgeEnded a day later = %d sessions, %v; want 1", s, err)
+	}
+	if _, err := p.st.SessionByHash(p.ctx, old.Hash); !errors.Is(err, account.ErrNotFound) {
+		t.Errorf("the session that ended 31 days ago: %v, want ErrNotFound", err)
+	}
+	if _, err := p.st.SessionByHash(p.ctx, recent.Hash); err != nil {
+		t.Errorf("the session signed out 11 days ago: %v", err)
+	}
+}
+

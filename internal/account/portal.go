@@ -178,6 +178,11 @@ type PortalStore interface {
 	// returns how many.
 	RevokeOwnerSessions(ctx context.Context, ownerID int64, at time.Time) (int64, error)
 
+	// PurgeEnded deletes the sessions that expired or were revoked, and
+	// the one-time tokens that expired or were used, before before; it
+	// returns how many of each.
+	PurgeEnded(ctx context.Context, before time.Time) (sessions, tokens int64, err error)
+
 	// CreateTierRequest stores a pending request; ErrConflict when the
 	// account already has one.
 	CreateTierRequest(ctx context.Context, r TierRequest) (TierRequest, error)

@@ -333,6 +333,28 @@ func (s *Store) RevokeOwnerSessions(ctx context.Context, ownerID int64, at time.
 	return n, err
 }
 
+// PurgeEnded deletes the sessions and one-time tokens that ended before
+// before.
+func (s *Store) PurgeEnded(ctx context.Context, before time.Time) (sessions, tokens int64, err error) {
+	err = s.inTx(ctx, "purge ended sessions and tokens", func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, "DELETE FROM sessions WHERE expires_at < $1 OR revoked_at < $1", before)
+		if err != nil {
+			return err
+		}
+		sessions = tag.RowsAffected()
+		tag, err = tx.Exec(ctx, "DELETE FROM owner_tokens WHERE expires_at < $1 OR used_at < $1", before)
+		if err != nil {
+			return err
+		}
+		tokens = tag.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return sessions, tokens, nil
+}
+
 const requestCols = "id, account_id, COALESCE(owner_id, 0), tier, monthly_limit, note, status, created_at, decided_at"
 
 func scanRequest(row pgx.Row) (account.TierRequest, error) {

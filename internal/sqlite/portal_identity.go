@@ -358,6 +358,33 @@ func (s *Store) RevokeOwnerSessions(ctx context.Context, ownerID int64, at time.
 	return n, err
 }
 
+// PurgeEnded deletes the sessions and one-time tokens that ended before
+// before.
+func (s *Store) PurgeEnded(ctx context.Context, before time.Time) (sessions, tokens int64, err error) {
+	ts := fmtTime(before)
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			"DELETE FROM sessions WHERE expires_at < ?1 OR revoked_at < ?1", ts)
+		if err != nil {
+			return err
+		}
+		if sessions, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		res, err = tx.ExecContext(ctx,
+			"DELETE FROM owner_tokens WHERE expires_at < ?1 OR used_at < ?1", ts)
+		if err != nil {
+			return err
+		}
+		tokens, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return sessions, tokens, nil
+}
+
 const requestCols = "id, account_id, COALESCE(owner_id, 0), tier, monthly_limit, note, status, created_at, decided_at"
 
 func scanRequest(sc scanner) (account.TierRequest, error) {

@@ -700,3 +700,62 @@ func testAudit(t *testing.T, st account.Store) {
 	_, err = st.AppendAudit(ctx(t), account.AuditEntry{Actor: "cli", At: t0})
 	isErr(t, "AppendAudit(no action)", err, account.ErrInvalid)
 }
+
+func testPurgeEnded(t *testing.T, st account.Store) {
+	a := newAccount(t, st, 10, 0)
+	ann := newOwner(t, st, a.ID, "ann@example.com")
+	bob := newOwner(t, st, a.ID, "bob@example.com")
+	before := t0.Add(2 * time.Hour)
+
+	live := ownerSession(t, st, bob.ID, "live", t0.Add(7*24*time.Hour))
+	expired := ownerSession(t, st, bob.ID, "expired", t0.Add(time.Hour))
+	revokedOld := ownerSession(t, st, bob.ID, "revoked-old", t0.Add(7*24*time.Hour))
+	revokedNew := ownerSession(t, st, bob.ID, "revoked-new", t0.Add(7*24*time.Hour))
+	operator := account.Session{ID: "operator", Hash: sha("session operator"), Kind: account.SessionOperator,
+		CSRF: "csrf-operator", CreatedAt: t0, LastSeenAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	if err := st.CreateSession(ctx(t), operator); err != nil {
+		t.Fatal(err)
+	}
+	for id, at := range map[string]time.Time{revokedOld.ID: t0.Add(time.Minute), revokedNew.ID: t0.Add(3 * time.Hour)} {
+		if err := st.RevokeSession(ctx(t), id, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	used := account.OwnerToken{Hash: sha("used"), OwnerID: ann.ID, Purpose: account.TokenInvite, CreatedAt: t0, ExpiresAt: t0.Add(72 * time.Hour)}
+	lapsed := account.OwnerToken{Hash: sha("lapsed"), OwnerID: bob.ID, Purpose: account.TokenReset, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	open := account.OwnerToken{Hash: sha("open"), OwnerID: bob.ID, Purpose: account.TokenReset, CreatedAt: t0, ExpiresAt: t0.Add(72 * time.Hour)}
+	for _, tk := range []account.OwnerToken{used, lapsed, open} {
+		if err := st.CreateOwnerToken(ctx(t), tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.UseOwnerToken(ctx(t), used.Hash, t0.Add(time.Minute), "$argon2id$x"); err != nil {
+		t.Fatal(err)
+	}
+
+	sessions, tokens, err := st.PurgeEnded(ctx(t), before)
+	if err != nil || sessions != 3 || tokens != 2 {
+		t.Fatalf("PurgeEnded = %d sessions, %d tokens, %v; want 3 (expired, revoked before, operator's expired) and 2 (used, lapsed)", sessions, tokens, err)
+	}
+	for _, se := range []account.Session{expired, revokedOld, operator} {
+		_, err := st.SessionByHash(ctx(t), se.Hash)
+		isErr(t, "SessionByHash(purged "+se.ID+")", err, account.ErrNotFound)
+	}
+	for _, se := range []account.Session{live, revokedNew} {
+		if _, err := st.SessionByHash(ctx(t), se.Hash); err != nil {
+			t.Errorf("session %s ended after the cut or not at all, yet: %v", se.ID, err)
+		}
+	}
+	for _, tk := range []account.OwnerToken{used, lapsed} {
+		_, err := st.OwnerToken(ctx(t), tk.Hash)
+		isErr(t, "OwnerToken(purged)", err, account.ErrNotFound)
+	}
+	if _, err := st.OwnerToken(ctx(t), open.Hash); err != nil {
+		t.Errorf("a live link was purged: %v", err)
+	}
+	// Nothing more to purge: a second call deletes nothing.
+	if s, k, err := st.PurgeEnded(ctx(t), before); err != nil || s != 0 || k != 0 {
+		t.Errorf("second PurgeEnded = %d, %d, %v; want 0, 0", s, k, err)
+	}
+}

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) account.Store) {
 		{"TierRequests", testTierRequests},
 		{"TierRequestRace", testTierRequestRace},
 		{"Audit", testAudit},
+		{"PurgeEnded", testPurgeEnded},
 		{"OwnerTokenRead", testOwnerTokenRead},
 		{"KeyLabel", testKeyLabel},
 		{"KeyLastUsed", testKeyLastUsed},
