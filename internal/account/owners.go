@@ -526,4 +526,3 @@ func (s *Service) PurgeEnded(ctx context.Context) (sessions, links int64, err er
 	}
 	return sessions, links, nil
 }
-

@@ -752,4 +752,3 @@ func TestPurgeEnded(t *testing.T) {
 		t.Errorf("the session signed out 11 days ago: %v", err)
 	}
 }
-
