@@ -369,6 +369,7 @@ func firstRunAccount(ctx context.Context, svc *account.Service, cfg *serveConfig
 	if len(accounts) > 0 {
 		return nil
 	}
+	ctx = account.WithActor(ctx, "serve") // the audit log's name for it
 	// One month of free-tier queries at the configured cost.
 	credits := account.Limit(account.Free, 0) * max(cfg.QueryCost, 1)
 	a, err := svc.CreateAccount(ctx, account.AccountParams{Name: "default", Tier: account.Free, Credits: &credits})

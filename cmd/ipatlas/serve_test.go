@@ -25,6 +25,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/sqlite"
 )
 
 // serveFixture is a data dir holding the geotest dataset, with one covered
@@ -218,6 +219,16 @@ func TestServeEndToEnd(t *testing.T) {
 	for _, want := range []string{"default", "ipatlas keys create --account", "only this once"} {
 		if !strings.Contains(s.stdout.String(), want) {
 			t.Errorf("first-run banner lacks %q:\n%s", want, s.stdout)
+		}
+	}
+	// The audit log names serve as the maker of the account and its key.
+	if st, err := sqlite.Open(t.Context(), storePath, sqlite.Options{RequireMigrated: true}); err != nil {
+		t.Error(err)
+	} else {
+		es, err := st.Audit(t.Context(), 0, 0, 10)
+		st.Close()
+		if err != nil || len(es) != 2 || es[0].Actor != "serve" || es[1].Actor != "serve" {
+			t.Errorf("the first run's audit entries: %+v, %v; want account.create and key.create by serve", es, err)
 		}
 	}
 
