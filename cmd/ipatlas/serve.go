@@ -155,6 +155,10 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 
 		PageIPv4URL:       cfg.PageIPv4URL,
 		PublicURL:         cfg.PublicURL,
+		OwnerSessions:     cfg.OwnerSessions,
+		OperatorSessions:  cfg.OperatorSessions,
+		SigninFailures:    signinFailures(cfg.SigninFailures),
+		SigninWindow:      cfg.SigninWindow,
 		PageIPv6URL:       cfg.PageIPv6URL,
 		KeyRate:           cfg.KeyRate,
 		KeyBurst:          cfg.KeyBurst,
@@ -515,4 +519,13 @@ func purgeEnded(ctx context.Context, svc *account.Service, log *slog.Logger, int
 		case <-t.C:
 		}
 	}
+}
+
+// signinFailures maps serve's setting, where 0 turns the limit off, to
+// server.Config's, where 0 is the default and a negative number off.
+func signinFailures(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

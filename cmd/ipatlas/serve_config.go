@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/server"
 )
@@ -75,6 +76,12 @@ type serveConfig struct {
 
 	PageIPv4URL, PageIPv6URL string // where the web page asks for each family; "" is /ipv4, /ipv6
 	PublicURL                string // the public listener as browsers reach it; "": links are bare paths
+
+	// Browser sessions and the portal's sign-in limit per address (0
+	// failures turns the limit off).
+	OwnerSessions, OperatorSessions account.SessionPolicy
+	SigninFailures                  int
+	SigninWindow                    time.Duration
 
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
@@ -271,6 +278,18 @@ var serveSettings = []setting{
 			c.PublicURL = strings.TrimRight(v[0], "/")
 			return nil
 		}},
+	{name: "session-idle", arg: "DURATION", def: shortDuration(account.DefaultOwnerSessions.Idle), usage: "how long a portal session lasts without a request",
+		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.OwnerSessions.Idle })},
+	{name: "session-max", arg: "DURATION", def: shortDuration(account.DefaultOwnerSessions.Max), usage: "how long a portal session lasts at most, however active",
+		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.OwnerSessions.Max })},
+	{name: "console-session-idle", arg: "DURATION", def: shortDuration(account.DefaultOperatorSessions.Idle), usage: "how long a console session lasts without a request",
+		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.OperatorSessions.Idle })},
+	{name: "console-session-max", arg: "DURATION", def: shortDuration(account.DefaultOperatorSessions.Max), usage: "how long a console session lasts at most, however active",
+		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.OperatorSessions.Max })},
+	{name: "signin-failures", arg: "N", def: strconv.Itoa(server.DefaultSigninFailures), usage: "failed portal sign-ins one client address (an IPv6 client: its /64) may make per --signin-window before it must wait (429 with Retry-After); 0 turns the limit off",
+		apply: intSetting(0, func(c *serveConfig) *int { return &c.SigninFailures })},
+	{name: "signin-window", arg: "DURATION", def: shortDuration(server.DefaultSigninWindow), usage: "the time over which --signin-failures are allowed, refilled gradually",
+		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.SigninWindow })},
 	{name: "log-level", arg: "LEVEL", def: "info", usage: "debug, info, warn or error",
 		apply: func(c *serveConfig, v []string) error { return c.LogLevel.UnmarshalText([]byte(v[0])) }},
 	{name: "access-log", def: "false", isBool: true, usage: "log one line per request at info level (method, path, route, status, duration, client address; never keys); off, they are debug lines",

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/server"
 )
 
@@ -48,6 +49,37 @@ func TestServeConfigDefaults(t *testing.T) {
 	}
 	if c.LogLevel != slog.LevelInfo || c.LogFormat != "text" || c.Registry != "https://registry.npmjs.org" {
 		t.Errorf("log %v %q registry %q", c.LogLevel, c.LogFormat, c.Registry)
+	}
+	if c.OwnerSessions != account.DefaultOwnerSessions || c.OperatorSessions != account.DefaultOperatorSessions ||
+		c.SigninFailures != server.DefaultSigninFailures || c.SigninWindow != server.DefaultSigninWindow {
+		t.Errorf("sessions %+v %+v, sign-in limit %d per %v", c.OwnerSessions, c.OperatorSessions, c.SigninFailures, c.SigninWindow)
+	}
+}
+
+// The session policies and the sign-in limit come from flags, env and
+// file like every setting; 0 sign-in failures turns the limit off, which
+// server.Config spells as a negative number.
+func TestServeSessionSettings(t *testing.T) {
+	env := map[string]string{"IPATLAS_DATA_DIR": "/d", "IPATLAS_SIGNIN_WINDOW": "5m",
+		"IPATLAS_CONFIG": writeConfig(t, "console-session-max = 2h\nsession-max = 720h\n")}
+	c, err := parseServeConfig([]string{"--session-idle", "1h", "--console-session-idle=10m", "--signin-failures", "0"}, testEnv(mapEnv(env)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (account.SessionPolicy{Idle: time.Hour, Max: 720 * time.Hour}); c.OwnerSessions != want {
+		t.Errorf("portal sessions %+v, want %+v", c.OwnerSessions, want)
+	}
+	if want := (account.SessionPolicy{Idle: 10 * time.Minute, Max: 2 * time.Hour}); c.OperatorSessions != want {
+		t.Errorf("console sessions %+v, want %+v", c.OperatorSessions, want)
+	}
+	if c.SigninWindow != 5*time.Minute || c.SigninFailures != 0 || signinFailures(c.SigninFailures) >= 0 {
+		t.Errorf("sign-in limit %d per %v (server: %d), want off", c.SigninFailures, c.SigninWindow, signinFailures(c.SigninFailures))
+	}
+	if signinFailures(3) != 3 {
+		t.Errorf("signinFailures(3) = %d", signinFailures(3))
+	}
+	if _, err := parseServeConfig([]string{"--session-idle", "0s"}, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"}))); err == nil || !strings.Contains(err.Error(), "--session-idle") {
+		t.Errorf("--session-idle 0s: %v, want a refusal naming the flag", err)
 	}
 }
 
