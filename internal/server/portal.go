@@ -127,6 +127,7 @@ func (s *Server) portalSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wait := s.signinWait(w, r); wait > 0 {
+		s.signins.WithLabelValues(signinLimited).Inc()
 		tooMany(w, wait, "too many failed sign-ins from this address; try again later")
 		return
 	}
@@ -141,6 +142,7 @@ func (s *Server) portalSignIn(w http.ResponseWriter, r *http.Request) {
 		// to a stranger that the email has an account.
 		switch {
 		case errors.Is(err, account.ErrSignIn):
+			s.signins.WithLabelValues(signinFailed).Inc()
 			s.signinFailed(w, r)
 			adminFail(w, http.StatusUnauthorized, codeSignInFailed, account.ErrSignIn.Error())
 		default:
@@ -148,6 +150,7 @@ func (s *Server) portalSignIn(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	s.signins.WithLabelValues(signinOK).Inc()
 	s.startSession(w, r, ns, o)
 }
 

@@ -351,6 +351,11 @@ func TestPortalSigninLimit(t *testing.T) {
 	if r := e.do(t, req{method: "POST", path: "/account/api/signin", body: good, remote: other}); r.Code != 200 {
 		t.Errorf("another address: %d %s", r.Code, r.Body)
 	}
+	for outcome, want := range map[string]float64{"failed": 3, "limited": 1, "ok": 1} {
+		if got := gathered(t, e.env, "ipatlas_portal_signins_total", map[string]string{"outcome": outcome}); got != want {
+			t.Errorf("signins_total{outcome=%q} = %v, want %v", outcome, got, want)
+		}
+	}
 	// A token comes back after window/3.
 	e.clk.Advance(21 * time.Minute)
 	if r := e.do(t, req{method: "POST", path: "/account/api/signin", body: good, remote: attacker}); r.Code != 200 {

@@ -173,6 +173,7 @@ type Server struct {
 	adminHash    [sha256.Size]byte                 // SHA-256 of cfg.AdminToken
 	publicOrigin string                            // cfg.PublicURL's origin, lower case
 	signin       *table[netip.Addr, *rate.Limiter] // sign-in failures by client group; nil when off
+	signins      *prometheus.CounterVec            // portal sign-ins by outcome
 	signinRate   rate.Limit
 	signinBurst  int
 	portalPage   http.Handler // GET /account and below
@@ -248,7 +249,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			deps.Accounts.OperatorSessions = cfg.OperatorSessions
 		}
 	}
-	s.newSignin()
+	if err := s.newSignin(); err != nil {
+		return nil, err
+	}
 	if s.limits, err = s.newLimits(); err != nil {
 		return nil, err
 	}

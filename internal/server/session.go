@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 )
 
@@ -52,11 +54,30 @@ const (
 	DefaultSigninWindow   = 15 * time.Minute
 )
 
-// newSignin builds the sign-in limiter's table.
-func (s *Server) newSignin() {
+// The label values of ipatlas_portal_signins_total.
+const (
+	signinOK      = "ok"      // a session was opened
+	signinFailed  = "failed"  // wrong email or password, or a locked owner
+	signinLimited = "limited" // the address was out of tries: 429
+)
+
+// newSignin registers the sign-in counter and builds the sign-in
+// limiter's table.
+func (s *Server) newSignin() error {
+	var errs []error
+	s.signins = register(s.deps.Registry, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "ipatlas", Subsystem: "portal", Name: "signins_total",
+		Help: "Portal sign-ins by outcome: ok, failed (wrong email or password, or a locked owner) or limited (the address must wait).",
+	}, []string{"outcome"}), &errs)
+	if len(errs) > 0 {
+		return fmt.Errorf("server: registering metrics: %w", errors.Join(errs...))
+	}
+	for _, v := range []string{signinOK, signinFailed, signinLimited} {
+		s.signins.WithLabelValues(v)
+	}
 	n, window := s.cfg.SigninFailures, s.cfg.SigninWindow
 	if n < 0 {
-		return // off
+		return nil // off
 	}
 	if n == 0 {
 		n = DefaultSigninFailures
@@ -70,6 +91,7 @@ func (s *Server) newSignin() {
 	}
 	s.signin = newTable[netip.Addr, *rate.Limiter](size)
 	s.signinRate, s.signinBurst = rate.Limit(float64(n)/window.Seconds()), n
+	return nil
 }
 
 // signinWait is how long the client must wait before its next sign-in
