@@ -283,8 +283,9 @@ func (s *Service) SignIn(ctx context.Context, email, password string) (NewSessio
 	ok, err := CheckPassword(o.PasswordHash, password)
 	if err != nil || !ok {
 		// The lock follows the count read above; failures racing with
-		// this one all count (the store adds in one statement), and the
-		// next failure's lock catches up with them.
+		// this one all count (the store adds in one statement), the store
+		// keeps the latest lock any of them set, and the next failure's
+		// lock catches up with the count.
 		n := o.FailedSignins + 1
 		var until *time.Time
 		if d := signinLock(n); d > 0 {

@@ -147,8 +147,11 @@ type PortalStore interface {
 	Owner(ctx context.Context, id int64) (Owner, error)
 	OwnerByEmail(ctx context.Context, email string) (Owner, error)
 	ListOwners(ctx context.Context, accountID int64) ([]Owner, error)
-	// SigninFailed counts one failed sign-in and sets the owner's lock
-	// (nil: none); it returns the count after.
+	// SigninFailed counts one failed sign-in and moves the owner's lock
+	// to lockedUntil when that is later than the lock in place: a failure
+	// never shortens or clears a lock (nil leaves it), so one that read the
+	// count before a racing failure cannot undo that failure's lock. It
+	// returns the count after.
 	SigninFailed(ctx context.Context, ownerID int64, lockedUntil *time.Time) (int64, error)
 	// SigninSucceeded clears the failures and the lock.
 	SigninSucceeded(ctx context.Context, ownerID int64) error

@@ -136,13 +136,13 @@ func (s *Store) ListOwners(ctx context.Context, accountID int64) ([]account.Owne
 }
 
 // SigninFailed counts a failure in one statement, so concurrent failures
-// all count (the row lock orders them), and sets the lock (nil clears
-// it).
+// all count (the row lock orders them), and keeps the later of the two
+// locks (GREATEST skips a NULL).
 func (s *Store) SigninFailed(ctx context.Context, ownerID int64, lockedUntil *time.Time) (int64, error) {
 	var n int64
 	err := s.inTx(ctx, "sign-in failed", func(ctx context.Context, tx pgx.Tx) error {
 		return tx.QueryRow(ctx,
-			"UPDATE owners SET failed_signins = failed_signins + 1, locked_until = $1 WHERE id = $2 RETURNING failed_signins",
+			"UPDATE owners SET failed_signins = failed_signins + 1, locked_until = GREATEST(locked_until, $1::timestamptz) WHERE id = $2 RETURNING failed_signins",
 			lockedUntil, ownerID).Scan(&n)
 	})
 	return n, err

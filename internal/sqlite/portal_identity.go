@@ -151,11 +151,14 @@ func (s *Store) ListOwners(ctx context.Context, accountID int64) ([]account.Owne
 }
 
 // SigninFailed counts a failure in one statement, so concurrent failures
-// all count, and sets the lock (nil clears it).
+// all count, and keeps the later of the two locks (times are fixed-width
+// text, so they compare as text).
 func (s *Store) SigninFailed(ctx context.Context, ownerID int64, lockedUntil *time.Time) (int64, error) {
 	var n int64
 	err := s.w.QueryRowContext(ctx,
-		"UPDATE owners SET failed_signins = failed_signins + 1, locked_until = ? WHERE id = ? RETURNING failed_signins",
+		`UPDATE owners SET failed_signins = failed_signins + 1,
+		   locked_until = CASE WHEN ?1 IS NOT NULL AND (locked_until IS NULL OR locked_until < ?1) THEN ?1 ELSE locked_until END
+		 WHERE id = ?2 RETURNING failed_signins`,
 		nullTime(lockedUntil), ownerID).Scan(&n)
 	return n, dbErr(err)
 }

@@ -132,12 +132,23 @@ func testSignins(t *testing.T, st account.Store) {
 	if err != nil || got.FailedSignins != 3 || got.LockedUntil == nil || !got.LockedUntil.Equal(lock) {
 		t.Fatalf("after 3 failures: %+v, %v; want 3 failures, locked until %v", got, err, lock)
 	}
-	// A nil lock clears it, the count goes on.
-	if n, err := st.SigninFailed(ctx(t), o.ID, nil); err != nil || n != 4 {
-		t.Fatalf("SigninFailed(nil) = %d, %v", n, err)
+	// A failure never shortens or clears a lock: nil or an earlier time
+	// (a failure that read the count before a racing one) leaves it; a
+	// later time moves it. The count goes on.
+	early, later := t0.Add(time.Second), t0.Add(time.Minute)
+	for i, l := range []*time.Time{nil, &early} {
+		if n, err := st.SigninFailed(ctx(t), o.ID, l); err != nil || n != int64(4+i) {
+			t.Fatalf("SigninFailed(%v) = %d, %v; want %d", l, n, err, 4+i)
+		}
+		if got, _ := st.Owner(ctx(t), o.ID); got.LockedUntil == nil || !got.LockedUntil.Equal(lock) {
+			t.Fatalf("SigninFailed(%v) changed the lock to %v; want it kept at %v", l, got.LockedUntil, lock)
+		}
 	}
-	if got, _ := st.Owner(ctx(t), o.ID); got.LockedUntil != nil {
-		t.Fatalf("SigninFailed(nil) kept the lock: %+v", got)
+	if n, err := st.SigninFailed(ctx(t), o.ID, &later); err != nil || n != 6 {
+		t.Fatalf("SigninFailed(later) = %d, %v", n, err)
+	}
+	if got, _ := st.Owner(ctx(t), o.ID); got.LockedUntil == nil || !got.LockedUntil.Equal(later) {
+		t.Fatalf("SigninFailed(later) left the lock at %v; want %v", got.LockedUntil, later)
 	}
 	if _, err := st.SigninFailed(ctx(t), o.ID, &lock); err != nil {
 		t.Fatal(err)
