@@ -134,20 +134,7 @@ func (s *Store) ListOwners(ctx context.Context, accountID int64) ([]account.Owne
 	if err := accountExists(ctx, s.r, accountID); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, "SELECT "+ownerCols+" FROM owners WHERE account_id = ? ORDER BY id", accountID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []account.Owner{}
-	for rows.Next() {
-		o, err := scanOwner(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.r, scanOwner, "SELECT "+ownerCols+" FROM owners WHERE account_id = ? ORDER BY id", accountID)
 }
 
 // SigninFailed counts a failure in one statement, so concurrent failures
@@ -477,20 +464,7 @@ func (s *Store) TierRequests(ctx context.Context, accountID int64, status string
 	if status != "" {
 		q, args = q+" AND status = ?", append(args, status)
 	}
-	rows, err := s.r.QueryContext(ctx, q+" ORDER BY id DESC", args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []account.TierRequest{}
-	for rows.Next() {
-		r, err := scanRequest(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.r, scanRequest, q+" ORDER BY id DESC", args...)
 }
 
 // DecideTierRequest decides a pending request in one transaction: the
@@ -591,18 +565,5 @@ func (s *Store) Audit(ctx context.Context, accountID, before int64, limit int) (
 	if limit > 0 {
 		q, args = q+" LIMIT ?", append(args, limit)
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []account.AuditEntry{}
-	for rows.Next() {
-		e, err := scanAudit(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.r, scanAudit, q, args...)
 }

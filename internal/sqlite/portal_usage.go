@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
@@ -62,23 +61,11 @@ func (s *Store) DailyUsage(ctx context.Context, accountID int64, from, to string
 	if err := accountExists(ctx, s.r, accountID); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT d.day, d.key_id, d.used FROM api_keys k JOIN key_usage_daily d ON d.key_id = k.id
+	return queryAll(ctx, s.r, func(sc scanner) (d account.DayUsage, err error) {
+		return d, sc.Scan(&d.Day, &d.KeyID, &d.Queries)
+	}, `SELECT d.day, d.key_id, d.used FROM api_keys k JOIN key_usage_daily d ON d.key_id = k.id
 		 WHERE k.account_id = ? AND d.day BETWEEN ? AND ? AND d.used > 0
 		 ORDER BY d.day, d.key_id`, accountID, from, to)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []account.DayUsage{}
-	for rows.Next() {
-		var d account.DayUsage
-		if err := rows.Scan(&d.Day, &d.KeyID, &d.Queries); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
 }
 
 // LedgerPage lists an account's entries with ID < before (0: from the
@@ -90,22 +77,9 @@ func (s *Store) LedgerPage(ctx context.Context, accountID, before int64, limit i
 	if err := accountExists(ctx, s.r, accountID); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx,
+	return queryAll(ctx, s.r, scanLedger,
 		"SELECT "+ledgerCols+` FROM ledger WHERE account_id = ?1 AND (?2 = 0 OR id < ?2)
 		 ORDER BY id DESC LIMIT ?3`, accountID, before, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []account.LedgerEntry{}
-	for rows.Next() {
-		e, err := scanLedger(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
 }
 
 // summaryCols are an account's columns (a) followed by its usage in the
@@ -115,25 +89,20 @@ const summaryCols = `a.id, a.name, a.tier, a.custom_limit, a.credits, a.created_
 	          WHERE k.account_id = a.id AND u.period = ?1), 0),
 	(SELECT COUNT(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked_at IS NULL)`
 
-func scanSummaries(rows *sql.Rows, period string) ([]account.AccountSummary, error) {
-	defer rows.Close()
-	out := []account.AccountSummary{}
-	for rows.Next() {
-		var sum account.AccountSummary
-		var used, keys int64
-		a, err := scanAccount(summaryScanner{rows, &used, &keys})
-		if err != nil {
-			return nil, err
-		}
-		sum.Account, sum.Period, sum.Used, sum.Keys = a, period, used, keys
-		out = append(out, sum)
+// scanSummary reads an account row followed by its usage in period and
+// its count of live keys.
+func scanSummary(period string) func(scanner) (account.AccountSummary, error) {
+	return func(sc scanner) (account.AccountSummary, error) {
+		sum := account.AccountSummary{Period: period}
+		a, err := scanAccount(summaryScanner{sc, &sum.Used, &sum.Keys})
+		sum.Account = a
+		return sum, err
 	}
-	return out, rows.Err()
 }
 
 // summaryScanner lets scanAccount read a row that has two more columns.
 type summaryScanner struct {
-	rows       *sql.Rows
+	rows       scanner
 	used, keys *int64
 }
 
@@ -153,7 +122,7 @@ func (s *Store) SearchAccounts(ctx context.Context, q, period string, limit int)
 	if err != nil {
 		id = 0 // no account has ID 0
 	}
-	rows, err := s.r.QueryContext(ctx,
+	out, err := queryAll(ctx, s.r, scanSummary(period),
 		"SELECT "+summaryCols+` FROM accounts a
 		 WHERE ?2 = '' OR instr(lower(a.name), lower(?2)) > 0 OR a.id = ?3
 		    OR a.id IN (SELECT o.account_id FROM owners o WHERE o.email = ?4)
@@ -162,7 +131,7 @@ func (s *Store) SearchAccounts(ctx context.Context, q, period string, limit int)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: search accounts: %w", err)
 	}
-	return scanSummaries(rows, period)
+	return out, nil
 }
 
 // TopConsumers lists the n accounts with the most queries in period, most
@@ -171,7 +140,7 @@ func (s *Store) TopConsumers(ctx context.Context, period string, n int) ([]accou
 	if n <= 0 {
 		return nil, invalid("top consumers needs n above 0")
 	}
-	rows, err := s.r.QueryContext(ctx,
+	out, err := queryAll(ctx, s.r, scanSummary(period),
 		`WITH top AS (
 			SELECT k.account_id AS id, SUM(u.used) AS used
 			FROM key_usage u JOIN api_keys k ON k.id = u.key_id
@@ -184,5 +153,5 @@ func (s *Store) TopConsumers(ctx context.Context, period string, n int) ([]accou
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: top consumers: %w", err)
 	}
-	return scanSummaries(rows, period)
+	return out, nil
 }

@@ -38,6 +38,26 @@ func invalid(format string, args ...any) error {
 
 type scanner interface{ Scan(dest ...any) error }
 
+// queryAll runs a query on db and reads every row with scan, as
+// pgx.CollectRows does for the PostgreSQL store; no rows is an empty
+// slice, never nil.
+func queryAll[T any](ctx context.Context, db *sql.DB, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 const accountCols = "id, name, tier, custom_limit, credits, created_at"
 
 func scanAccount(sc scanner) (account.Account, error) {
@@ -187,20 +207,7 @@ func (s *Store) Account(ctx context.Context, id int64) (account.Account, error) 
 
 // ListAccounts lists every account by ID.
 func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT "+accountCols+" FROM accounts ORDER BY id")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []account.Account
-	for rows.Next() {
-		a, err := scanAccount(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.r, scanAccount, "SELECT "+accountCols+" FROM accounts ORDER BY id")
 }
 
 // SetTier changes an account's tier; customLimit counts for Enterprise
@@ -249,21 +256,8 @@ func (s *Store) ListKeys(ctx context.Context, accountID int64) ([]account.Key, e
 	if err := accountExists(ctx, s.r, accountID); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx,
+	return queryAll(ctx, s.r, scanKey,
 		"SELECT "+keyCols+" FROM api_keys WHERE account_id = ? ORDER BY created_at, id", accountID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []account.Key{}
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
 }
 
 // RevokeKey marks a key revoked at at; a key already revoked keeps its
@@ -329,20 +323,7 @@ func (s *Store) Ledger(ctx context.Context, accountID int64, limit int) ([]accou
 		q += " LIMIT ?"
 		args = append(args, limit)
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []account.LedgerEntry{}
-	for rows.Next() {
-		e, err := scanLedger(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.r, scanLedger, q, args...)
 }
 
 // Usage is a key's counter for a period: 0 when nothing was charged,
