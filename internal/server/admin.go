@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -210,12 +211,7 @@ func adminDecode(w http.ResponseWriter, r *http.Request, v any, fields []string,
 }
 
 func accountID(w http.ResponseWriter, r *http.Request) (int64, bool) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		adminFail(w, http.StatusBadRequest, adminInvalidRequest, "the account id must be a positive integer")
-		return 0, false
-	}
-	return id, true
+	return pathID(w, r, "account")
 }
 
 func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
@@ -393,16 +389,11 @@ func (s *Server) adminCreditHistory(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	limit := 0
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			adminFail(w, http.StatusBadRequest, adminInvalidRequest, "limit must be a non-negative integer")
-			return
-		}
-		limit = n
+	limit, ok := intParam(w, r, "limit", 0, 0, math.MaxInt32) // 0: all
+	if !ok {
+		return
 	}
-	es, err := s.deps.Accounts.Ledger(r.Context(), a.ID, limit)
+	es, err := s.deps.Accounts.Ledger(r.Context(), a.ID, int(limit))
 	if err != nil {
 		s.adminStoreError(w, r, err)
 		return
