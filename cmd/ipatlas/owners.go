@@ -52,9 +52,20 @@ func (c *mgmtCmd) publicURL(flagVal string) (string, error) {
 	if v == "" {
 		return "", nil
 	}
+	base, err := parsePublicURL(v)
+	if err != nil {
+		return "", usageError(fmt.Sprintf("public URL %q: %v", v, err))
+	}
+	return base, nil
+}
+
+// parsePublicURL checks the public listener's address as browsers reach
+// it (an http or https origin, a trailing slash allowed) and returns it
+// without the slash, ready to prefix a path.
+func parsePublicURL(v string) (string, error) {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return "", usageError(fmt.Sprintf("public URL %q: want an http or https URL without a path, e.g. https://ip.example.com", v))
+		return "", errors.New("want an http or https URL without a path, e.g. https://ip.example.com")
 	}
 	return strings.TrimRight(v, "/"), nil
 }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -271,12 +270,9 @@ var serveSettings = []setting{
 				c.PublicURL = ""
 				return nil
 			}
-			u, err := url.Parse(v[0])
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-				return errors.New("want an http or https URL without a path, e.g. https://ip.example.com")
-			}
-			c.PublicURL = strings.TrimRight(v[0], "/")
-			return nil
+			base, err := parsePublicURL(v[0])
+			c.PublicURL = base
+			return err
 		}},
 	{name: "session-idle", arg: "DURATION", def: shortDuration(account.DefaultOwnerSessions.Idle), usage: "how long a portal session lasts without a request",
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.OwnerSessions.Idle })},
