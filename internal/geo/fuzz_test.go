@@ -41,18 +41,22 @@ func FuzzOpenAndLookup(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\xab\xcd\xefMaxMind.com"))
 
-	// Warm the process-wide time-zone finders with one real lookup: they
-	// are built lazily, once, and that build (slow under the fuzzer's
-	// instrumentation) would otherwise stall the first inputs.
-	if e, err := geo.Open(seedDir, geo.Options{}); err == nil {
-		_, _ = e.Lookup(netip.MustParseAddr("202.106.0.20"), ipatlas.Chinese)
-		e.Close()
-	}
-
 	probes := []netip.Addr{
 		netip.MustParseAddr("8.8.8.8"), netip.MustParseAddr("202.106.0.20"),
 		netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("2001:4860:4860::8888"),
 		netip.MustParseAddr("113.108.1.1"), netip.MustParseAddr("1.11.1.1"),
+	}
+	// Warm the process-wide tables (time-zone finders, names) with every
+	// probe in both languages: they are built lazily, once, and that build
+	// (slow under the fuzzer's instrumentation) would otherwise stall the
+	// first inputs that reach them.
+	if e, err := geo.Open(seedDir, geo.Options{}); err == nil {
+		for _, a := range probes {
+			for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
+				_, _ = e.Lookup(a, lang)
+			}
+		}
+		e.Close()
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// A corrupt tree must not make a walk loop forever: an input still
