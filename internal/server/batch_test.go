@@ -337,7 +337,7 @@ func TestBatchQuotaAndCreditsEdge(t *testing.T) {
 			if !reflect.DeepEqual(codes, want) {
 				t.Fatalf("%v: item codes %v, want %v", lang, codes, want)
 			}
-			if got := env.Data[3].Error; got != ipatlas.CodeRateLimitExceeded.Text(lang) {
+			if got := env.Data[3].Error; got != ipatlas.CodeRateLimitExceeded.Message(lang, quotaSpent(lang, 5, account.PeriodReset(testNow))) {
 				t.Errorf("%v: quota item text %q", lang, got)
 			}
 			if env.Meta.Charged != 2 || env.Meta.CurrentCredits != 95 {
@@ -349,7 +349,7 @@ func TestBatchQuotaAndCreditsEdge(t *testing.T) {
 
 		// Nothing can be charged: 429 like a single query, Retry-After.
 		r := e.batch(t, k.Secret, batchBody([]string{"10.0.0.1", v1, v2}, "", nil))
-		checkFailure(t, r, ipatlas.CodeRateLimitExceeded, "API rate limit exceeded",
+		checkFailure(t, r, ipatlas.CodeRateLimitExceeded, "API rate limit exceeded: the monthly quota of 5 queries is used up; it resets at 2026-12-01 00:00 UTC",
 			ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: 95})
 		checkQuota(t, r, 5, 0)
 		if ra := r.Header().Get("Retry-After"); ra != testResetSecs {

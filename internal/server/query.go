@@ -252,7 +252,22 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(out.Reset), 10)}
-	writeError(w, lang, ipatlas.CodeRateLimitExceeded, "", meta)
+	writeError(w, lang, ipatlas.CodeRateLimitExceeded, quotaSpent(lang, out.Limit, out.Reset), meta)
+}
+
+// quotaSpent is the detail of a 429 for a spent monthly quota. It keeps
+// the code of the burst limit's 429 but says which limit it is and when it
+// lifts, since waiting seconds will not help.
+func quotaSpent(lang ipatlas.Lang, limit int64, reset time.Time) string {
+	at := reset.UTC().Format("2006-01-02 15:04 MST")
+	if lang == ipatlas.Chinese {
+		return "本月 " + strconv.FormatInt(limit, 10) + " 次查询的额度已用完，将于 " + at + " 重置"
+	}
+	queries := " queries"
+	if limit == 1 {
+		queries = " query"
+	}
+	return "the monthly quota of " + strconv.FormatInt(limit, 10) + queries + " is used up; it resets at " + at
 }
 
 // standing refreshes an identified caller's balance and sets the quota

@@ -351,7 +351,12 @@ func TestQueryQuotaThenCredits(t *testing.T) {
 		}
 		for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
 			r := e.query(t, k.Secret, `{"ip":"8.8.8.8","lang":"`+lang.String()+`"}`)
-			checkFailure(t, r, ipatlas.CodeRateLimitExceeded, ipatlas.CodeRateLimitExceeded.Text(lang),
+			// The text says the month's quota is spent, not the burst rate.
+			want := map[ipatlas.Lang]string{
+				ipatlas.English: "API rate limit exceeded: the monthly quota of 2 queries is used up; it resets at 2026-12-01 00:00 UTC",
+				ipatlas.Chinese: "API请求频率超出限制：本月 2 次查询的额度已用完，将于 2026-12-01 00:00 UTC 重置",
+			}[lang]
+			checkFailure(t, r, ipatlas.CodeRateLimitExceeded, want,
 				ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: 98})
 			checkQuota(t, r, 2, 0)
 			if ra := r.Header().Get("Retry-After"); ra != testResetSecs {
