@@ -40,12 +40,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 // printError reports err as main does: one line, and for a usage mistake
 // where to read the command's help.
 func printError(w io.Writer, err error) {
-	msg := err.Error()
-	if !strings.HasPrefix(msg, "ipatlas:") { // the client's errors name themselves
-		msg = "ipatlas: " + msg
-	}
-	io.WriteString(w, msg+"\n")
+	io.WriteString(w, errorLine(err)+"\n")
 	if h := usageHint(err); h != "" {
 		io.WriteString(w, "see '"+h+" --help'\n")
 	}
+}
+
+// errorLine is err as one line that names the program once. The Go
+// client's errors name their package, which is also "ipatlas", so a
+// command that wraps one ("lookup: 1 of 4 addresses failed; the first:
+// ipatlas: InvalidIP: ...") would otherwise say it twice.
+// errors.Join's lines become one, each part without the name.
+func errorLine(err error) string {
+	parts := strings.Split(err.Error(), "\n")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(strings.TrimPrefix(p, "ipatlas: "), ": ipatlas: ", ": ")
+	}
+	return "ipatlas: " + strings.Join(parts, "; ")
 }
