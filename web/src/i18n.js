@@ -82,7 +82,7 @@ define({
     'err.InvalidRequest': '请求无效：{detail}',
     'err.NotFound': '未找到：可能已被删除。',
     'err.Conflict': '与当前状态冲突：{detail}',
-    'err.Insufficient': '额度不足：{detail}',
+    'err.Insufficient': '积分不足：{detail}',
     'err.TooManyRequests': '尝试次数过多。请稍等几分钟再试。',
     'err.SignInFailed': '邮箱或密码错误。',
     'err.BadToken': '此链接无效、已使用或已过期。请向运营方索取新链接。',
