@@ -157,7 +157,7 @@ func (st *portalStack) account(t *testing.T, name, email string, credits int64) 
 	must(t, err)
 	link, err := st.Accounts.Invite(ctx, a.ID, email)
 	must(t, err)
-	o, err := st.Accounts.SetPassword(ctx, link.Token, ownerPassword)
+	o, _, err := st.Accounts.SetPassword(ctx, link.Token, ownerPassword)
 	must(t, err)
 	return a, o
 }
