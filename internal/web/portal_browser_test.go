@@ -552,11 +552,17 @@ func TestPortalBrowser(t *testing.T) {
 		waitOn(t, console, "the Chinese audit details", `(() => { const dt = document.querySelector('#audit-table td.detail dt[data-key=amount]'); return !!dt && dt.textContent === '数量'; })()`)
 		checkPageProblems(t, console)
 
-		// Signing out leaves the overview's address for the sign-in page's.
+		// Signing out leaves the overview's address for the sign-in page's,
+		// in the portal and in the console.
 		click(t, owner, "#signout")
 		waitShown(t, owner, pSignin)
 		if path := eval[string](t, owner, `location.pathname`); path != "/account" {
-			t.Errorf("after signing out the address is %s, want /account", path)
+			t.Errorf("after signing out of the portal the address is %s, want /account", path)
+		}
+		click(t, console, "#console-signout")
+		waitShown(t, console, cSignin)
+		if path := eval[string](t, console, `location.pathname`); path != "/console" {
+			t.Errorf("after signing out of the console the address is %s, want /console", path)
 		}
 
 		// The change is in the audit log, made through the console's session.

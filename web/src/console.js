@@ -60,9 +60,13 @@ function showOnly(id) {
   $('who').hidden = id !== 'console-app';
 }
 
-function signedOutView(msgKey) {
+// signedOutView shows the token form. An ended session keeps the address
+// to return to after signing in again; signing out (toSignIn) leaves it
+// for the sign-in page's own, /console, as the portal does.
+function signedOutView(msgKey, toSignIn = false) {
   signedIn = false;
   setCSRF('');
+  if (toSignIn && location.pathname !== BASE) history.replaceState(null, '', BASE);
   showOnly('token-view');
   if (msgKey) say(msgKey);
   $('token-input').focus();
@@ -129,7 +133,7 @@ function wire() {
 
   $('console-signout').addEventListener('click', () => guard(async () => {
     await del(`${ADMIN}/session`);
-    signedOutView('c.signedout');
+    signedOutView('c.signedout', true);
   }));
 
   $('acc-search').addEventListener('submit', async (ev) => {
