@@ -81,6 +81,21 @@ func (c ErrorCode) Text(lang Lang) string {
 	return i.en
 }
 
+// Message is how every answer words a failure: the code's text in lang,
+// then the detail when there is one, joined by the colon of that language
+// ("Invalid IP address format: …", "无效的IP地址格式：…"). The detail must be
+// in lang too: an answer never mixes the two languages.
+func (c ErrorCode) Message(lang Lang, detail string) string {
+	text := c.Text(lang)
+	switch {
+	case detail == "":
+		return text
+	case lang == Chinese:
+		return text + "：" + detail
+	}
+	return text + ": " + detail
+}
+
 // CodeForStatus maps an HTTP status without a usable body back to the
 // closest code, for clients that get a non-JSON failure from a proxy.
 func CodeForStatus(status int) ErrorCode {

@@ -138,6 +138,28 @@ func TestLookupValidatesLocally(t *testing.T) {
 	}
 }
 
+// A refusal names the rule in the language asked for, and only in it.
+func TestCheckAddressSpeaksOneLanguage(t *testing.T) {
+	for _, tc := range []struct {
+		ip   string
+		lang ipatlas.Lang
+		code ipatlas.ErrorCode
+		want string
+	}{
+		{"garbage", ipatlas.English, ipatlas.CodeInvalidIP, `Invalid IP address format: "garbage": unexpected character 'g'`},
+		{"garbage", ipatlas.Chinese, ipatlas.CodeInvalidIP, `无效的IP地址格式："garbage"：含有不应出现的字符 'g'`},
+		{"08.8.8.8", ipatlas.Chinese, ipatlas.CodeInvalidIP, `无效的IP地址格式："08.8.8.8"：IPv4 地址的各段不允许有前导零`},
+		{"10.0.0.1", ipatlas.English, ipatlas.CodePrivateIP, "Private IP address not supported: 10.0.0.1 is a private-use address (RFC 1918)"},
+		{"10.0.0.1", ipatlas.Chinese, ipatlas.CodePrivateIP, "不支持私有IP地址：10.0.0.1 是私有地址（RFC 1918）"},
+	} {
+		_, err := client.CheckAddress(tc.ip, tc.lang)
+		var e *ipatlas.Error
+		if !errors.As(err, &e) || e.Code != tc.code || e.Message != tc.want {
+			t.Errorf("CheckAddress(%q, %v) = %v, want %s %q", tc.ip, tc.lang, err, tc.code, tc.want)
+		}
+	}
+}
+
 func TestErrorsFromAnswers(t *testing.T) {
 	type answer struct {
 		status int

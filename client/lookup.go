@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -189,24 +190,15 @@ type cacheEntry struct {
 func CheckAddress(ip string, lang ipatlas.Lang) (string, error) {
 	a, err := netaddr.Parse(ip)
 	if err != nil {
-		msg := ipatlas.CodeInvalidIP.Text(lang) + ": " + err.Error()
-		if pe, ok := err.(*netaddr.ParseError); ok {
-			msg = ipatlas.CodeInvalidIP.Text(lang) + ": " + strconv.Quote(pe.Input) + " (" + pe.Reason + ")"
-			if lang == ipatlas.Chinese {
-				msg = ipatlas.CodeInvalidIP.Text(lang) + "：" + strconv.Quote(pe.Input) + "（" + pe.Reason + "）"
-			}
+		detail := err.Error()
+		var pe *netaddr.ParseError
+		if errors.As(err, &pe) {
+			detail = pe.Detail(lang)
 		}
-		return "", &ipatlas.Error{Code: ipatlas.CodeInvalidIP, Message: msg}
+		return "", &ipatlas.Error{Code: ipatlas.CodeInvalidIP, Message: ipatlas.CodeInvalidIP.Message(lang, detail)}
 	}
 	if b, bad := netaddr.Classify(a); bad {
-		msg := fmt.Sprintf("%s: %s is %s (%s)", ipatlas.CodePrivateIP.Text(lang), a, b.Name, b.RFC)
-		if lang == ipatlas.Chinese {
-			msg = fmt.Sprintf("%s：%s 属于%s", ipatlas.CodePrivateIP.Text(lang), a, b.NameZh)
-		}
-		if b.RFC == "" {
-			msg = fmt.Sprintf("%s: %s is %s", ipatlas.CodePrivateIP.Text(lang), a, b.Name)
-		}
-		return "", &ipatlas.Error{Code: ipatlas.CodePrivateIP, Message: msg}
+		return "", &ipatlas.Error{Code: ipatlas.CodePrivateIP, Message: ipatlas.CodePrivateIP.Message(lang, b.Why(a, lang))}
 	}
 	return a.String(), nil
 }

@@ -50,7 +50,6 @@ func TestAccountsCreate(t *testing.T) {
 		{"accounts", "create", "--name", "x", "--credits", "-5"},
 		{"accounts", "create", "--name", "x", "extra"},
 		{"accounts", "create", "--name", "x", "--bogus"},
-		{"accounts"},
 		{"accounts", "delete", "1"},
 	} {
 		m.fails(exitUsage, args...)

@@ -48,11 +48,11 @@ func (c *command) dispatch(ctx context.Context, e env, path string, args []strin
 		return err
 	}
 	if len(args) == 0 {
-		what := "subcommand"
-		if path == "" {
-			what = "command"
-		}
-		return &exitError{code: exitUsage, err: fmt.Errorf("%s: no %s given", c.label(path), what), hint: path}
+		// A bare name is how a newcomer asks what the program or group can
+		// do, so it answers with the command list on stdout and succeeds,
+		// as kubectl and gh do; a name it does not know is the mistake.
+		c.help(e.stdout, path)
+		return nil
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -70,7 +70,54 @@ func (c *command) dispatch(ctx context.Context, e env, path string, args []strin
 	if strings.HasPrefix(args[0], "-") {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%s: unknown flag %s", c.label(path), args[0]), hint: path}
 	}
-	return &exitError{code: exitUsage, err: fmt.Errorf("%s: unknown command %q", c.label(path), args[0]), hint: path}
+	msg := fmt.Sprintf("%s: unknown command %q", c.label(path), args[0])
+	if near := c.nearest(args[0]); near != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return &exitError{code: exitUsage, err: errors.New(msg), hint: path}
+}
+
+// nearest is the subcommand a mistyped name most likely meant: the one
+// closest by edit distance, when that is at most a third of the name
+// (and at least one edit), so that "lokup" finds "lookup" but "x" finds
+// nothing.
+func (c *command) nearest(name string) string {
+	best, bestD := "", max(1, len([]rune(name))/3)+1
+	for _, s := range c.subs {
+		if d := editDistance(name, s.name); d < bestD {
+			best, bestD = s.name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and
+// b: the fewest insertions, deletions, substitutions and swaps of two
+// neighbouring runes that turn one into the other. Swaps count as one
+// edit because "shwo" is one slip of the fingers, not two.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }
 
 func (c *command) label(path string) string {

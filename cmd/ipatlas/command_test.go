@@ -1,9 +1,14 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 )
 
 // ipatlas --help lists every command on stdout, with the settings rule,
@@ -43,8 +48,13 @@ func TestUsageMistake(t *testing.T) {
 		{[]string{"db", "info", "extra"}, "db info", "takes no arguments"},
 		{[]string{"serve", "--bogus"}, "serve", "--bogus"},
 		{[]string{"bogus"}, "", `unknown command "bogus"`},
-		{nil, "", "no command given"},
-		{[]string{"keys"}, "keys", "no subcommand given"},
+		{[]string{"lokup"}, "", `unknown command "lokup" (did you mean "lookup"?)`},
+		{[]string{"accounts", "shwo"}, "accounts", `unknown command "shwo" (did you mean "show"?)`},
+		{[]string{"accounts", "show"}, "accounts show", "accounts show: missing ACCOUNT_ID"},
+		{[]string{"credits", "add", "1"}, "credits add", "credits add: missing AMOUNT"},
+		{[]string{"credits", "add"}, "credits add", "credits add: missing ACCOUNT_ID and AMOUNT"},
+		{[]string{"keys", "revoke", "1", "2"}, "keys revoke", `keys revoke: too many arguments: want KEY_ID, got ["1" "2"]`},
+		{[]string{"accounts", "list", "x"}, "accounts list", `accounts list: takes no arguments, got ["x"]`},
 	} {
 		r := runCLI(t, newCLIEnv(t), "", tc.args...)
 		hint := "see '" + strings.TrimSpace("ipatlas "+tc.cmd) + " --help'"
@@ -52,6 +62,78 @@ func TestUsageMistake(t *testing.T) {
 		if r.code != exitUsage || len(lines) != 2 || !strings.Contains(lines[0], tc.want) || lines[1] != hint || r.stdout != "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and two lines: %q, %q",
 				tc.args, r.code, r.stdout, r.stderr, tc.want, hint)
+		}
+	}
+}
+
+// A bare program or group name lists its commands on stdout and succeeds:
+// it is a question, not a mistake.
+func TestBareNameListsCommands(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		subs []*command
+	}{
+		{nil, root.subs},
+		{[]string{"accounts"}, accountsCommand.subs},
+		{[]string{"keys"}, keysCommand.subs},
+	} {
+		r := runCLI(t, newCLIEnv(t), "", tc.args...)
+		if r.err != nil || r.code != 0 || r.stderr != "" {
+			t.Fatalf("%q: exit %d, err %v, stderr %q", tc.args, r.code, r.err, r.stderr)
+		}
+		for _, c := range tc.subs {
+			if !strings.Contains(r.stdout, "\n  "+c.name+" ") {
+				t.Errorf("%q: %q is not listed:\n%s", tc.args, c.name, r.stdout)
+			}
+		}
+	}
+}
+
+func TestNearest(t *testing.T) {
+	for in, want := range map[string]string{
+		"lokup": "lookup", "lookpu": "lookup", "serv": "serve", "acounts": "accounts",
+		"vresion": "version", "x": "", "zzzzzz": "", "lookup-remote": "",
+	} {
+		if got := root.nearest(in); got != want {
+			t.Errorf("nearest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPositionals(t *testing.T) {
+	for synopsis, want := range map[string]string{
+		usageAccountsShow:                "ACCOUNT_ID",
+		usageAccountsSetTier:             "ACCOUNT_ID free|pro|enterprise",
+		usageCreditsAdd:                  "ACCOUNT_ID AMOUNT",
+		usageAccountsCreate:              "",
+		usageAccountsRequests:            "",
+		usageAccountsAudit:               "ACCOUNT_ID",
+		"migrate [--store DSN] [--json]": "",
+	} {
+		if got := strings.Join(positionals(synopsis), " "); got != want {
+			t.Errorf("positionals(%q) = %q, want %q", synopsis, got, want)
+		}
+	}
+}
+
+// The line names the program once, however deep the client's error is.
+func TestErrorLine(t *testing.T) {
+	inner := &ipatlas.Error{Code: ipatlas.CodeInvalidIP, Message: "Invalid IP address format"}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{inner, "ipatlas: InvalidIP: Invalid IP address format"},
+		{fmt.Errorf("lookup: 1 of 4 addresses failed; the first: %w", inner),
+			"ipatlas: lookup: 1 of 4 addresses failed; the first: InvalidIP: Invalid IP address format"},
+		{fmt.Errorf("myip: %w", &client.FamilyError{Family: "IPv6", Reason: "no route"}),
+			"ipatlas: myip: IPv6 unavailable: no route"},
+		{fmt.Errorf("myip: no address found: %w", errors.Join(
+			&client.FamilyError{Family: "IPv4", Reason: "a"}, &client.FamilyError{Family: "IPv6", Reason: "b"})),
+			"ipatlas: myip: no address found: IPv4 unavailable: a; IPv6 unavailable: b"},
+	} {
+		if got := errorLine(tc.err); got != tc.want {
+			t.Errorf("errorLine(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

@@ -66,7 +66,6 @@ func TestCredits(t *testing.T) {
 		{"credits", "add", "0", "5", "--reason", "x"},
 		{"credits", "show"},
 		{"credits", "history", ids, "--limit", "-1"},
-		{"credits"},
 	} {
 		m.fails(exitUsage, args...)
 	}

@@ -163,7 +163,6 @@ func TestDBFetchFailureExitCode(t *testing.T) {
 
 func TestDBUsage(t *testing.T) {
 	for _, args := range [][]string{
-		{"db"},
 		{"db", "bogus"},
 		{"db", "fetch", "extra"},
 		{"db", "fetch", "--nope"},
@@ -179,7 +178,8 @@ func TestDBUsage(t *testing.T) {
 			t.Errorf("%q: hint %q, stderr %q; want the help of db or its subcommand to be named, and no help printed", args, usageHint(err), stderr)
 		}
 	}
-	for _, args := range [][]string{{"db", "--help"}, {"db", "fetch", "-h"}, {"db", "info", "--help"}} {
+	// A bare "db" asks what it can do: the command list, as --help.
+	for _, args := range [][]string{{"db"}, {"db", "--help"}, {"db", "fetch", "-h"}, {"db", "info", "--help"}} {
 		stdout, _, err := runDBTest(t, nil, args...)
 		if err != nil || !strings.Contains(stdout, "usage: ipatlas db") {
 			t.Errorf("%q: %v, %q", args, err, stdout)

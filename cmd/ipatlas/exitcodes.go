@@ -48,6 +48,9 @@ func (e *exitError) Unwrap() error { return e.err }
 func usageError(msg string) error { return &exitError{code: exitUsage, err: errors.New(msg)} }
 
 func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/client"
 	"github.com/ipatlas/ipatlas/internal/geo"
-	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
 const lookupLocalHelp = `usage: ipatlas lookup --local [--data-dir DIR] [--lang zh] [--json] IP...
@@ -135,26 +135,19 @@ func runLookupLocal(ctx context.Context, e env, args []string) error {
 	return &exitError{code: exitInput, err: fmt.Errorf("lookup --local: %d of %d addresses refused; the first: %s [%s]", refused, len(outcomes), first.Message, first.Code)}
 }
 
-// checkAddress parses s strictly and refuses non-public addresses, with
-// the service's codes and texts in lang.
+// checkAddress parses s strictly and refuses non-public addresses with
+// the Go client's check, so that a local refusal reads exactly like a
+// remote one, in lang.
 func checkAddress(s string, lang ipatlas.Lang) (netip.Addr, *ipatlas.Error) {
-	a, err := netaddr.Parse(s)
+	canon, err := client.CheckAddress(s, lang)
 	if err != nil {
-		msg := err.Error()
-		var pe *netaddr.ParseError
-		if lang == ipatlas.Chinese && errors.As(err, &pe) {
-			msg = fmt.Sprintf("%s: %q: %s", ipatlas.CodeInvalidIP.Text(lang), pe.Input, pe.Reason)
+		var e *ipatlas.Error
+		if !errors.As(err, &e) {
+			e = &ipatlas.Error{Code: ipatlas.CodeInvalidIP, Message: err.Error()}
 		}
-		return a, &ipatlas.Error{Code: ipatlas.CodeInvalidIP, Message: msg}
+		return netip.Addr{}, e
 	}
-	if b, special := netaddr.Classify(a); special {
-		msg := fmt.Sprintf("%s: %s is %s (%s, %s)", ipatlas.CodePrivateIP.Text(lang), a, b.Name, b.Prefix, b.RFC)
-		if lang == ipatlas.Chinese {
-			msg = fmt.Sprintf("%s: %s 属于%s（%s，%s）", ipatlas.CodePrivateIP.Text(lang), a, b.NameZh, b.Prefix, b.RFC)
-		}
-		return a, &ipatlas.Error{Code: ipatlas.CodePrivateIP, Message: msg}
-	}
-	return a, nil
+	return netip.MustParseAddr(canon), nil
 }
 
 func writeLocalJSON(w io.Writer, o localOutcome) error {

@@ -368,6 +368,10 @@ func TestLookupBatches(t *testing.T) {
 	if r.code != exitInput { // the first failure is a private address
 		t.Fatalf("exit %d: %v\n%s", r.code, r.err, r.stderr)
 	}
+	// The summary names the program once, not again before the first error.
+	if want := "ipatlas: lookup: 10 of 250 addresses failed; the first: PrivateIP: Private IP address not supported: 10.9.9.7 is a private-use address (RFC 1918)\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
 	if h := s.hits.Load(); h != 3 {
 		t.Errorf("%d requests for 250 addresses, want 3", h)
 	}

@@ -99,6 +99,9 @@ func runMyIP(ctx context.Context, e env, args []string) error {
 			fmt.Fprintln(e.stdout, a)
 		}
 		if err != nil {
+			if errors.Is(err, client.ErrFamilyUnavailable) {
+				return clientExit(fmt.Errorf("myip: %w", err)) // it names the family
+			}
 			return clientExit(fmt.Errorf("myip: %s: %w", family, err))
 		}
 		return nil

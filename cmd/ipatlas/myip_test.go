@@ -70,6 +70,10 @@ func TestMyIPOneFamily(t *testing.T) {
 	if r.code != exitNetwork || r.stdout != "" || !strings.Contains(r.err.Error(), "IPv6 unavailable") {
 		t.Fatalf("-6 without IPv6: exit %d, %v, %q", r.code, r.err, r.stdout)
 	}
+	// One line that names the program and the family once each.
+	if !strings.HasPrefix(r.stderr, "ipatlas: myip: IPv6 unavailable") || strings.Count(r.stderr, "ipatlas:") != 1 || strings.Count(r.stderr, "IPv6") != 1 {
+		t.Errorf("-6 without IPv6 says %q", r.stderr)
+	}
 	r = runCLI(t, e, "", "myip", "-6", "--json")
 	if r.code != exitNetwork || !strings.Contains(r.stdout, `"ipv6_error":"unavailable (`) || strings.Contains(r.stdout, `"ipv4"`) {
 		t.Fatalf("-6 --json: exit %d, %q", r.code, r.stdout)

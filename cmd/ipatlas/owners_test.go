@@ -51,7 +51,7 @@ func TestAccountsInvite(t *testing.T) {
 	}
 	// The link works: the owner sets a password and signs in.
 	svc := m.service()
-	if _, err := svc.SetPassword(t.Context(), tokenOf(t, l.Link), cliPassword); err != nil {
+	if _, _, err := svc.SetPassword(t.Context(), tokenOf(t, l.Link), cliPassword); err != nil {
 		t.Fatalf("the printed link's token: %v", err)
 	}
 	if _, _, err := svc.SignIn(t.Context(), "ann@example.com", cliPassword); err != nil {
@@ -137,7 +137,7 @@ func TestAccountsResetLink(t *testing.T) {
 	var l mgmtLink
 	m.json(&l, "accounts", "invite", fmt.Sprint(id), "--email", "rita@example.com")
 	svc := m.service()
-	if _, err := svc.SetPassword(t.Context(), tokenOf(t, l.Link), cliPassword); err != nil {
+	if _, _, err := svc.SetPassword(t.Context(), tokenOf(t, l.Link), cliPassword); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err := m.runWith(map[string]string{"IPATLAS_PUBLIC_URL": "https://ip.example.org"}, "accounts", "reset-link", " RITA@example.com ")
@@ -148,7 +148,7 @@ func TestAccountsResetLink(t *testing.T) {
 		t.Fatalf("accounts reset-link:\n%s", out)
 	}
 	const newPassword = "another quiet evening walk"
-	if _, err := svc.SetPassword(t.Context(), tokenOf(t, out[strings.LastIndex(out, "\nhttps")+1:len(out)-1]), newPassword); err != nil {
+	if _, _, err := svc.SetPassword(t.Context(), tokenOf(t, out[strings.LastIndex(out, "\nhttps")+1:len(out)-1]), newPassword); err != nil {
 		t.Fatalf("the reset link's token: %v", err)
 	}
 	if _, _, err := svc.SignIn(t.Context(), "rita@example.com", newPassword); err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"io"
+	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -13,6 +15,19 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	arg0   string // how the program was started: os.Args[0]
+}
+
+// selfCommand is how a printed hint runs this program again: "ipatlas",
+// or "go run ./cmd/ipatlas" (the README's form) when go run started it, since
+// go run's binary lives in a temporary go-build directory that is gone
+// when it exits and "ipatlas" may be on no PATH.
+func (e env) selfCommand() string {
+	dir := filepath.ToSlash(filepath.Dir(e.arg0))
+	if path.Base(dir) == "exe" && strings.Contains(dir, "/go-build") {
+		return "go run ./cmd/ipatlas"
+	}
+	return "ipatlas"
 }
 
 // root is the command tree. Each command lives in its own file.
@@ -32,7 +47,7 @@ var root = &command{subs: []*command{
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) > 0 {
-		args = args[1:]
+		e.arg0, args = args[0], args[1:]
 	}
 	return root.dispatch(ctx, e, "", args)
 }
@@ -40,12 +55,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 // printError reports err as main does: one line, and for a usage mistake
 // where to read the command's help.
 func printError(w io.Writer, err error) {
-	msg := err.Error()
-	if !strings.HasPrefix(msg, "ipatlas:") { // the client's errors name themselves
-		msg = "ipatlas: " + msg
-	}
-	io.WriteString(w, msg+"\n")
+	io.WriteString(w, errorLine(err)+"\n")
 	if h := usageHint(err); h != "" {
 		io.WriteString(w, "see '"+h+" --help'\n")
 	}
+}
+
+// errorLine is err as one line that names the program once. The Go
+// client's errors name their package, which is also "ipatlas", so a
+// command that wraps one ("lookup: 1 of 4 addresses failed; the first:
+// ipatlas: InvalidIP: ...") would otherwise say it twice.
+// errors.Join's lines become one, each part without the name.
+func errorLine(err error) string {
+	parts := strings.Split(err.Error(), "\n")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(strings.TrimPrefix(p, "ipatlas: "), ": ipatlas: ", ": ")
+	}
+	return "ipatlas: " + strings.Join(parts, "; ")
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -125,7 +126,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		ttl = -1 // the Service reads 0 as its default and a negative TTL as off
 	}
 	svc := &account.Service{Store: store, Now: time.Now, KeyCacheTTL: ttl}
-	if err := firstRunAccount(ctx, svc, cfg, e.stdout, log); err != nil {
+	if err := firstRunAccount(ctx, svc, cfg, e, log); err != nil {
 		return err
 	}
 	meter := account.NewMeter(store, account.MeterOptions{
@@ -214,6 +215,13 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	// waits for an answer finds them in the log.
 	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String())
 	log.Info("admin on "+adminLn.Addr().String(), "addr", adminLn.Addr().String())
+	page := cfg.PublicURL
+	if page == "" {
+		page = listenerURL(ln.Addr())
+	}
+	log.Info("the page: "+page+"/", "url", page+"/")
+	log.Info("the account portal: "+page+"/account", "url", page+"/account")
+	log.Info("the operator console: "+listenerURL(adminLn.Addr())+"/console", "url", listenerURL(adminLn.Addr())+"/console")
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- public.Serve(guarded) }()
 	go func() { serveErr <- admin.Serve(adminGuarded) }()
@@ -341,7 +349,7 @@ func ensureDataset(ctx context.Context, e env, cfg *serveConfig, log *slog.Logge
 		return err
 	}
 	if cfg.NoFetch {
-		return fmt.Errorf("no dataset in %s and --no-fetch is set: run 'ipatlas db fetch --data-dir %s' or drop --no-fetch", cfg.DataDir, cfg.DataDir)
+		return fmt.Errorf("no dataset in %s and --no-fetch is set: run '%s db fetch --data-dir %s' or drop --no-fetch", cfg.DataDir, e.selfCommand(), cfg.DataDir)
 	}
 	log.Info("no dataset in the data dir: fetching one", "dir", cfg.DataDir, "source", cfg.Source)
 	opts := cfg.fetchOptions()
@@ -363,9 +371,23 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// listenerURL is the http URL (without a trailing slash) a browser on
+// this machine reaches a listener at: a wildcard address becomes
+// localhost, which a browser cannot open as 0.0.0.0 or [::].
+func listenerURL(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "http://" + a.String()
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
 // firstRunAccount creates the "default" account and a key when the store
 // has no account at all, and prints the key once.
-func firstRunAccount(ctx context.Context, svc *account.Service, cfg *serveConfig, stdout io.Writer, log *slog.Logger) error {
+func firstRunAccount(ctx context.Context, svc *account.Service, cfg *serveConfig, e env, log *slog.Logger) error {
 	accounts, err := svc.Store.ListAccounts(ctx)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -386,16 +408,16 @@ func firstRunAccount(ctx context.Context, svc *account.Service, cfg *serveConfig
 	}
 	log.Info("first run: created the default account and a key", "account", a.ID, "key_id", k.ID)
 	bar := strings.Repeat("=", 72)
-	fmt.Fprintf(stdout, `%s
+	fmt.Fprintf(e.stdout, `%s
 ipatlas: first run. Created account %d "default" (free tier: %d queries
 a month per key, %d credits) with this API key:
 
     %s
 
 It is shown only this once: store it now. Make more keys with
-    ipatlas keys create --account %d --store %s
+    %s keys create --account %d --store %s
 %s
-`, bar, a.ID, account.Limit(account.Free, 0), credits, k.Secret, a.ID, redactDSN(cfg.Store), bar)
+`, bar, a.ID, account.Limit(account.Free, 0), credits, k.Secret, e.selfCommand(), a.ID, redactDSN(cfg.Store), bar)
 	return nil
 }
 

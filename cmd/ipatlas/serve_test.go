@@ -739,7 +739,9 @@ func TestServeAddrFile(t *testing.T) {
 	if s.public == s.admin {
 		t.Errorf("public and admin on the same address %s", s.public)
 	}
-	for _, want := range []string{"listening on " + s.public, "admin on " + s.admin} {
+	for _, want := range []string{"listening on " + s.public, "admin on " + s.admin,
+		"the page: http://" + s.public + "/", "the account portal: http://" + s.public + "/account",
+		"the operator console: http://" + s.admin + "/console"} {
 		if !strings.Contains(s.stderr.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, s.stderr)
 		}
@@ -749,5 +751,38 @@ func TestServeAddrFile(t *testing.T) {
 	}
 	if _, err := os.Stat(s.addrFile); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("after stop, the addr file: %v; want it removed", err)
+	}
+}
+
+func TestListenerURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:8080": "http://127.0.0.1:8080",
+		"0.0.0.0:8080":   "http://localhost:8080",
+		"[::]:8080":      "http://localhost:8080",
+		"[::1]:9090":     "http://[::1]:9090",
+	} {
+		a, err := net.ResolveTCPAddr("tcp", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := listenerURL(a); got != want {
+			t.Errorf("listenerURL(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A hint printed under go run must work under go run: its binary is a
+// temporary file, and "ipatlas" need not be on the PATH.
+func TestSelfCommand(t *testing.T) {
+	for arg0, want := range map[string]string{
+		"ipatlas":                               "ipatlas",
+		"/usr/local/bin/ipatlas":                "ipatlas",
+		"/tmp/go-build2937461/b001/exe/ipatlas": "go run ./cmd/ipatlas",
+		"/home/u/.cache/go-build/x/exe/ipatlas": "go run ./cmd/ipatlas",
+		"/home/u/exe/ipatlas":                   "ipatlas",
+	} {
+		if got := (env{arg0: arg0}).selfCommand(); got != want {
+			t.Errorf("selfCommand(%q) = %q, want %q", arg0, got, want)
+		}
 	}
 }

@@ -113,13 +113,52 @@ func (c *mgmtCmd) parseRange(args []string, least, most int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case least == most && len(pos) != least:
-		return nil, usageError(fmt.Sprintf("%s: want %d argument(s), got %d", c.fs.Name(), least, len(pos)))
-	case len(pos) < least || len(pos) > most:
-		return nil, usageError(fmt.Sprintf("%s: want %d to %d arguments, got %d", c.fs.Name(), least, most, len(pos)))
+	if msg := countArgs(positionals(c.usage), least, most, pos); msg != "" {
+		return nil, usageError(c.fs.Name() + ": " + msg)
 	}
 	return pos, nil
+}
+
+// countArgs says what is wrong with the number of positional arguments
+// pos, naming them from names (the synopsis's, in order), or "" when it is
+// right: "missing ACCOUNT_ID", not a count the user has to map back to
+// the synopsis.
+func countArgs(names []string, least, most int, pos []string) string {
+	switch {
+	case len(pos) < least:
+		missing := names[min(len(pos), len(names)):min(least, len(names))]
+		if len(missing) == 0 {
+			return fmt.Sprintf("want %d arguments, got %d", least, len(pos))
+		}
+		return "missing " + strings.Join(missing, " and ")
+	case len(pos) > most && most == 0:
+		return fmt.Sprintf("takes no arguments, got %q", pos)
+	case len(pos) > most:
+		return fmt.Sprintf("too many arguments: want %s, got %q", strings.Join(names, " "), pos)
+	}
+	return ""
+}
+
+// positionals lists the positional arguments of a synopsis such as
+// "set-tier ACCOUNT_ID free|pro|enterprise [--monthly-limit N]" or "audit
+// [ACCOUNT_ID] [--limit N]": every word after the command's name that is
+// neither a flag nor a flag's value, optional ones without their brackets.
+func positionals(synopsis string) []string {
+	words := strings.Fields(synopsis)
+	var names []string
+	for i := 1; i < len(words); i++ {
+		w := strings.Trim(words[i], "[]")
+		if strings.HasPrefix(w, "-") {
+			// A flag's value follows it unless the flag is closed with
+			// its bracket or the next word is a flag itself.
+			if !strings.HasSuffix(words[i], "]") && i+1 < len(words) && !strings.HasPrefix(strings.Trim(words[i+1], "[]"), "-") {
+				i++
+			}
+			continue
+		}
+		names = append(names, w)
+	}
+	return names
 }
 
 // storeDSN is --store, else IPATLAS_STORE, else the config file's, else

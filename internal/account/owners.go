@@ -215,44 +215,53 @@ func (s *Service) OwnerByEmail(ctx context.Context, email string) (Owner, error)
 
 // SetPassword redeems a one-time link's token: it checks the password's
 // rules, stores its argon2id hash and signs out every session of the
-// owner. A bad token is ErrBadToken, a weak password *WeakPasswordError.
-// The token is judged before the password, so that only the link's holder
-// learns whether a password is refused for resembling the owner's email.
-func (s *Service) SetPassword(ctx context.Context, token, password string) (Owner, error) {
+// owner, and returns how many live sessions that ended, so that a page
+// says "other browsers were signed out" only when some were. A bad token
+// is ErrBadToken, a weak password *WeakPasswordError. The token is judged
+// before the password, so that only the link's holder learns whether a
+// password is refused for resembling the owner's email.
+func (s *Service) SetPassword(ctx context.Context, token, password string) (Owner, int64, error) {
 	if !validSecret(token) {
-		return Owner{}, ErrBadToken
+		return Owner{}, 0, ErrBadToken
 	}
 	now := s.now()
 	hash := HashSecret(token)
 	t, err := s.Store.OwnerToken(ctx, hash)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return Owner{}, ErrBadToken
+		return Owner{}, 0, ErrBadToken
 	case err != nil:
-		return Owner{}, storeErr("set password", err)
+		return Owner{}, 0, storeErr("set password", err)
 	case t.UsedAt != nil || !now.Before(t.ExpiresAt):
-		return Owner{}, ErrBadToken
+		return Owner{}, 0, ErrBadToken
 	}
 	o, err := s.Store.Owner(ctx, t.OwnerID)
 	if errors.Is(err, ErrNotFound) {
-		return Owner{}, ErrBadToken
+		return Owner{}, 0, ErrBadToken
 	} else if err != nil {
-		return Owner{}, storeErr("set password", err)
+		return Owner{}, 0, storeErr("set password", err)
 	}
 	if err := CheckPasswordRules(password, o.Email); err != nil {
-		return Owner{}, err
+		return Owner{}, 0, err
+	}
+	// The live sessions are ended first to count them; UseOwnerToken
+	// then ends, in the transaction that sets the password, any opened
+	// since. Should that fail, the owner signs in again: nothing is lost.
+	ended, err := s.Store.RevokeOwnerSessions(ctx, o.ID, now)
+	if err != nil {
+		return Owner{}, 0, storeErr("set password", err)
 	}
 	o, err = s.Store.UseOwnerToken(ctx, hash, now, HashPassword(password))
 	if errors.Is(err, ErrNotFound) { // spent or expired meanwhile
-		return Owner{}, ErrBadToken
+		return Owner{}, 0, ErrBadToken
 	} else if err != nil {
-		return Owner{}, storeErr("set password", err)
+		return Owner{}, 0, storeErr("set password", err)
 	}
 	if ActorFrom(ctx) == "unknown" {
 		ctx = WithActor(ctx, "owner:"+strconv.FormatInt(o.ID, 10))
 	}
-	s.audit(ctx, "owner.password", o.AccountID, o.Email, map[string]any{"owner_id": o.ID, "purpose": t.Purpose})
-	return o, nil
+	s.audit(ctx, "owner.password", o.AccountID, o.Email, map[string]any{"owner_id": o.ID, "purpose": t.Purpose, "signed_out": ended})
+	return o, ended, nil
 }
 
 // SignIn checks an owner's email and password and opens a session. Every

@@ -169,7 +169,7 @@ func (p *portal) owner(t *testing.T, email, password string) account.Owner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := p.svc.SetPassword(p.ctx, l.Token, password)
+	o, _, err := p.svc.SetPassword(p.ctx, l.Token, password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,28 +220,28 @@ func TestInviteAndSetPassword(t *testing.T) {
 	}
 
 	for _, tok := range []string{"", "short", strings.Repeat("A", 43), l.Token + "x", strings.Repeat("é", 43)} {
-		if _, err := p.svc.SetPassword(p.ctx, tok, goodPassword); !errors.Is(err, account.ErrBadToken) {
+		if _, _, err := p.svc.SetPassword(p.ctx, tok, goodPassword); !errors.Is(err, account.ErrBadToken) {
 			t.Errorf("SetPassword(%q) = %v, want ErrBadToken", tok, err)
 		}
 	}
 	// A weak password leaves the token usable.
 	var we *account.WeakPasswordError
-	if _, err := p.svc.SetPassword(p.ctx, l.Token, "bob@example.com123"); !errors.As(err, &we) {
+	if _, _, err := p.svc.SetPassword(p.ctx, l.Token, "bob@example.com123"); !errors.As(err, &we) {
 		t.Fatalf("SetPassword(the email) = %v, want WeakPasswordError", err)
 	}
-	if _, err := p.svc.SetPassword(p.ctx, l.Token, "short"); !errors.As(err, &we) {
+	if _, _, err := p.svc.SetPassword(p.ctx, l.Token, "short"); !errors.As(err, &we) {
 		t.Fatalf("SetPassword(short) = %v, want WeakPasswordError", err)
 	}
-	o, err := p.svc.SetPassword(p.ctx, l.Token, goodPassword)
-	if err != nil || !o.HasPassword || o.ID != l.Owner.ID {
-		t.Fatalf("SetPassword = %+v, %v", o, err)
+	o, ended, err := p.svc.SetPassword(p.ctx, l.Token, goodPassword)
+	if err != nil || !o.HasPassword || o.ID != l.Owner.ID || ended != 0 {
+		t.Fatalf("SetPassword = %+v, ended %d, %v; a first password ends no session", o, ended, err)
 	}
-	if _, err := p.svc.SetPassword(p.ctx, l.Token, goodPassword+"!"); !errors.Is(err, account.ErrBadToken) {
+	if _, _, err := p.svc.SetPassword(p.ctx, l.Token, goodPassword+"!"); !errors.Is(err, account.ErrBadToken) {
 		t.Fatalf("a used token = %v, want ErrBadToken", err)
 	}
 	// The second link expires after LinkTTL.
 	p.advance(account.LinkTTL)
-	if _, err := p.svc.SetPassword(p.ctx, l2.Token, goodPassword); !errors.Is(err, account.ErrBadToken) {
+	if _, _, err := p.svc.SetPassword(p.ctx, l2.Token, goodPassword); !errors.Is(err, account.ErrBadToken) {
 		t.Fatalf("an expired token = %v, want ErrBadToken", err)
 	}
 
@@ -309,8 +309,9 @@ func TestResetLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	const newPassword = "a brand new passphrase"
-	if _, err := p.svc.SetPassword(context.Background(), l.Token, newPassword); err != nil {
-		t.Fatal(err)
+	// Two browsers were signed in: the reset says it ended both.
+	if _, ended, err := p.svc.SetPassword(context.Background(), l.Token, newPassword); err != nil || ended != 2 {
+		t.Fatalf("SetPassword after two sign-ins: ended %d, %v; want 2", ended, err)
 	}
 	if _, _, err := p.svc.SignIn(p.ctx, "carol@example.com", goodPassword); !errors.Is(err, account.ErrSignIn) {
 		t.Fatalf("the old password after a reset = %v, want ErrSignIn", err)

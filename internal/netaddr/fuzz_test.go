@@ -22,7 +22,7 @@ func FuzzParse(f *testing.F) {
 		a, err := Parse(s)
 		if err != nil {
 			var pe *ParseError
-			if !errors.As(err, &pe) || pe.Reason == "" {
+			if !errors.As(err, &pe) || pe.Reason == "" || pe.ReasonZh == "" {
 				t.Fatalf("Parse(%q): error %#v without a reason", s, err)
 			}
 			if a.IsValid() {

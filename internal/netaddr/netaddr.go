@@ -10,15 +10,38 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ipatlas/ipatlas"
 )
 
-// ParseError explains why a string is not an acceptable IP address.
+// ParseError explains why a string is not an acceptable IP address, in
+// both languages the service answers in, so that no caller has to fall
+// back to English for a Chinese answer.
 type ParseError struct {
-	Input  string // the trimmed input, cut to maxLen bytes so errors stay small
-	Reason string // e.g. "zones are not allowed", "leading zeros are not allowed"
+	Input    string // the trimmed input, cut to maxLen bytes so errors stay small
+	Reason   string // e.g. "zones are not allowed", "leading zeros are not allowed"
+	ReasonZh string // the same in Chinese
 }
 
 func (e *ParseError) Error() string { return "invalid IP address " + quote(e.Input) + ": " + e.Reason }
+
+// ReasonIn is the reason in lang.
+func (e *ParseError) ReasonIn(lang ipatlas.Lang) string {
+	if lang == ipatlas.Chinese {
+		return e.ReasonZh
+	}
+	return e.Reason
+}
+
+// Detail is the text every InvalidIP answer carries after the code's own
+// text, in lang: the input, quoted, and the rule it broke, so that one of
+// many addresses can be told apart.
+func (e *ParseError) Detail(lang ipatlas.Lang) string {
+	if lang == ipatlas.Chinese {
+		return quote(e.Input) + "：" + e.ReasonZh
+	}
+	return quote(e.Input) + ": " + e.Reason
+}
 
 // Block is a special-purpose address block.
 type Block struct {
@@ -33,26 +56,35 @@ type Block struct {
 // keeps hostile megabyte inputs out of error messages and logs.
 const maxLen = 64
 
+// reason is why a text is refused, in English and Chinese.
+type reason struct{ en, zh string }
+
 // Rejection reasons. Tests compare against these, callers show them.
-const (
-	reasonEmpty       = "empty input"
-	reasonTooLong     = "too long (an IP address has at most 45 characters)"
-	reasonNUL         = "NUL bytes are not allowed"
-	reasonUTF8        = "not valid UTF-8"
-	reasonZone        = "zones are not allowed"
-	reasonPort        = "ports are not allowed"
-	reasonBrackets    = "brackets are not allowed"
-	reasonCIDR        = "CIDR prefixes are not allowed; give a single address"
-	reasonLeadingZero = "leading zeros are not allowed in IPv4 octets"
-	reasonOctets      = "an IPv4 address has exactly four octets"
-	reasonEmptyOctet  = "empty IPv4 octet"
-	reasonDecimal     = "IPv4 octets must be decimal numbers"
-	reasonRange       = "IPv4 octet out of range 0-255"
-	reasonNotIP       = "not an IPv4 or IPv6 address"
-	reasonIPv6        = "not a valid IPv6 address"
-	reasonDoubleColon = `"::" may appear only once`
-	reasonGroup       = "an IPv6 group has at most four hex digits"
+var (
+	reasonEmpty       = reason{"empty input", "输入为空"}
+	reasonTooLong     = reason{"too long (an IP address has at most 45 characters)", "过长（IP 地址最多 45 个字符）"}
+	reasonNUL         = reason{"NUL bytes are not allowed", "不允许包含 NUL 字节"}
+	reasonUTF8        = reason{"not valid UTF-8", "不是有效的 UTF-8 文本"}
+	reasonZone        = reason{"zones are not allowed", "不允许带区域标识"}
+	reasonPort        = reason{"ports are not allowed", "不允许带端口号"}
+	reasonBrackets    = reason{"brackets are not allowed", "不允许带方括号"}
+	reasonCIDR        = reason{"CIDR prefixes are not allowed; give a single address", "不允许使用 CIDR 前缀，请给出单个地址"}
+	reasonLeadingZero = reason{"leading zeros are not allowed in IPv4 octets", "IPv4 地址的各段不允许有前导零"}
+	reasonOctets      = reason{"an IPv4 address has exactly four octets", "IPv4 地址必须恰好有四段"}
+	reasonEmptyOctet  = reason{"empty IPv4 octet", "IPv4 地址有空段"}
+	reasonDecimal     = reason{"IPv4 octets must be decimal numbers", "IPv4 地址的各段必须是十进制数"}
+	reasonRange       = reason{"IPv4 octet out of range 0-255", "IPv4 地址的段超出 0-255 范围"}
+	reasonNotIP       = reason{"not an IPv4 or IPv6 address", "不是 IPv4 或 IPv6 地址"}
+	reasonIPv6        = reason{"not a valid IPv6 address", "不是有效的 IPv6 地址"}
+	reasonDoubleColon = reason{`"::" may appear only once`, `"::" 只能出现一次`}
+	reasonGroup       = reason{"an IPv6 group has at most four hex digits", "IPv6 地址的每组最多四个十六进制数字"}
 )
+
+// unexpected is the reason for a character no address contains.
+func unexpected(r rune) reason {
+	q := strconv.QuoteRune(r)
+	return reason{"unexpected character " + q, "含有不应出现的字符 " + q}
+}
 
 // Parse reads one IPv4 or IPv6 address in text form. Surrounding whitespace
 // is trimmed. Zones, leading zeros, ports, brackets and CIDR suffixes are
@@ -72,16 +104,16 @@ func Parse(s string) (netip.Addr, error) {
 			return a, nil
 		}
 	}
-	reason := diagnose(t)
-	if reason == "" {
+	r := diagnose(t)
+	if r.en == "" {
 		// What remains is text netip rejects for reasons diagnose does not
 		// name, such as too many or too few IPv6 groups.
-		reason = reasonIPv6
+		r = reasonIPv6
 		if strings.IndexByte(t, ':') < 0 {
-			reason = reasonNotIP
+			r = reasonNotIP
 		}
 	}
-	return netip.Addr{}, newError(t, reason)
+	return netip.Addr{}, newError(t, r)
 }
 
 func trim(s string) string {
@@ -104,18 +136,18 @@ func onlyAddrChars(s string) bool {
 	return true
 }
 
-func newError(t, reason string) *ParseError {
+func newError(t string, r reason) *ParseError {
 	if len(t) > maxLen {
 		t = t[:maxLen] + "..."
 	}
-	return &ParseError{Input: t, Reason: reason}
+	return &ParseError{Input: t, Reason: r.en, ReasonZh: r.zh}
 }
 
 // diagnose returns why t, which netip.ParseAddr refused or was not shown,
-// cannot be an address, or "" when it has no specific reason. It exists so
+// cannot be an address, or the zero reason when it has no specific one. It exists so
 // that each common mistake gets its own reason rather than netip's generic
 // message.
-func diagnose(t string) string {
+func diagnose(t string) reason {
 	switch {
 	case t == "":
 		return reasonEmpty
@@ -142,7 +174,7 @@ func diagnose(t string) string {
 	}
 	for _, r := range t {
 		if !isAddrChar(r) {
-			return "unexpected character " + strconv.QuoteRune(r)
+			return unexpected(r)
 		}
 	}
 	colon := strings.LastIndexByte(t, ':')
@@ -159,7 +191,7 @@ func diagnose(t string) string {
 	if strings.IndexByte(t, '.') >= 0 {
 		// The dotted part must be the last field of IPv6 text (RFC 4291
 		// section 2.2); netip rejects dots anywhere else.
-		if r := diagnose4(t[colon+1:]); r != "" {
+		if r := diagnose4(t[colon+1:]); r.en != "" {
 			return r
 		}
 		groups = t[:colon]
@@ -169,13 +201,13 @@ func diagnose(t string) string {
 			return reasonGroup
 		}
 	}
-	return ""
+	return reason{}
 }
 
 // diagnose4 checks dotted-quad text octet by octet so that the reason names
 // the actual fault. Leading zeros are refused because some parsers read
 // "010" as octal 8 and others as decimal 10: the text is ambiguous.
-func diagnose4(s string) string {
+func diagnose4(s string) reason {
 	if strings.Count(s, ".") != 3 {
 		return reasonOctets
 	}
@@ -194,7 +226,7 @@ func diagnose4(s string) string {
 			return reasonRange
 		}
 	}
-	return ""
+	return reason{}
 }
 
 func isDigits(s string) bool {
@@ -276,6 +308,42 @@ func Classify(a netip.Addr) (b Block, ok bool) {
 		}
 	}
 	return classify6(hi, lo)
+}
+
+// Why says in lang why a, which Classify put in b, cannot be queried:
+// "10.0.0.1 is a private-use address (RFC 1918)", "10.0.0.1 是私有地址（RFC
+// 1918）". It is the one PrivateIP detail: the query API, /api/ip/me, the
+// Go client and the command line all show it. A name of more than one word
+// ("shared address space (CGNAT)") reads better as a block.
+func (b Block) Why(a netip.Addr, lang ipatlas.Lang) string {
+	if lang == ipatlas.Chinese {
+		name := b.NameZh
+		if name == "" {
+			name = "非公网地址"
+		}
+		s := a.String() + " 是" + name
+		if b.RFC != "" {
+			s += "（" + b.RFC + "）"
+		}
+		return s
+	}
+	var s string
+	switch name := b.Name; {
+	case name == "":
+		s = a.String() + " is not globally reachable"
+	case strings.IndexByte(name, ' ') >= 0:
+		s = a.String() + " belongs to the " + name + " block"
+	default:
+		article := "a "
+		if strings.IndexByte("aeiouAEIOU", name[0]) >= 0 {
+			article = "an "
+		}
+		s = a.String() + " is " + article + name + " address"
+	}
+	if b.RFC != "" {
+		s += " (" + b.RFC + ")"
+	}
+	return s
 }
 
 // Family names the IP version a client sees: "IPv4" for IPv4 and

@@ -9,11 +9,14 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/ipatlas/ipatlas"
 )
 
 func TestParseRejects(t *testing.T) {
 	tests := []struct {
-		in, reason string
+		in     string
+		reason reason
 	}{
 		{"", reasonEmpty},
 		{" \t\r\n ", reasonEmpty},
@@ -41,13 +44,13 @@ func TestParseRejects(t *testing.T) {
 		{"1.2.3.1000", reasonRange},
 		{"::ffff:1.2.3.256", reasonRange},
 		{"a.b.c.d", reasonDecimal},
-		{"0x7f.0.0.1", `unexpected character 'x'`},
+		{"0x7f.0.0.1", unexpected('x')},
 		{"1", reasonNotIP},
 		{"16843009", reasonNotIP},
 		{"abc", reasonNotIP},
-		{"1.2.3.4 5", `unexpected character ' '`},
-		{"１.２.３.４", `unexpected character '１'`},
-		{"\u00a01.2.3.4", `unexpected character '\u00a0'`},
+		{"1.2.3.4 5", unexpected(' ')},
+		{"１.２.３.４", unexpected('１')},
+		{"\u00a01.2.3.4", unexpected('\u00a0')},
 		{"1.2.3.4\x00", reasonNUL},
 		{"\x00", reasonNUL},
 		{"\xff1.2.3.4", reasonUTF8},
@@ -59,7 +62,7 @@ func TestParseRejects(t *testing.T) {
 		{"1:2:3:4:5:6:7:8:9", reasonIPv6},
 		{"1:2:3:4:5:6:7", reasonIPv6},
 		{"1.2.3.4::", reasonOctets},
-		{"g::1", `unexpected character 'g'`},
+		{"g::1", unexpected('g')},
 	}
 	for _, tt := range tests {
 		a, err := Parse(tt.in)
@@ -72,13 +75,17 @@ func TestParseRejects(t *testing.T) {
 			t.Errorf("Parse(%q) error %T, want *ParseError", tt.in, err)
 			continue
 		}
-		if pe.Reason != tt.reason {
-			t.Errorf("Parse(%q) reason %q, want %q", tt.in, pe.Reason, tt.reason)
+		if pe.Reason != tt.reason.en || pe.ReasonZh != tt.reason.zh {
+			t.Errorf("Parse(%q) reason %q %q, want %q", tt.in, pe.Reason, pe.ReasonZh, tt.reason)
+		}
+		// A Chinese answer names the rule in Chinese, never in English.
+		if !hasHan(pe.ReasonIn(ipatlas.Chinese)) || pe.ReasonIn(ipatlas.English) != pe.Reason {
+			t.Errorf("Parse(%q) reasons by language: %q, %q", tt.in, pe.ReasonIn(ipatlas.English), pe.ReasonIn(ipatlas.Chinese))
 		}
 		if a.IsValid() {
 			t.Errorf("Parse(%q) returned valid %v with an error", tt.in, a)
 		}
-		if !strings.Contains(err.Error(), tt.reason) || !strings.HasPrefix(err.Error(), "invalid IP address ") {
+		if !strings.Contains(err.Error(), tt.reason.en) || !strings.HasPrefix(err.Error(), "invalid IP address ") {
 			t.Errorf("Parse(%q).Error() = %q, want the reason in it", tt.in, err)
 		}
 	}
@@ -165,7 +172,7 @@ func TestParseEveryOctet(t *testing.T) {
 			}
 			parts[pos] = "0" + parts[pos]
 			s = strings.Join(parts, ".")
-			if _, err := Parse(s); err == nil || err.(*ParseError).Reason != reasonLeadingZero {
+			if _, err := Parse(s); err == nil || err.(*ParseError).Reason != reasonLeadingZero.en {
 				t.Fatalf("Parse(%q) error %v, want leading zeros", s, err)
 			}
 		}
@@ -666,5 +673,55 @@ func BenchmarkNetipParseAddr(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestParseErrorDetail(t *testing.T) {
+	_, err := Parse("08.8.8.8")
+	var pe *ParseError
+	if !errors.As(err, &pe) {
+		t.Fatalf("got %v, want *ParseError", err)
+	}
+	if got, want := pe.Detail(ipatlas.English), `"08.8.8.8": leading zeros are not allowed in IPv4 octets`; got != want {
+		t.Errorf("English detail %q, want %q", got, want)
+	}
+	if got, want := pe.Detail(ipatlas.Chinese), `"08.8.8.8"：IPv4 地址的各段不允许有前导零`; got != want {
+		t.Errorf("Chinese detail %q, want %q", got, want)
+	}
+}
+
+func TestWhy(t *testing.T) {
+	for _, tt := range []struct {
+		in, en, zh string
+	}{
+		{"10.0.0.1", "10.0.0.1 is a private-use address (RFC 1918)", "10.0.0.1 是私有地址（RFC 1918）"},
+		{"127.0.0.1", "127.0.0.1 is a loopback address (RFC 1122)", "127.0.0.1 是环回地址（RFC 1122）"},
+		{"fd00::1", "fd00::1 belongs to the unique local block (RFC 4193)", "fd00::1 是唯一本地地址（RFC 4193）"},
+		{"100.64.0.1", "100.64.0.1 belongs to the shared address space (CGNAT) block (RFC 6598)",
+			"100.64.0.1 是共享地址空间（运营商级 NAT）（RFC 6598）"},
+		{"::ffff:192.168.1.1", "::ffff:192.168.1.1 is a private-use address (RFC 1918)", "::ffff:192.168.1.1 是私有地址（RFC 1918）"},
+		{"fe80::1", "fe80::1 is a link-local address (RFC 4291)", "fe80::1 是链路本地地址（RFC 4291）"},
+	} {
+		a := netip.MustParseAddr(tt.in)
+		b, ok := Classify(a)
+		if !ok {
+			t.Fatalf("Classify(%s) says public", a)
+		}
+		if got := b.Why(a, ipatlas.English); got != tt.en {
+			t.Errorf("Why(%s, en) = %q, want %q", a, got, tt.en)
+		}
+		if got := b.Why(a, ipatlas.Chinese); got != tt.zh {
+			t.Errorf("Why(%s, zh) = %q, want %q", a, got, tt.zh)
+		}
+	}
+	// Every block reads in Chinese without English words but its RFC.
+	for _, r := range table {
+		if r.reachable {
+			continue
+		}
+		zh := r.Block.Why(r.Prefix.Addr(), ipatlas.Chinese)
+		if strings.Contains(zh, " is ") || strings.Contains(zh, "block") {
+			t.Errorf("%s: Chinese text %q carries English", r.Prefix, zh)
+		}
 	}
 }

@@ -103,10 +103,12 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	if granted == 0 {
 		code := deniedCode(out, 0)
 		s.metrics.queries.WithLabelValues(string(code)).Add(float64(len(valid)))
+		detail := ""
 		if code == ipatlas.CodeRateLimitExceeded {
 			w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(out.Reset), 10)}
+			detail = quotaSpent(lang, out.Limit, out.Reset)
 		}
-		writeError(w, lang, code, "", meta)
+		writeError(w, lang, code, detail, meta)
 		return
 	}
 	for j, i := range valid {
@@ -114,7 +116,11 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 			items[i] = batchItem{Success: true, IP: req.IPs[i], Data: recordData(&recs[i], fields)}
 			continue
 		}
-		itemFail(i, deniedCode(out, j-granted), "")
+		code, detail := deniedCode(out, j-granted), ""
+		if code == ipatlas.CodeRateLimitExceeded {
+			detail = quotaSpent(lang, out.Limit, out.Reset)
+		}
+		itemFail(i, code, detail)
 	}
 	s.metrics.queries.WithLabelValues("success").Add(float64(granted))
 	writeJSON(w, http.StatusOK, &batchEnvelope{Success: true, Data: items,

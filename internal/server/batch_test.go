@@ -94,17 +94,17 @@ func TestBatchMixedItemsInOrder(t *testing.T) {
 		switch i {
 		case 0:
 			add("10.0.0.1", want{code: ipatlas.CodePrivateIP,
-				en: "Private IP address not supported: 10.0.0.1 is a private-use address",
-				zh: "不支持私有IP地址：10.0.0.1 是私有地址"})
+				en: "Private IP address not supported: 10.0.0.1 is a private-use address (RFC 1918)",
+				zh: "不支持私有IP地址：10.0.0.1 是私有地址（RFC 1918）"})
 		case 1:
 			add("999.1.1.1", want{code: ipatlas.CodeInvalidIP,
-				en: "Invalid IP address format: IPv4 octet out of range 0-255", zh: "无效的IP地址格式"})
+				en: "Invalid IP address format: IPv4 octet out of range 0-255", zh: "无效的IP地址格式：IPv4 地址的段超出 0-255 范围"})
 		case 2:
 			add("::1", want{code: ipatlas.CodePrivateIP,
-				en: "Private IP address not supported: ::1 is a loopback address",
-				zh: "不支持私有IP地址：::1 是环回地址"})
+				en: "Private IP address not supported: ::1 is a loopback address (RFC 4291)",
+				zh: "不支持私有IP地址：::1 是环回地址（RFC 4291）"})
 		case 3:
-			add("", want{code: ipatlas.CodeInvalidIP, en: "Invalid IP address format: empty input", zh: "无效的IP地址格式"})
+			add("", want{code: ipatlas.CodeInvalidIP, en: "Invalid IP address format: empty input", zh: "无效的IP地址格式：输入为空"})
 		}
 	}
 	add(geotest.MappedIP, want{rec: func(l ipatlas.Lang) ipatlas.Record {
@@ -116,7 +116,7 @@ func TestBatchMixedItemsInOrder(t *testing.T) {
 	add(" "+geotest.Beijing.IP+"\n", want{rec: geotest.Beijing.Want})
 	add(geotest.MountainView.IP, want{rec: geotest.MountainView.Want}) // a repeat is another query
 	add("8.8.8.0/24", want{code: ipatlas.CodeInvalidIP,
-		en: "Invalid IP address format: CIDR prefixes are not allowed; give a single address", zh: "无效的IP地址格式"})
+		en: "Invalid IP address format: CIDR prefixes are not allowed; give a single address", zh: "无效的IP地址格式：不允许使用 CIDR 前缀，请给出单个地址"})
 
 	valid := 0
 	for _, w := range wants {
@@ -337,7 +337,7 @@ func TestBatchQuotaAndCreditsEdge(t *testing.T) {
 			if !reflect.DeepEqual(codes, want) {
 				t.Fatalf("%v: item codes %v, want %v", lang, codes, want)
 			}
-			if got := env.Data[3].Error; got != ipatlas.CodeRateLimitExceeded.Text(lang) {
+			if got := env.Data[3].Error; got != ipatlas.CodeRateLimitExceeded.Message(lang, quotaSpent(lang, 5, account.PeriodReset(testNow))) {
 				t.Errorf("%v: quota item text %q", lang, got)
 			}
 			if env.Meta.Charged != 2 || env.Meta.CurrentCredits != 95 {
@@ -349,7 +349,7 @@ func TestBatchQuotaAndCreditsEdge(t *testing.T) {
 
 		// Nothing can be charged: 429 like a single query, Retry-After.
 		r := e.batch(t, k.Secret, batchBody([]string{"10.0.0.1", v1, v2}, "", nil))
-		checkFailure(t, r, ipatlas.CodeRateLimitExceeded, "API rate limit exceeded",
+		checkFailure(t, r, ipatlas.CodeRateLimitExceeded, "API rate limit exceeded: the monthly quota of 5 queries is used up; it resets at 2026-12-01 00:00 UTC",
 			ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: 95})
 		checkQuota(t, r, 5, 0)
 		if ra := r.Header().Get("Retry-After"); ra != testResetSecs {

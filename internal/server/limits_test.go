@@ -180,7 +180,7 @@ func TestKeyBurstAndQuotaDiffer(t *testing.T) {
 		t.Fatal(r.Code)
 	}
 	r := e.query(t, k.Secret, `{"ip":"8.8.8.8"}`)
-	checkLimited(t, r, "API rate limit exceeded", testResetSecs, ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: 99})
+	checkLimited(t, r, "API rate limit exceeded: the monthly quota of 1 query is used up; it resets at 2026-12-01 00:00 UTC", testResetSecs, ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: 99})
 	checkQuota(t, r, 1, 0)
 	r = e.query(t, k.Secret, `{"ip":"8.8.8.8"}`)
 	checkLimited(t, r, "API rate limit exceeded: burst rate exceeded, retry in 1 s", "1", ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: 100})

@@ -50,11 +50,7 @@ func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) {
 	}
 	addr = addr.Unmap().WithZone("")
 	if b, special := netaddr.Classify(addr); special {
-		name := b.Name
-		if lang == ipatlas.Chinese {
-			name = b.NameZh
-		}
-		writeError(w, lang, ipatlas.CodePrivateIP, addr.String()+" ("+name+")", meMeta)
+		writeError(w, lang, ipatlas.CodePrivateIP, b.Why(addr, lang), meMeta)
 		return
 	}
 	lim := s.me.getOrAdd(clientGroup(addr), func() *rate.Limiter { return rate.NewLimiter(s.meRate, s.meBurst) })

@@ -35,6 +35,9 @@ type (
 		Owner     account.Owner `json:"owner"`
 		AccountID int64         `json:"account_id"`
 		CSRF      string        `json:"csrf"`
+		// SignedOut answers a password set: how many other sessions of
+		// the owner the new password ended (none on a first password).
+		SignedOut int64 `json:"signed_out"`
 	}
 	// Revoked answers "sign out everywhere".
 	Revoked struct {
@@ -166,7 +169,7 @@ func (s *Server) portalSetPassword(w http.ResponseWriter, r *http.Request) {
 	// The actor is the owner, which the service names once the token
 	// says who that is.
 	ctx := r.Context()
-	o, err := s.deps.Accounts.SetPassword(ctx, req.Token, req.Password)
+	o, ended, err := s.deps.Accounts.SetPassword(ctx, req.Token, req.Password)
 	if err != nil {
 		s.adminStoreError(w, r, err)
 		return
@@ -181,7 +184,8 @@ func (s *Server) portalSetPassword(w http.ResponseWriter, r *http.Request) {
 		s.adminStoreError(w, r, err)
 		return
 	}
-	s.startSession(w, r, ns, o)
+	s.setCookie(w, r, ownerCookie, ownerPath, ns.Secret, ns.ExpiresAt)
+	writeJSON(w, http.StatusOK, &SignedIn{Owner: o, AccountID: o.AccountID, CSRF: ns.CSRF, SignedOut: ended})
 }
 
 func (s *Server) portalSignOut(w http.ResponseWriter, r *http.Request, sess account.Session) {

@@ -96,7 +96,7 @@ func (e *portalEnv) owner(t *testing.T, name string) (account.Account, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.SetPassword(ctx, l.Token, testPassword); err != nil {
+	if _, _, err := e.svc.SetPassword(ctx, l.Token, testPassword); err != nil {
 		t.Fatal(err)
 	}
 	return a, email
@@ -746,6 +746,10 @@ func TestConsoleSession(t *testing.T) {
 		if r.Code != 200 {
 			t.Fatalf("set password: %d %s", r.Code, r.Body)
 		}
+		// A first password can end no other session, and says so.
+		if si := decode[SignedIn](t, r); si.SignedOut != 0 || !strings.Contains(r.Body.String(), `"signed_out":0`) {
+			t.Errorf("first password: %s, want signed_out 0", r.Body)
+		}
 		cookieOf(t, r.Header(), ownerCookie)
 		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/password", body: `{"token":"` + token + `","password":"` + testPassword + `"}`}), 400, codeBadToken)
 
@@ -754,8 +758,15 @@ func TestConsoleSession(t *testing.T) {
 			t.Fatalf("owners: %+v", ol)
 		}
 		r = e.console(t, b, "POST", "/admin/owners/"+strconv.FormatInt(ol.Owners[0].ID, 10)+"/reset", "")
-		if r.Code != http.StatusCreated || !strings.Contains(decode[OwnerLink](t, r).Link, "#token=") {
+		reset := decode[OwnerLink](t, r).Link
+		if r.Code != http.StatusCreated || !strings.Contains(reset, "#token=") {
 			t.Errorf("reset link: %d %s", r.Code, r.Body)
+		}
+		// The reset ends the session the first password opened.
+		_, resetToken, _ := strings.Cut(reset, "#token=")
+		r = e.do(t, req{method: "POST", path: "/account/api/password", body: `{"token":"` + resetToken + `","password":"` + testPassword + `"}`})
+		if si := decode[SignedIn](t, r); r.Code != 200 || si.SignedOut != 1 {
+			t.Errorf("reset: %d %s, want signed_out 1", r.Code, r.Body)
 		}
 		wantAdminError(t, e.console(t, b, "POST", "/admin/owners/999999/reset", ""), 404, adminNotFound)
 

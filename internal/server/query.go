@@ -164,13 +164,13 @@ func (s *Server) locate(ctx context.Context, ip string, lang ipatlas.Lang) (ipat
 	if err != nil {
 		var pe *netaddr.ParseError
 		detail := ""
-		if errors.As(err, &pe) && lang == ipatlas.English {
-			detail = pe.Reason
+		if errors.As(err, &pe) {
+			detail = pe.ReasonIn(lang)
 		}
 		return ipatlas.Record{}, ipatlas.CodeInvalidIP, detail
 	}
 	if b, private := netaddr.Classify(addr); private {
-		return ipatlas.Record{}, ipatlas.CodePrivateIP, privateReason(addr, b, lang)
+		return ipatlas.Record{}, ipatlas.CodePrivateIP, b.Why(addr, lang)
 	}
 	rec, err := s.deps.Geo.Lookup(addr, lang)
 	if err != nil {
@@ -252,7 +252,22 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(out.Reset), 10)}
-	writeError(w, lang, ipatlas.CodeRateLimitExceeded, "", meta)
+	writeError(w, lang, ipatlas.CodeRateLimitExceeded, quotaSpent(lang, out.Limit, out.Reset), meta)
+}
+
+// quotaSpent is the detail of a 429 for a spent monthly quota. It keeps
+// the code of the burst limit's 429 but says which limit it is and when it
+// lifts, since waiting seconds will not help.
+func quotaSpent(lang ipatlas.Lang, limit int64, reset time.Time) string {
+	at := reset.UTC().Format("2006-01-02 15:04 MST")
+	if lang == ipatlas.Chinese {
+		return "本月 " + strconv.FormatInt(limit, 10) + " 次查询的额度已用完，将于 " + at + " 重置"
+	}
+	queries := " queries"
+	if limit == 1 {
+		queries = " query"
+	}
+	return "the monthly quota of " + strconv.FormatInt(limit, 10) + queries + " is used up; it resets at " + at
 }
 
 // standing refreshes an identified caller's balance and sets the quota
@@ -301,35 +316,6 @@ func (s *Server) rateHeaders(w http.ResponseWriter, limit, remaining int64, rese
 func (s *Server) secondsUntil(t time.Time) int64 {
 	d := t.Sub(s.now())
 	return max(1, int64(math.Ceil(d.Seconds())))
-}
-
-// privateReason names why an address cannot be queried, e.g.
-// "127.0.0.1 is a loopback address". Names of more than one word
-// ("IETF protocol assignments") read better as a block.
-func privateReason(a interface{ String() string }, b netaddr.Block, lang ipatlas.Lang) string {
-	if lang == ipatlas.Chinese {
-		name := b.NameZh
-		if name == "" {
-			name = "非公网地址"
-		}
-		return a.String() + " 是" + name
-	}
-	name := b.Name
-	switch {
-	case name == "":
-		return a.String() + " is not globally reachable"
-	case strings.ContainsRune(name, ' '):
-		s := a.String() + " belongs to the " + name + " block"
-		if b.RFC != "" {
-			s += " (" + b.RFC + ")"
-		}
-		return s
-	}
-	article := "a "
-	if strings.IndexByte("aeiouAEIOU", name[0]) >= 0 {
-		article = "an "
-	}
-	return a.String() + " is " + article + name + " address"
 }
 
 func truncate(s string, n int) string {

@@ -156,28 +156,28 @@ func TestQueryFailures(t *testing.T) {
 	}{
 		// Address.
 		{name: "invalid ip", q: req{body: `{"ip":"999.1.1.1"}`}, code: ipatlas.CodeInvalidIP,
-			en: "Invalid IP address format: IPv4 octet out of range 0-255", zh: "无效的IP地址格式"},
+			en: "Invalid IP address format: IPv4 octet out of range 0-255", zh: "无效的IP地址格式：IPv4 地址的段超出 0-255 范围"},
 		{name: "not an ip", q: req{body: `{"ip":"example.com"}`}, code: ipatlas.CodeInvalidIP,
-			en: "Invalid IP address format: unexpected character 'x'", zh: "无效的IP地址格式"},
+			en: "Invalid IP address format: unexpected character 'x'", zh: "无效的IP地址格式：含有不应出现的字符 'x'"},
 		{name: "leading zeros", q: req{body: `{"ip":"8.8.8.08"}`}, code: ipatlas.CodeInvalidIP,
-			en: "Invalid IP address format: leading zeros are not allowed in IPv4 octets", zh: "无效的IP地址格式"},
+			en: "Invalid IP address format: leading zeros are not allowed in IPv4 octets", zh: "无效的IP地址格式：IPv4 地址的各段不允许有前导零"},
 		{name: "cidr", q: req{body: `{"ip":"8.8.8.0/24"}`}, code: ipatlas.CodeInvalidIP,
-			en: "Invalid IP address format: CIDR prefixes are not allowed; give a single address", zh: "无效的IP地址格式"},
+			en: "Invalid IP address format: CIDR prefixes are not allowed; give a single address", zh: "无效的IP地址格式：不允许使用 CIDR 前缀，请给出单个地址"},
 		{name: "loopback", q: req{body: `{"ip":"127.0.0.1"}`}, code: ipatlas.CodePrivateIP,
-			en: "Private IP address not supported: 127.0.0.1 is a loopback address",
-			zh: "不支持私有IP地址：127.0.0.1 是环回地址"},
+			en: "Private IP address not supported: 127.0.0.1 is a loopback address (RFC 1122)",
+			zh: "不支持私有IP地址：127.0.0.1 是环回地址（RFC 1122）"},
 		{name: "private-use", q: req{body: `{"ip":"10.1.2.3"}`}, code: ipatlas.CodePrivateIP,
-			en: "Private IP address not supported: 10.1.2.3 is a private-use address",
-			zh: "不支持私有IP地址：10.1.2.3 是私有地址"},
+			en: "Private IP address not supported: 10.1.2.3 is a private-use address (RFC 1918)",
+			zh: "不支持私有IP地址：10.1.2.3 是私有地址（RFC 1918）"},
 		{name: "ipv6 loopback", q: req{body: `{"ip":"::1"}`}, code: ipatlas.CodePrivateIP,
-			en: "Private IP address not supported: ::1 is a loopback address",
-			zh: "不支持私有IP地址：::1 是环回地址"},
+			en: "Private IP address not supported: ::1 is a loopback address (RFC 4291)",
+			zh: "不支持私有IP地址：::1 是环回地址（RFC 4291）"},
 		{name: "mapped private", q: req{body: `{"ip":"::ffff:192.168.1.1"}`}, code: ipatlas.CodePrivateIP,
-			en: "Private IP address not supported: ::ffff:192.168.1.1 is a private-use address",
-			zh: "不支持私有IP地址：::ffff:192.168.1.1 是私有地址"},
+			en: "Private IP address not supported: ::ffff:192.168.1.1 is a private-use address (RFC 1918)",
+			zh: "不支持私有IP地址：::ffff:192.168.1.1 是私有地址（RFC 1918）"},
 		{name: "cgnat", q: req{body: `{"ip":"100.64.0.1"}`}, code: ipatlas.CodePrivateIP,
 			en: "Private IP address not supported: 100.64.0.1 belongs to the shared address space (CGNAT) block (RFC 6598)",
-			zh: "不支持私有IP地址：100.64.0.1 是共享地址空间（运营商级 NAT）"},
+			zh: "不支持私有IP地址：100.64.0.1 是共享地址空间（运营商级 NAT）（RFC 6598）"},
 
 		// Body.
 		{name: "malformed json", q: req{body: `{"ip":`}, code: ipatlas.CodeInvalidRequest, noZh: true,
@@ -212,13 +212,13 @@ func TestQueryFailures(t *testing.T) {
 			en: `Invalid request: the field "ip" is required`, zh: `无效的请求：缺少必填字段 "ip"`},
 		// An empty string is an address, and not a valid one.
 		{name: "empty ip", q: req{body: `{"ip":""}`}, code: ipatlas.CodeInvalidIP,
-			en: "Invalid IP address format: empty input", zh: "无效的IP地址格式"},
+			en: "Invalid IP address format: empty input", zh: "无效的IP地址格式：输入为空"},
 		{name: "blank ip", q: req{body: `{"x":{"ip":1}, "ip" : " \t"}`}, code: ipatlas.CodeInvalidIP,
-			en: "Invalid IP address format: empty input", zh: "无效的IP地址格式"},
+			en: "Invalid IP address format: empty input", zh: "无效的IP地址格式：输入为空"},
 		{name: "empty ip, name in capitals", q: req{body: `{"IP":""}`}, code: ipatlas.CodeInvalidIP,
-			en: "Invalid IP address format: empty input", zh: "无效的IP地址格式"},
+			en: "Invalid IP address format: empty input", zh: "无效的IP地址格式：输入为空"},
 		{name: "empty ip, name escaped", q: req{body: `{"\u0069p":""}`}, code: ipatlas.CodeInvalidIP,
-			en: "Invalid IP address format: empty input", zh: "无效的IP地址格式"},
+			en: "Invalid IP address format: empty input", zh: "无效的IP地址格式：输入为空"},
 		{name: "too large", q: req{body: big}, code: ipatlas.CodePayloadTooLarge, noZh: true,
 			en: "Request body too large: the limit is 8192 bytes"},
 		{name: "too large, chunked", q: req{body: big, header: map[string]string{"X-Test-Chunked": "1"}}, code: ipatlas.CodePayloadTooLarge, noZh: true,
@@ -351,7 +351,12 @@ func TestQueryQuotaThenCredits(t *testing.T) {
 		}
 		for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
 			r := e.query(t, k.Secret, `{"ip":"8.8.8.8","lang":"`+lang.String()+`"}`)
-			checkFailure(t, r, ipatlas.CodeRateLimitExceeded, ipatlas.CodeRateLimitExceeded.Text(lang),
+			// The text says the month's quota is spent, not the burst rate.
+			want := map[ipatlas.Lang]string{
+				ipatlas.English: "API rate limit exceeded: the monthly quota of 2 queries is used up; it resets at 2026-12-01 00:00 UTC",
+				ipatlas.Chinese: "API请求频率超出限制：本月 2 次查询的额度已用完，将于 2026-12-01 00:00 UTC 重置",
+			}[lang]
+			checkFailure(t, r, ipatlas.CodeRateLimitExceeded, want,
 				ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: 98})
 			checkQuota(t, r, 2, 0)
 			if ra := r.Header().Get("Retry-After"); ra != testResetSecs {

@@ -79,6 +79,9 @@ const (
 	cCreditAmount = "#d-amount"
 	cCreditReason = "#d-reason"
 	cCreditSubmit = "#d-credits-submit"
+	cExpires      = "#who-expires"
+	cNavAudit     = "#tab-audit"
+	cAuditRows    = "#audit-table tbody tr[data-audit-id]"
 )
 
 const (
@@ -157,7 +160,7 @@ func (st *portalStack) account(t *testing.T, name, email string, credits int64) 
 	must(t, err)
 	link, err := st.Accounts.Invite(ctx, a.ID, email)
 	must(t, err)
-	o, err := st.Accounts.SetPassword(ctx, link.Token, ownerPassword)
+	o, _, err := st.Accounts.SetPassword(ctx, link.Token, ownerPassword)
 	must(t, err)
 	return a, o
 }
@@ -467,7 +470,24 @@ func TestPortalBrowser(t *testing.T) {
 		typeInto(t, owner, pPasswordAgain, ownerPassword)
 		click(t, owner, pPasswordSubmit)
 		waitOverview(t, owner)
+		// A first password ends no other session: the page does not say
+		// that other browsers were signed out.
+		waitOn(t, owner, "the password's confirmation", `document.getElementById('status').textContent.includes('password is set')`)
+		if s := textOf(t, owner, "#status"); strings.Contains(s, "Other browsers") {
+			t.Errorf("after a first password the page says %q", s)
+		}
 		before := textOf(t, owner, pBalance)
+
+		// The usage chart of a new account counts whole queries: no
+		// tick at 0.25 or 1.25.
+		click(t, owner, pNavUsage)
+		waitOn(t, owner, "the chart's axis", fmt.Sprintf(`document.querySelectorAll('%s .grid text').length > 1`, pUsageChart))
+		ticks := eval[[]string](t, owner, fmt.Sprintf(`[...document.querySelectorAll('%s .grid text')].map((e) => e.textContent)`, pUsageChart))
+		for _, tick := range ticks {
+			if strings.ContainsAny(tick, ".") {
+				t.Errorf("the usage chart has a fractional tick %q (all: %q)", tick, ticks)
+			}
+		}
 		initial := st.credits(t, a.ID)
 
 		// The operator adds credits with a reason.
@@ -494,7 +514,56 @@ func TestPortalBrowser(t *testing.T) {
 		if !strings.Contains(first, "welcome bonus") || !strings.Contains(first, "250") {
 			t.Errorf("the ledger's newest entry %q is not the operator's 250 credits", first)
 		}
+		// The service's own reason is translated; the operator's is not.
+		ledger := func() string {
+			return eval[string](t, owner, `document.getElementById('credits-table').tBodies[0].textContent`)
+		}
+		if l := ledger(); !strings.Contains(l, "Initial credits") || strings.Contains(l, "initial grant") {
+			t.Errorf("the ledger in English: %q, want the initial grant as Initial credits", l)
+		}
+		click(t, owner, "#lang-zh")
+		waitOn(t, owner, "the Chinese ledger", `document.getElementById('credits-table').tBodies[0].textContent.includes('初始积分')`)
+		if l := ledger(); !strings.Contains(l, "welcome bonus") {
+			t.Errorf("the Chinese ledger lost the operator's reason: %q", l)
+		}
+		click(t, owner, "#lang-en")
 		checkPageProblems(t, owner)
+
+		// The console's audit log shows the details as names and values,
+		// not as JSON; the header's date follows the language switch.
+		click(t, console, cNavAudit)
+		waitOn(t, console, "the audit log", fmt.Sprintf(`document.querySelector(%q) !== null`, cAuditRows))
+		details := eval[[]string](t, console, fmt.Sprintf(`[...document.querySelectorAll('%s td.detail')].map((td) => td.textContent)`, cAuditRows))
+		for _, d := range details {
+			if strings.HasPrefix(strings.TrimSpace(d), "{") {
+				t.Errorf("an audit detail is raw JSON: %q", d)
+			}
+		}
+		amount := eval[string](t, console, `(() => { const dt = document.querySelector('#audit-table td.detail dt[data-key=amount]'); return dt ? dt.textContent + '=' + dt.nextElementSibling.textContent : ''; })()`)
+		if amount != "amount=250" {
+			t.Errorf("the credits entry's amount reads %q, want amount=250", amount)
+		}
+		expiresEn := textOf(t, console, cExpires)
+		click(t, console, "#lang-zh")
+		waitOn(t, console, "the header's date in Chinese", fmt.Sprintf(`document.querySelector(%q).textContent.includes('年')`, cExpires))
+		if zh := textOf(t, console, cExpires); zh == expiresEn || strings.Contains(zh, "Nov") {
+			t.Errorf("the header after switching to Chinese: %q (English: %q)", zh, expiresEn)
+		}
+		waitOn(t, console, "the Chinese audit details", `(() => { const dt = document.querySelector('#audit-table td.detail dt[data-key=amount]'); return !!dt && dt.textContent === '数量'; })()`)
+		checkPageProblems(t, console)
+
+		// Signing out leaves the overview's address for the sign-in page's,
+		// in the portal and in the console.
+		click(t, owner, "#signout")
+		waitShown(t, owner, pSignin)
+		if path := eval[string](t, owner, `location.pathname`); path != "/account" {
+			t.Errorf("after signing out of the portal the address is %s, want /account", path)
+		}
+		click(t, console, "#console-signout")
+		waitShown(t, console, cSignin)
+		if path := eval[string](t, console, `location.pathname`); path != "/console" {
+			t.Errorf("after signing out of the console the address is %s, want /console", path)
+		}
 
 		// The change is in the audit log, made through the console's session.
 		entries, err := st.Accounts.AuditLog(context.Background(), a.ID, 0, 50)

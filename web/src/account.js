@@ -61,9 +61,13 @@ function showOnly(id) {
   $('who').hidden = id !== 'app';
 }
 
-function signedOut(msgKey) {
+// signedOut shows the sign-in form. A session that ended by itself keeps
+// the address, so that signing in again returns there; signing out
+// (toSignIn) leaves it for the sign-in page's own, /account.
+function signedOut(msgKey, toSignIn = false) {
   me = null;
   setCSRF('');
+  if (toSignIn && location.pathname !== BASE) history.replaceState(null, '', BASE);
   showOnly('signin-view');
   if (msgKey) say(msgKey);
   $('signin-password').value = '';
@@ -141,20 +145,22 @@ function wire() {
       $('setpw-confirm').value = '';
       history.replaceState(null, '', `${BASE}/overview`);
       await enter();
-      say('p.setpw.ok');
+      // Other browsers are mentioned only when the new password ended some.
+      if (r.signed_out > 0) say('p.setpw.ok', { n: i18n.num(r.signed_out) });
+      else say('p.setpw.set');
     }));
   });
 
   $('signout').addEventListener('click', () => guard(async () => {
     await post(`${API}/signout`);
-    signedOut('p.signedout');
+    signedOut('p.signedout', true);
   }));
 
   $('signout-everywhere').addEventListener('click', async () => {
     if (!await confirmDialog('p.all.title', t('p.all.body'), 'p.signout.all')) return;
     await guard(async () => {
       const r = await post(`${API}/signout-everywhere`);
-      signedOut();
+      signedOut('', true);
       say('p.all.done', { n: i18n.num((r && r.revoked) || 0) });
     });
   });
@@ -258,7 +264,7 @@ async function loadUsage() {
   const keys = ks.keys || [];
   const names = new Map(keys.map((k) => [k.id, keyName(k)]));
   const sum = drawUsage($('usage-chart'), u, keys.map((k) => k.id), names);
-  i18n.setText($('usage-total'), 'p.usage.total', { total: i18n.num(sum.total), from: i18n.date(u.from), to: i18n.date(u.to) });
+  i18n.setText($('usage-total'), 'p.usage.total', { total: { num: sum.total }, from: { date: u.from }, to: { date: u.to } });
   const legend = sum.keys.map((k, i) => {
     const n = sum.series.get(k).reduce((x, y) => x + y, 0);
     return h('li', {}, h('span', { className: `swatch series-${i % SERIES}`, 'aria-hidden': 'true' }), `${sum.names[i]}: ${i18n.num(n)}`);
@@ -326,6 +332,16 @@ async function revokeKey(k) {
   });
 }
 
+// ledgerReason is an entry's reason for a person. The service writes two
+// reasons itself, "usage" (with the key and its queries) and "initial
+// grant", and these are translated; an operator's own words are shown as
+// they were typed.
+function ledgerReason(e) {
+  if (e.reason === 'usage' && e.key_id) return t('p.reason.usage', { n: i18n.num(e.queries || 0) });
+  if (e.reason === 'initial grant') return t('p.reason.grant');
+  return e.reason || '';
+}
+
 async function loadCredits(more) {
   const before = more ? credits.next : 0;
   const r = await get(`${API}/credits?limit=50${before ? `&before=${before}` : ''}`);
@@ -334,7 +350,7 @@ async function loadCredits(more) {
   const rows = credits.entries.map((e) => h('tr', { dataset: { entryId: e.id } },
     h('td', {}, i18n.dateTime(e.created_at)),
     h('td', { className: `num ${e.delta < 0 ? 'minus' : 'plus'}` }, (e.delta > 0 ? '+' : '') + i18n.num(e.delta)),
-    h('td', {}, e.reason || ''),
+    h('td', {}, ledgerReason(e)),
     h('td', { className: 'num' }, i18n.num(e.balance))));
   fillTable($('credits-table'), rows, 'p.credits.none');
   labelCells($('credits-table'));

@@ -35,6 +35,13 @@ export function niceMax(v) {
   return 10 * p;
 }
 
+// ySteps is how many steps divide the axis up to max (a niceMax value):
+// four when they fall on whole numbers, else five or two or one, so that a
+// day's count is never labelled 1.25 or 2.5 queries.
+export function ySteps(max) {
+  return [4, 5, 2, 1].find((n) => Number.isInteger(max / n));
+}
+
 // summarize folds the API's rows into per-day totals and per-key series.
 export function summarize(usage, keyOrder) {
   const days = daysBetween(usage.from, usage.to);
@@ -79,10 +86,11 @@ export function drawUsage(svg, usage, keyOrder, names) {
     ? t('chart.summary', { from: i18n.date(usage.from), to: i18n.date(usage.to), total: i18n.num(total), peak: i18n.num(totals[peak]), day: i18n.date(days[peak]) })
     : t('chart.empty', { from: i18n.date(usage.from), to: i18n.date(usage.to) }));
 
-  // Grid and y axis: five steps.
+  // Grid and y axis: up to five lines, at whole numbers of queries.
+  const steps = ySteps(max);
   const grid = s('g', { class: 'grid' });
-  for (let k = 0; k <= 4; k++) {
-    const v = (max * k) / 4;
+  for (let k = 0; k <= steps; k++) {
+    const v = (max * k) / steps;
     const yy = y(v);
     grid.append(s('line', { x1: PAD.left, x2: W - PAD.right, y1: yy, y2: yy }));
     grid.append(s('text', { x: PAD.left - 6, y: yy + 4, 'text-anchor': 'end', class: 'axis' }, i18n.num(v)));

@@ -60,9 +60,13 @@ function showOnly(id) {
   $('who').hidden = id !== 'console-app';
 }
 
-function signedOutView(msgKey) {
+// signedOutView shows the token form. An ended session keeps the address
+// to return to after signing in again; signing out (toSignIn) leaves it
+// for the sign-in page's own, /console, as the portal does.
+function signedOutView(msgKey, toSignIn = false) {
   signedIn = false;
   setCSRF('');
+  if (toSignIn && location.pathname !== BASE) history.replaceState(null, '', BASE);
   showOnly('token-view');
   if (msgKey) say(msgKey);
   $('token-input').focus();
@@ -71,7 +75,7 @@ function signedOutView(msgKey) {
 function entered(s) {
   signedIn = true;
   setCSRF(s.csrf);
-  i18n.setText($('who-expires'), 'c.expires', { when: i18n.dateTime(s.expires_at) });
+  i18n.setText($('who-expires'), 'c.expires', { when: { dateTime: s.expires_at } });
   showOnly('console-app');
   const [view, arg] = router.parse(location.pathname);
   const path = arg ? `${BASE}/${view}/${encodeURIComponent(arg)}` : `${BASE}/${view}`;
@@ -129,7 +133,7 @@ function wire() {
 
   $('console-signout').addEventListener('click', () => guard(async () => {
     await del(`${ADMIN}/session`);
-    signedOutView('c.signedout');
+    signedOutView('c.signedout', true);
   }));
 
   $('acc-search').addEventListener('submit', async (ev) => {
@@ -391,7 +395,42 @@ function auditRow(e, withAccount) {
   return h('tr', { dataset: { auditId: e.id } },
     h('td', { className: 'when' }, i18n.dateTime(e.at)), h('td', { className: 'mono' }, e.actor), h('td', {}, e.action),
     withAccount ? h('td', {}, e.account_id ? accountLink(e.account_id) : '—') : null,
-    h('td', {}, e.target || ''), h('td', { className: 'mono detail' }, e.detail || ''));
+    h('td', {}, e.target || ''), h('td', { className: 'detail' }, auditDetail(e.detail)));
+}
+
+// auditDetail shows an entry's detail, a small JSON object of the
+// change's values, as a list of "name: value" in the UI language; a
+// detail that is not such an object is shown as it came.
+function auditDetail(detail) {
+  if (!detail) return '';
+  let obj;
+  try {
+    obj = JSON.parse(detail);
+  } catch {
+    return detail;
+  }
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return detail;
+  const dl = h('dl', { className: 'kv' });
+  for (const [k, v] of Object.entries(obj)) {
+    const name = t(`c.ak.${k}`);
+    dl.append(h('dt', { dataset: { key: k } }, name === `c.ak.${k}` ? k.replace(/_/g, ' ') : name), h('dd', {}, auditValue(k, v)));
+  }
+  return dl;
+}
+
+function auditValue(k, v) {
+  if (v === null || v === undefined || v === '') return '—';
+  if (k === 'tier') return tierName(v);
+  if (k.endsWith('_id')) return `#${v}`;
+  if (k.endsWith('_at') && typeof v === 'string') return i18n.dateTime(v);
+  if (typeof v === 'number') return i18n.num(v);
+  if (typeof v === 'boolean') return t(v ? 'c.yes' : 'c.no');
+  if (typeof v === 'object') return JSON.stringify(v);
+  if (k === 'purpose') {
+    const p = t(`c.purpose.${v}`);
+    return p === `c.purpose.${v}` ? v : p;
+  }
+  return String(v);
 }
 
 async function loadAudit(more) {

@@ -82,7 +82,7 @@ define({
     'err.InvalidRequest': '请求无效：{detail}',
     'err.NotFound': '未找到：可能已被删除。',
     'err.Conflict': '与当前状态冲突：{detail}',
-    'err.Insufficient': '额度不足：{detail}',
+    'err.Insufficient': '积分不足：{detail}',
     'err.TooManyRequests': '尝试次数过多。请稍等几分钟再试。',
     'err.SignInFailed': '邮箱或密码错误。',
     'err.BadToken': '此链接无效、已使用或已过期。请向运营方索取新链接。',
@@ -120,13 +120,26 @@ export function lang() {
 }
 
 // t is the text of key in the current language (English when the
-// Chinese table lacks it), with {name} replaced from vars.
+// Chinese table lacks it), with {name} replaced from vars. A value of vars
+// may be a format to apply when the text is shown, {dateTime: iso},
+// {date: iso} or {num: n}: setText keeps it, so a change of language
+// shows a date or a number in the new language too, not frozen in the
+// old one.
 export function t(key, vars) {
   let s = tables[current][key];
   if (s === undefined) s = tables.en[key];
   if (s === undefined) return key;
-  if (vars) s = s.replace(/\{(\w+)\}/g, (m, k) => (vars[k] === undefined || vars[k] === null ? m : String(vars[k])));
+  if (vars) s = s.replace(/\{(\w+)\}/g, (m, k) => (vars[k] === undefined || vars[k] === null ? m : shown(vars[k])));
   return s;
+}
+
+function shown(v) {
+  if (v && typeof v === 'object') {
+    if ('dateTime' in v) return dateTime(v.dateTime);
+    if ('date' in v) return date(v.date);
+    if ('num' in v) return num(v.num);
+  }
+  return String(v);
 }
 
 // setText puts key's text into el and remembers the key, so that a

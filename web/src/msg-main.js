@@ -78,7 +78,7 @@ define({
     'main.q.submit': '查询',
     'main.q.forget': '忘记密钥',
     'main.q.record': '查询地址的位置信息',
-    'main.q.credits': '剩余额度',
+    'main.q.credits': '剩余积分',
     'main.q.month': '本月',
     'main.q.empty': '请输入要查询的 IP 地址。',
     'main.q.looking': '正在查询 {ip}…',

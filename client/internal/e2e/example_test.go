@@ -66,8 +66,8 @@ func Example_lookupErrors() {
 		}
 	}
 	// Output:
-	// 192.168.1.1 refused locally: ipatlas: PrivateIP: Private IP address not supported: 192.168.1.1 is private-use (RFC 1918)
-	// 8.8.8.256 refused locally: ipatlas: InvalidIP: Invalid IP address format: "8.8.8.256" (IPv4 octet out of range 0-255)
+	// 192.168.1.1 refused locally: ipatlas: PrivateIP: Private IP address not supported: 192.168.1.1 is a private-use address (RFC 1918)
+	// 8.8.8.256 refused locally: ipatlas: InvalidIP: Invalid IP address format: "8.8.8.256": IPv4 octet out of range 0-255
 	// 8.8.8.8 HTTP 402 InsufficientCredits credits: 0
 }
 
