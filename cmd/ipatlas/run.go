@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"strings"
+
+	"golang.org/x/term"
 )
 
 // env is what every subcommand gets from the outside world; tests pass
@@ -48,4 +51,12 @@ func printError(w io.Writer, err error) {
 	if h := usageHint(err); h != "" {
 		io.WriteString(w, "see '"+h+" --help'\n")
 	}
+}
+
+// isTerminal reports whether w is a terminal: where a progress bar can
+// redraw its line, and a table is easier to read than tab-separated
+// values.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
