@@ -127,12 +127,7 @@ func runCreditsHistory(ctx context.Context, e env, args []string) error {
 		if en.KeyID != "" {
 			key, queries = en.KeyID, strconv.FormatInt(en.Queries, 10)
 		}
-		fmt.Fprintf(tw, "%s\t%+d\t%d\t%s\t%s\t%s\n", mgmtTime(en.CreatedAt), en.Delta, en.Balance, mgmtOneLine(en.Reason), key, queries)
+		fmt.Fprintf(tw, "%s\t%+d\t%d\t%s\t%s\t%s\n", mgmtTime(en.CreatedAt), en.Delta, en.Balance, oneLine(en.Reason), key, queries)
 	}
 	return tw.Flush()
-}
-
-// mgmtOneLine keeps a reason from breaking the table.
-func mgmtOneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

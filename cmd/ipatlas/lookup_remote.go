@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -83,7 +82,7 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 	switch out {
 	case "auto":
 		out = "tsv"
-		if writerIsTerminal(e.stdout) {
+		if isTerminal(e.stdout) {
 			out = "table"
 		}
 	case "table", "tsv", "json":
@@ -233,20 +232,6 @@ func quotaLine(r *client.LookupResult) string {
 		s += fmt.Sprintf(", quota: %d of %d left this month", r.RateLimit.Remaining, r.RateLimit.Limit)
 	}
 	return s
-}
-
-// readAddresses reads one address per line; blank lines and # comments
-// are skipped.
-func readAddresses(r io.Reader) ([]string, error) {
-	var out []string
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line != "" && !strings.HasPrefix(line, "#") {
-			out = append(out, line)
-		}
-	}
-	return out, sc.Err()
 }
 
 type lookupPrinter interface {

@@ -222,11 +222,6 @@ func runAccountsRequests(ctx context.Context, e env, args []string) error {
 	return tw.Flush()
 }
 
-// oneLine keeps a free text on its table row.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
-
 func runAccountsApprove(ctx context.Context, e env, args []string) error {
 	return decideRequest(ctx, e, args, "accounts approve", usageAccountsApprove, true)
 }

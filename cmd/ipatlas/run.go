@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/term"
 )
 
 // env is what every subcommand gets from the outside world; tests pass
@@ -72,4 +75,12 @@ func errorLine(err error) string {
 		parts[i] = strings.ReplaceAll(strings.TrimPrefix(p, "ipatlas: "), ": ipatlas: ", ": ")
 	}
 	return "ipatlas: " + strings.Join(parts, "; ")
+}
+
+// isTerminal reports whether w is a terminal: where a progress bar can
+// redraw its line, and a table is easier to read than tab-separated
+// values.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

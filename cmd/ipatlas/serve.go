@@ -29,7 +29,6 @@ import (
 	"github.com/ipatlas/ipatlas/internal/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/term"
 )
 
 // adminTokenFile holds the generated admin token when none is configured,
@@ -364,11 +363,6 @@ func ensureDataset(ctx context.Context, e env, cfg *serveConfig, log *slog.Logge
 		return fmt.Errorf("fetching a dataset from %s: %w", cfg.Source, err)
 	}
 	return nil
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // listenerURL is the http URL (without a trailing slash) a browser on

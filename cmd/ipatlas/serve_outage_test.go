@@ -61,7 +61,7 @@ func TestServePostgresOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the outage test builds and runs the binary")
 	}
-	bin := buildIpatlas(t)
+	bin := ipatlasBinary(t)
 	schema := pgtest.NewSchema(t)
 	px := pgtest.NewProxy(t, dsn)
 	cl := startCluster(t, bin, pgtest.WithSearchPath(t, px.DSN(t, dsn), schema), dsn, schema, 2,

@@ -178,7 +178,7 @@ func TestServeReplicaKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the replica test builds and runs the binary")
 	}
-	bin := buildIpatlas(t)
+	bin := ipatlasBinary(t)
 	schema := pgtest.NewSchema(t)
 	cl := startCluster(t, bin, pgtest.WithSearchPath(t, dsn, schema), dsn, schema, 3)
 	const credits = 100_000_000

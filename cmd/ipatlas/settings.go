@@ -1,8 +1,9 @@
 package main
 
-// Settings: the one config file that server and client commands read, and
-// the resolved settings of the commands that talk to a service (lookup,
-// myip, ping, usage).
+// Settings: the one config file that server and client commands read, the
+// data dir and store of the commands that use them directly, and the
+// resolved settings of the commands that talk to a service (lookup, myip,
+// ping, usage).
 
 import (
 	"bufio"
@@ -19,7 +20,6 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas/client"
-	"golang.org/x/term"
 )
 
 // settingsHelp states the one precedence rule and the config file format,
@@ -193,6 +193,39 @@ func readConfigFile(path string, explicit bool, stderr io.Writer) (map[string][]
 	return out, nil
 }
 
+// defaultDataDir is where datasets live unless --data-dir, IPATLAS_DATA_DIR
+// or the config file says otherwise: $XDG_DATA_HOME/ipatlas, else
+// ~/.local/share/ipatlas, else ./ipatlas-data.
+func defaultDataDir(getenv func(string) string) string {
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "ipatlas")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "ipatlas")
+	}
+	return "ipatlas-data"
+}
+
+// localSettings are the config file, data dir and store of the commands
+// that use them directly (db, lookup --local, accounts, keys, credits).
+type localSettings struct {
+	file    configFile
+	dataDir string
+	store   string // default: sqlite:DATA-DIR/ipatlas.db
+}
+
+// resolveLocal applies the one precedence rule to --data-dir and --store
+// as given ("" when absent).
+func resolveLocal(e env, configFlag, dataDirFlag, storeFlag string) (localSettings, error) {
+	file, err := loadConfig(configFlag, e.getenv, e.stderr)
+	if err != nil {
+		return localSettings{}, err
+	}
+	dir := file.value(e.getenv, dataDirFlag, "data-dir", defaultDataDir(e.getenv))
+	store := file.value(e.getenv, storeFlag, "store", "sqlite:"+filepath.Join(dir, "ipatlas.db"))
+	return localSettings{file: file, dataDir: dir, store: store}, nil
+}
+
 // clientSettings is the resolved configuration of a client command.
 type clientSettings struct {
 	url, ipv4URL, ipv6URL, testURL string
@@ -275,9 +308,4 @@ func (s clientSettings) newClient(noCache bool) (*client.Client, error) {
 // clientSettingsHelp.
 func clientFlagsHelp(w io.Writer, fs *flag.FlagSet) {
 	printFlags(w, fs, clientFlagNames...)
-}
-
-func writerIsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -370,8 +370,13 @@ func testEnv(getenv func(string) string) env {
 
 // TestMain points the user config and cache dirs into a temporary
 // directory, so that no test reads the config file of the person running
-// it.
+// it. Run by the name ipatlas (see ipatlasBinary), the test binary is the
+// program instead.
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "ipatlas" {
+		main()
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "ipatlas-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -258,7 +258,14 @@ func mgmtSub(usage, summary string, run func(ctx context.Context, e env, args []
 	return &command{name: name, args: strings.TrimSpace(args), summary: summary, run: run}
 }
 
+// mgmtTime is how the management commands' tables show a time.
 func mgmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// oneLine keeps a free text (a reason, a note, an audit detail) on its
+// table row: every run of white space, newlines included, is one space.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
 
 // mgmtFlagSet reports whether a flag was given on the command line, to
 // tell "--credits 0" from no --credits at all.

@@ -111,7 +111,7 @@ const DefaultGrantReason = "initial grant"
 // DefaultGrantReason. An unknown tier or a negative amount is ErrInvalid.
 func (na NewAccount) Normalized() (NewAccount, error) {
 	if na.InitialCredits < 0 {
-		return NewAccount{}, fmt.Errorf("%w: negative credits", ErrInvalid)
+		return NewAccount{}, Invalidf("negative credits")
 	}
 	limit, err := TierLimit(na.Tier, na.CustomLimit)
 	if err != nil {
@@ -132,10 +132,10 @@ func (na NewAccount) Normalized() (NewAccount, error) {
 // An unknown tier or a negative limit is ErrInvalid.
 func TierLimit(t Tier, customLimit int64) (int64, error) {
 	if _, err := ParseTier(string(t)); err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return 0, Invalidf("%v", err)
 	}
 	if customLimit < 0 {
-		return 0, fmt.Errorf("%w: negative limit", ErrInvalid)
+		return 0, Invalidf("negative limit")
 	}
 	if t != Enterprise {
 		return 0, nil

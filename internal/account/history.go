@@ -40,14 +40,14 @@ func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // (which would break a listing's line or a CSV row).
 func checkLabel(label string) (string, error) {
 	if !utf8.ValidString(label) {
-		return "", invalid("the label is not valid UTF-8")
+		return "", Invalidf("the label is not valid UTF-8")
 	}
 	label = strings.TrimSpace(label)
 	switch {
 	case utf8.RuneCountInString(label) > MaxLabelLen:
-		return "", invalid("the label is longer than %d characters", MaxLabelLen)
+		return "", Invalidf("the label is longer than %d characters", MaxLabelLen)
 	case strings.ContainsFunc(label, unicode.IsControl):
-		return "", invalid("the label contains control characters")
+		return "", Invalidf("the label contains control characters")
 	}
 	return label, nil
 }
@@ -104,7 +104,7 @@ func (s *Service) KeyViews(ctx context.Context, accountID int64) ([]KeyView, err
 // (1..366), today (UTC) included.
 func (s *Service) History(ctx context.Context, accountID int64, days int) (History, error) {
 	if days < 1 || days > MaxHistoryDays {
-		return History{}, invalid("days must be between 1 and %d", MaxHistoryDays)
+		return History{}, Invalidf("days must be between 1 and %d", MaxHistoryDays)
 	}
 	now := s.now().UTC()
 	h := History{From: Day(now.AddDate(0, 0, 1-days)), To: Day(now)}
@@ -124,9 +124,9 @@ func (s *Service) History(ctx context.Context, accountID int64, days int) (Histo
 func (s *Service) LedgerPage(ctx context.Context, accountID, before int64, limit int) ([]LedgerEntry, error) {
 	switch {
 	case limit < 1 || limit > MaxPageLimit:
-		return nil, invalid("the limit must be between 1 and %d", MaxPageLimit)
+		return nil, Invalidf("the limit must be between 1 and %d", MaxPageLimit)
 	case before < 0:
-		return nil, invalid("the cursor is negative")
+		return nil, Invalidf("the cursor is negative")
 	}
 	es, err := s.Store.LedgerPage(ctx, accountID, before, limit)
 	if err != nil {
@@ -139,14 +139,14 @@ func (s *Service) LedgerPage(ctx context.Context, accountID, before int64, limit
 // usage this month; at most limit (1..1000).
 func (s *Service) SearchAccounts(ctx context.Context, q string, limit int) ([]AccountSummary, error) {
 	if limit < 1 || limit > MaxPageLimit {
-		return nil, invalid("the limit must be between 1 and %d", MaxPageLimit)
+		return nil, Invalidf("the limit must be between 1 and %d", MaxPageLimit)
 	}
 	if !utf8.ValidString(q) {
-		return nil, invalid("the search is not valid UTF-8")
+		return nil, Invalidf("the search is not valid UTF-8")
 	}
 	q = strings.TrimSpace(q)
 	if len(q) > maxQueryLen {
-		return nil, invalid("the search is longer than %d bytes", maxQueryLen)
+		return nil, Invalidf("the search is longer than %d bytes", maxQueryLen)
 	}
 	as, err := s.Store.SearchAccounts(ctx, q, Period(s.now()), limit)
 	if err != nil {
@@ -159,7 +159,7 @@ func (s *Service) SearchAccounts(ctx context.Context, q string, limit int) ([]Ac
 // month.
 func (s *Service) TopConsumers(ctx context.Context, n int) ([]AccountSummary, error) {
 	if n < 1 || n > MaxTopConsumers {
-		return nil, invalid("n must be between 1 and %d", MaxTopConsumers)
+		return nil, Invalidf("n must be between 1 and %d", MaxTopConsumers)
 	}
 	as, err := s.Store.TopConsumers(ctx, Period(s.now()), n)
 	if err != nil {

@@ -184,7 +184,7 @@ func (m *Meter) Charge(ctx context.Context, k Key) (Outcome, error) {
 // Errors are as for Charge; n < 1 is ErrInvalid.
 func (m *Meter) ChargeN(ctx context.Context, k Key, n int64) (Outcome, error) {
 	if n < 1 {
-		return Outcome{}, fmt.Errorf("%w: charge of %d queries", ErrInvalid, n)
+		return Outcome{}, Invalidf("charge of %d queries", n)
 	}
 	return m.charge(ctx, k, n)
 }

@@ -410,21 +410,21 @@ func (s *Service) SignOutEverywhere(ctx context.Context, ownerID int64) (int64, 
 func (s *Service) RequestTier(ctx context.Context, accountID, ownerID int64, tier Tier, monthlyLimit int64, note string) (TierRequest, error) {
 	tier, err := ParseTier(string(tier))
 	if err != nil {
-		return TierRequest{}, invalid("%v", err)
+		return TierRequest{}, Invalidf("%v", err)
 	}
 	if err := checkLimit(tier, monthlyLimit); err != nil {
 		return TierRequest{}, err
 	}
 	note = strings.TrimSpace(note)
 	if len(note) > maxNoteLen || !utf8.ValidString(note) {
-		return TierRequest{}, invalid("the note must be valid UTF-8 of at most %d bytes", maxNoteLen)
+		return TierRequest{}, Invalidf("the note must be valid UTF-8 of at most %d bytes", maxNoteLen)
 	}
 	a, err := s.Store.Account(ctx, accountID)
 	if err != nil {
 		return TierRequest{}, storeErr(fmt.Sprintf("account %d", accountID), err)
 	}
 	if a.Tier == tier && (tier != Enterprise || a.CustomLimit == monthlyLimit) {
-		return TierRequest{}, invalid("the account is on the %s tier already", tier)
+		return TierRequest{}, Invalidf("the account is on the %s tier already", tier)
 	}
 	r, err := s.Store.CreateTierRequest(ctx, TierRequest{
 		AccountID: accountID, OwnerID: ownerID, Tier: tier, MonthlyLimit: monthlyLimit,
@@ -445,10 +445,10 @@ func (s *Service) TierRequests(ctx context.Context, accountID int64, status stri
 	switch status {
 	case "", RequestPending, RequestApproved, RequestRefused:
 	default:
-		return nil, invalid("unknown status %q (want pending, approved or refused)", status)
+		return nil, Invalidf("unknown status %q (want pending, approved or refused)", status)
 	}
 	if accountID < 0 {
-		return nil, invalid("the account ID is negative")
+		return nil, Invalidf("the account ID is negative")
 	}
 	rs, err := s.Store.TierRequests(ctx, accountID, status)
 	if err != nil {
@@ -484,9 +484,9 @@ func (s *Service) DecideTierRequest(ctx context.Context, id int64, approve bool)
 func (s *Service) AuditLog(ctx context.Context, accountID, before int64, limit int) ([]AuditEntry, error) {
 	switch {
 	case limit < 1 || limit > 1000:
-		return nil, invalid("the limit must be between 1 and 1000")
+		return nil, Invalidf("the limit must be between 1 and 1000")
 	case before < 0 || accountID < 0:
-		return nil, invalid("IDs are not negative")
+		return nil, Invalidf("IDs are not negative")
 	}
 	es, err := s.Store.Audit(ctx, accountID, before, limit)
 	if err != nil {

@@ -226,15 +226,15 @@ func NormalizeEmail(email string) (string, error) {
 	e := strings.ToLower(strings.TrimSpace(email))
 	switch {
 	case e == "":
-		return "", invalid("the email is empty")
+		return "", Invalidf("the email is empty")
 	case len(e) > MaxEmailLen:
-		return "", invalid("the email is longer than %d bytes", MaxEmailLen)
+		return "", Invalidf("the email is longer than %d bytes", MaxEmailLen)
 	case !utf8.ValidString(e) || strings.ContainsFunc(e, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-		return "", invalid("%q is not an email address", email)
+		return "", Invalidf("%q is not an email address", email)
 	}
 	a, err := mail.ParseAddress(e)
 	if err != nil || a.Address != e || a.Name != "" {
-		return "", invalid("%q is not an email address", email)
+		return "", Invalidf("%q is not an email address", email)
 	}
 	return e, nil
 }

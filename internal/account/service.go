@@ -208,18 +208,14 @@ func storeErr(op string, err error) error {
 	return unavailable(op, err)
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}
-
 func checkLimit(tier Tier, limit int64) error {
 	switch {
 	case tier == Enterprise && limit <= 0:
-		return invalid("an enterprise account needs a monthly limit above 0")
+		return Invalidf("an enterprise account needs a monthly limit above 0")
 	case tier == Enterprise && limit > MaxMonthlyLimit:
-		return invalid("monthly limit %d is above the maximum %d", limit, int64(MaxMonthlyLimit))
+		return Invalidf("monthly limit %d is above the maximum %d", limit, int64(MaxMonthlyLimit))
 	case tier != Enterprise && limit != 0:
-		return invalid("the %s tier has a fixed monthly limit of %d; a custom limit is for enterprise accounts", tier, Limit(tier, 0))
+		return Invalidf("the %s tier has a fixed monthly limit of %d; a custom limit is for enterprise accounts", tier, Limit(tier, 0))
 	}
 	return nil
 }
@@ -228,13 +224,13 @@ func checkName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "":
-		return "", invalid("the account name is empty")
+		return "", Invalidf("the account name is empty")
 	case len(name) > MaxNameLen:
-		return "", invalid("the account name is longer than %d bytes", MaxNameLen)
+		return "", Invalidf("the account name is longer than %d bytes", MaxNameLen)
 	case !utf8.ValidString(name):
-		return "", invalid("the account name is not valid UTF-8")
+		return "", Invalidf("the account name is not valid UTF-8")
 	case strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		return "", invalid("the account name contains control characters")
+		return "", Invalidf("the account name contains control characters")
 	}
 	return name, nil
 }
@@ -253,7 +249,7 @@ func (s *Service) CreateAccount(ctx context.Context, p AccountParams) (Account, 
 	}
 	tier, err := ParseTier(string(p.Tier))
 	if err != nil {
-		return Account{}, invalid("%v", err)
+		return Account{}, Invalidf("%v", err)
 	}
 	if err := checkLimit(tier, p.MonthlyLimit); err != nil {
 		return Account{}, err
@@ -263,7 +259,7 @@ func (s *Service) CreateAccount(ctx context.Context, p AccountParams) (Account, 
 		credits = *p.Credits
 	}
 	if credits < 0 || credits > MaxCreditChange {
-		return Account{}, invalid("initial credits must be between 0 and %d", int64(MaxCreditChange))
+		return Account{}, Invalidf("initial credits must be between 0 and %d", int64(MaxCreditChange))
 	}
 	a, err := s.Store.CreateAccount(ctx, NewAccount{
 		Name:           name,
@@ -309,7 +305,7 @@ func (s *Service) Accounts(ctx context.Context) ([]Account, error) {
 func (s *Service) SetTier(ctx context.Context, id int64, tier Tier, monthlyLimit int64) (Account, error) {
 	tier, err := ParseTier(string(tier))
 	if err != nil {
-		return Account{}, invalid("%v", err)
+		return Account{}, Invalidf("%v", err)
 	}
 	if err := checkLimit(tier, monthlyLimit); err != nil {
 		return Account{}, err
@@ -393,13 +389,13 @@ func (s *Service) AddCredits(ctx context.Context, accountID, amount int64, reaso
 	reason = strings.TrimSpace(reason)
 	switch {
 	case amount == 0:
-		return LedgerEntry{}, invalid("the amount is 0")
+		return LedgerEntry{}, Invalidf("the amount is 0")
 	case amount > MaxCreditChange || amount < -MaxCreditChange:
-		return LedgerEntry{}, invalid("the amount is beyond ±%d", int64(MaxCreditChange))
+		return LedgerEntry{}, Invalidf("the amount is beyond ±%d", int64(MaxCreditChange))
 	case reason == "":
-		return LedgerEntry{}, invalid("a reason is required")
+		return LedgerEntry{}, Invalidf("a reason is required")
 	case len(reason) > 1000 || !utf8.ValidString(reason):
-		return LedgerEntry{}, invalid("the reason must be valid UTF-8 of at most 1000 bytes")
+		return LedgerEntry{}, Invalidf("the reason must be valid UTF-8 of at most 1000 bytes")
 	}
 	e, err := s.Store.AddCredits(ctx, accountID, amount, reason, s.now())
 	if err != nil {
@@ -413,7 +409,7 @@ func (s *Service) AddCredits(ctx context.Context, accountID, amount int64, reaso
 // (0: all).
 func (s *Service) Ledger(ctx context.Context, accountID int64, limit int) ([]LedgerEntry, error) {
 	if limit < 0 {
-		return nil, invalid("the limit is negative")
+		return nil, Invalidf("the limit is negative")
 	}
 	es, err := s.Store.Ledger(ctx, accountID, limit)
 	if err != nil {

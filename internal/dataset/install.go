@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,8 +61,6 @@ func (t *tempFile) Write(p []byte) (int, error) {
 	t.size += int64(n)
 	return n, err
 }
-
-func (t *tempFile) path() string { return t.f.Name() }
 
 // finish makes the contents durable and closes the file.
 func (t *tempFile) finish() (stagedFile, error) {
@@ -158,21 +155,6 @@ func filesPresent(dir string, p Package) bool {
 		}
 	}
 	return true
-}
-
-// sha256File hashes a file.
-func sha256File(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 // isNotExist reports a missing file or directory.

@@ -14,6 +14,7 @@ import (
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/oschwald/maxminddb-golang/v2"
 )
 
 var langs = []ipatlas.Lang{ipatlas.English, ipatlas.Chinese}
@@ -406,6 +407,76 @@ func TestOpenErrors(t *testing.T) {
 	empty := t.TempDir()
 	if _, err := geo.Open(empty, geo.Options{}); !errors.Is(err, geo.ErrNoData) {
 		t.Errorf("empty dir: %v, want ErrNoData", err)
+	}
+}
+
+// A file whose search tree reaches a node by more than one path is
+// corrupt: the tree of a valid file is a tree. Here every node of a chain
+// points twice to the next, so a walk that followed every path would
+// meet 2^20 of them for one record.
+func TestSharedNodesAreCorrupt(t *testing.T) {
+	for _, ipv := range []int{4, 6} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "shared.mmdb")
+		dbType := geotest.CityV4Type
+		if ipv == 6 {
+			dbType = geotest.CityV6Type
+		}
+		geotest.WriteFlatCity(t, path, dbType, ipv, []geotest.FlatRow{
+			{Network: "8.8.8.0/24", CountryCode: "US", City: "Mountain View", Latitude: 37.4, Longitude: -122.1},
+		})
+		shareNodes(t, path, 20)
+		if _, err := geo.Describe(dir); err == nil || !strings.Contains(err.Error(), "shared.mmdb is corrupt") {
+			t.Errorf("IPv%d: Describe = %v, want the file named corrupt", ipv, err)
+		}
+		if e, err := geo.Open(dir, geo.Options{}); err == nil || !strings.Contains(err.Error(), "shared.mmdb is corrupt") {
+			if e != nil {
+				e.Close()
+			}
+			t.Errorf("IPv%d: Open = %v, want the file named corrupt", ipv, err)
+		}
+	}
+}
+
+// shareNodes rewrites the first n+1 nodes of the MMDB file at path: each
+// of the first n points twice to the next, and the last twice to the first
+// record of the data section.
+func shareNodes(t *testing.T, path string, n uint) {
+	t.Helper()
+	r, err := maxminddb.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := r.Metadata
+	r.Close()
+	if n >= md.NodeCount {
+		t.Fatalf("%s has %d nodes, too few to chain %d", path, md.NodeCount, n)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(i uint, v uint32) { // both records of node i
+		switch md.RecordSize {
+		case 24:
+			o := i * 6
+			copy(b[o:], []byte{byte(v >> 16), byte(v >> 8), byte(v), byte(v >> 16), byte(v >> 8), byte(v)})
+		case 28:
+			o := i * 7
+			copy(b[o:], []byte{byte(v >> 16), byte(v >> 8), byte(v), byte(v>>24&15)<<4 | byte(v>>24&15), byte(v >> 16), byte(v >> 8), byte(v)})
+		case 32:
+			o := i * 8
+			copy(b[o:], []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+		default:
+			t.Fatalf("record size %d", md.RecordSize)
+		}
+	}
+	for i := range n {
+		put(i, uint32(i+1))
+	}
+	put(n, uint32(md.NodeCount)+16) // a pointer past the 16-byte separator: data offset 0
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,7 +1,9 @@
 package geo
 
 import (
+	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"net/netip"
 	"path/filepath"
@@ -169,25 +171,76 @@ func description(m map[string]string) string {
 	return ""
 }
 
+// errSharedNodes is a search tree whose walk meets more ends (records
+// pointing to data or to nothing) than a tree of its size can have: its
+// nodes are shared beyond the aliases of the IPv4 subtree. Without this
+// bound a corrupt file whose nodes each point twice to the next is walked
+// once per path, 2^depth times: a 24-node IPv4 file took seconds to open,
+// an IPv6 one would take forever.
+var errSharedNodes = errors.New("the search tree has more paths than records: its nodes are shared")
+
+// maxWalkEnds is how many ends a walk of r's tree may meet, aliases
+// included. A tree of n nodes has 2n records, each the end of one path
+// from the root; an IPv6 file may point up to three more places to its
+// IPv4 subtree (::ffff:0:0/96, 2001::/32 and 2002::/16 in MaxMind's
+// files), each a copy of at most 2n ends.
+func maxWalkEnds(r *maxminddb.Reader) uint {
+	return 4 * 2 * r.Metadata.NodeCount
+}
+
+// walk is every end of r's tree within prefix, in address order: data,
+// nothing and aliases of the IPv4 subtree alike, so that every path the
+// walk follows is counted.
+func walk(r *maxminddb.Reader, prefix netip.Prefix) iter.Seq2[maxminddb.Result, error] {
+	return func(yield func(maxminddb.Result, error) bool) {
+		ends, limit := uint(0), maxWalkEnds(r)
+		for res := range r.NetworksWithin(prefix, maxminddb.IncludeNetworksWithoutData(), maxminddb.IncludeAliasedNetworks()) {
+			if err := res.Err(); err != nil {
+				yield(res, err)
+				return
+			}
+			if ends++; ends > limit {
+				yield(res, errSharedNodes)
+				return
+			}
+			if !yield(res, nil) {
+				return
+			}
+		}
+	}
+}
+
+// everything is the prefix of a whole tree of r.
+func everything(r *maxminddb.Reader) netip.Prefix {
+	if r.Metadata.IPVersion == 4 {
+		return netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	}
+	return netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+}
+
 // hasIPv4Data reports whether an IPv6 tree has any data in its IPv4
 // subtree: the default IPv6 city file has none, so IPv4 lookups skip it.
 func hasIPv4Data(r *maxminddb.Reader) (bool, error) {
-	for res := range r.NetworksWithin(netip.PrefixFrom(netip.IPv4Unspecified(), 0)) {
-		return true, res.Err()
+	for res, err := range walk(r, netip.PrefixFrom(netip.IPv4Unspecified(), 0)) {
+		if err != nil || res.Found() {
+			return err == nil, err
+		}
 	}
 	return false, nil
 }
 
-// check walks the file's networks, decoding each distinct record with the
-// source's schema, for a sample of records or (full) the whole file.
+// check walks the file's tree, decoding each distinct record with the
+// source's schema, for a sample of records or (full) the whole file; full
+// also counts the networks with data, each once.
 func (s *source) check(full bool) error {
 	seen := make(map[uintptr]struct{})
-	networks := 0
-	for res := range s.r.Networks() {
-		if err := res.Err(); err != nil {
+	for res, err := range walk(s.r, everything(s.r)) {
+		if err != nil {
 			return err
 		}
-		networks++
+		if !res.Found() {
+			continue
+		}
 		off := res.Offset()
 		if _, ok := seen[off]; ok {
 			continue
@@ -196,7 +249,6 @@ func (s *source) check(full bool) error {
 			return nil
 		}
 		seen[off] = struct{}{}
-		var err error
 		switch s.schema {
 		case schemaFlat, schemaGeoIP2:
 			_, err = s.decodeCity(res)
@@ -211,6 +263,16 @@ func (s *source) check(full bool) error {
 		}
 	}
 	if full {
+		// The count skips the aliases of the IPv4 subtree, which the
+		// walk above included: a network is counted once. That walk
+		// bounded the tree, and this one follows fewer paths.
+		networks := 0
+		for res := range s.r.Networks() {
+			if err := res.Err(); err != nil {
+				return err
+			}
+			networks++
+		}
 		s.info.Networks = networks
 	}
 	return nil

@@ -43,10 +43,8 @@ var errConflict = errors.New("a counter changed under the charge's lock")
 // runs again (up to attempts times, within the store's timeout); a failed
 // commit is reported, never retried, as the commit may have happened.
 func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []account.ChargeRequest) ([]account.Grant, error) {
-	for _, r := range reqs {
-		if r.N < 0 || r.Cost < 0 {
-			return nil, invalid("negative count or cost in a charge")
-		}
+	if err := account.CheckCharges(reqs); err != nil {
+		return nil, err
 	}
 	if len(reqs) == 0 {
 		return []account.Grant{}, nil

@@ -25,14 +25,6 @@ func conflict(what string, err error) error {
 	return err
 }
 
-// orNow is t, or the current time when t is zero.
-func orNow(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Now()
-	}
-	return t
-}
-
 // nullID is id, or NULL for 0.
 func nullID(id int64) *int64 {
 	if id == 0 {
@@ -73,10 +65,10 @@ func ownerExists(ctx context.Context, q queryRower, id int64) error {
 // CreateOwner adds an owner without a password to an existing account;
 // an email that already owns an account is ErrConflict.
 func (s *Store) CreateOwner(ctx context.Context, accountID int64, email string, at time.Time) (account.Owner, error) {
-	if email == "" {
-		return account.Owner{}, invalid("an owner needs an email")
+	if err := account.CheckOwnerEmail(email); err != nil {
+		return account.Owner{}, err
 	}
-	at = orNow(at)
+	at = account.OrNow(at)
 	var o account.Owner
 	err := s.inTx(ctx, "create owner", func(ctx context.Context, tx pgx.Tx) error {
 		if err := accountExists(ctx, tx, accountID); err != nil {
@@ -158,16 +150,10 @@ func (s *Store) SigninSucceeded(ctx context.Context, ownerID int64) error {
 
 // CreateOwnerToken stores a one-time token of an existing owner.
 func (s *Store) CreateOwnerToken(ctx context.Context, t account.OwnerToken) error {
-	if len(t.Hash) == 0 {
-		return invalid("a token needs a hash")
+	if err := t.Validate(); err != nil {
+		return err
 	}
-	if t.Purpose != account.TokenInvite && t.Purpose != account.TokenReset {
-		return invalid("unknown token purpose %q", t.Purpose)
-	}
-	if t.ExpiresAt.IsZero() {
-		return invalid("a token needs an expiry")
-	}
-	created := orNow(t.CreatedAt)
+	created := account.OrNow(t.CreatedAt)
 	return s.inTx(ctx, "create token", func(ctx context.Context, tx pgx.Tx) error {
 		if err := ownerExists(ctx, tx, t.OwnerID); err != nil {
 			return err
@@ -185,8 +171,8 @@ func (s *Store) CreateOwnerToken(ctx context.Context, t account.OwnerToken) erro
 // racing for one token, the second waits for the first's row lock and
 // then, re-reading the row, finds it used and matches nothing.
 func (s *Store) UseOwnerToken(ctx context.Context, hash []byte, at time.Time, passwordHash string) (account.Owner, error) {
-	if passwordHash == "" {
-		return account.Owner{}, invalid("empty password hash")
+	if err := account.CheckPasswordHash(passwordHash); err != nil {
+		return account.Owner{}, err
 	}
 	if len(hash) == 0 {
 		return account.Owner{}, account.ErrNotFound
@@ -236,41 +222,13 @@ func scanSession(row pgx.Row) (account.Session, error) {
 	return se, nil
 }
 
-// checkSession validates a new session: an owner's names its owner, an
-// operator's none.
-func checkSession(se account.Session) error {
-	if se.ID == "" || len(se.Hash) == 0 || se.CSRF == "" {
-		return invalid("a session needs an ID, a hash and a CSRF token")
-	}
-	if se.ExpiresAt.IsZero() {
-		return invalid("a session needs an expiry")
-	}
-	switch se.Kind {
-	case account.SessionOwner:
-		if se.OwnerID == 0 {
-			return invalid("an owner's session needs its owner")
-		}
-	case account.SessionOperator:
-		if se.OwnerID != 0 {
-			return invalid("an operator's session has no owner")
-		}
-	default:
-		return invalid("unknown session kind %q", se.Kind)
-	}
-	return nil
-}
-
 // CreateSession stores a session; the owner of an owner's session must
 // exist. A zero CreatedAt is now; a zero LastSeenAt is CreatedAt.
 func (s *Store) CreateSession(ctx context.Context, se account.Session) error {
-	if err := checkSession(se); err != nil {
+	if err := se.Validate(); err != nil {
 		return err
 	}
-	created := orNow(se.CreatedAt)
-	seen := se.LastSeenAt
-	if seen.IsZero() {
-		seen = created
-	}
+	se = se.Stamped()
 	return s.inTx(ctx, "create session", func(ctx context.Context, tx pgx.Tx) error {
 		if se.OwnerID != 0 {
 			if err := ownerExists(ctx, tx, se.OwnerID); err != nil {
@@ -280,7 +238,7 @@ func (s *Store) CreateSession(ctx context.Context, se account.Session) error {
 		_, err := tx.Exec(ctx,
 			`INSERT INTO sessions (id, hash, kind, owner_id, csrf, created_at, last_seen_at, expires_at)
 			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			se.ID, se.Hash, se.Kind, nullID(se.OwnerID), se.CSRF, created, seen, se.ExpiresAt)
+			se.ID, se.Hash, se.Kind, nullID(se.OwnerID), se.CSRF, se.CreatedAt, se.LastSeenAt, se.ExpiresAt)
 		return conflict("a session with this ID or hash exists", err)
 	})
 }
@@ -377,7 +335,7 @@ func (s *Store) CreateTierRequest(ctx context.Context, r account.TierRequest) (a
 	if err != nil {
 		return account.TierRequest{}, err
 	}
-	created := orNow(r.CreatedAt)
+	created := account.OrNow(r.CreatedAt)
 	var out account.TierRequest
 	err = s.inTx(ctx, "create tier request", func(ctx context.Context, tx pgx.Tx) error {
 		if err := accountExists(ctx, tx, r.AccountID); err != nil {
@@ -389,7 +347,7 @@ func (s *Store) CreateTierRequest(ctx context.Context, r account.TierRequest) (a
 				return err
 			}
 			if acct != r.AccountID {
-				return invalid("owner %d does not own account %d", r.OwnerID, r.AccountID)
+				return account.Invalidf("owner %d does not own account %d", r.OwnerID, r.AccountID)
 			}
 		}
 		var err error
@@ -405,18 +363,10 @@ func (s *Store) CreateTierRequest(ctx context.Context, r account.TierRequest) (a
 	return out, nil
 }
 
-func checkStatus(status string) error {
-	switch status {
-	case "", account.RequestPending, account.RequestApproved, account.RequestRefused:
-		return nil
-	}
-	return invalid("unknown request status %q", status)
-}
-
 // TierRequests lists requests newest first, of one account (0: all) and
 // one status ("": all).
 func (s *Store) TierRequests(ctx context.Context, accountID int64, status string) ([]account.TierRequest, error) {
-	if err := checkStatus(status); err != nil {
+	if err := account.CheckStatusFilter(status); err != nil {
 		return nil, err
 	}
 	q, args := "SELECT "+requestCols+" FROM tier_requests WHERE true", []any{}
@@ -457,7 +407,7 @@ func (s *Store) DecideTierRequest(ctx context.Context, id int64, approve bool, a
 	if approve {
 		status = account.RequestApproved
 	}
-	at = orNow(at)
+	at = account.OrNow(at)
 	var r account.TierRequest
 	var a account.Account
 	err := s.inTx(ctx, "decide tier request", func(ctx context.Context, tx pgx.Tx) error {
@@ -508,10 +458,10 @@ func scanAudit(row pgx.Row) (account.AuditEntry, error) {
 // AppendAudit stores an entry (a zero At is now) and returns it as
 // stored, with its ID.
 func (s *Store) AppendAudit(ctx context.Context, e account.AuditEntry) (account.AuditEntry, error) {
-	if e.Actor == "" || e.Action == "" {
-		return account.AuditEntry{}, invalid("an audit entry needs an actor and an action")
+	if err := e.Validate(); err != nil {
+		return account.AuditEntry{}, err
 	}
-	at := orNow(e.At)
+	at := account.OrNow(e.At)
 	var out account.AuditEntry
 	err := s.inTx(ctx, "audit", func(ctx context.Context, tx pgx.Tx) (err error) {
 		out, err = scanAudit(tx.QueryRow(ctx,

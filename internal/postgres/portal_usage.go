@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/jackc/pgx/v5"
@@ -50,12 +49,8 @@ func (s *Store) KeyUsages(ctx context.Context, accountID int64, period string) (
 // DailyUsage lists an account's per-key daily counters for the days
 // from..to, ordered by day then key.
 func (s *Store) DailyUsage(ctx context.Context, accountID int64, from, to string) ([]account.DayUsage, error) {
-	for _, d := range []string{from, to} {
-		// The counters' days compare as text, which is day order only
-		// in this form.
-		if _, err := time.Parse(time.DateOnly, d); err != nil {
-			return nil, invalid("day %q is not of the form 2006-01-02", d)
-		}
+	if err := account.CheckDays(from, to); err != nil {
+		return nil, err
 	}
 	var out []account.DayUsage
 	err := s.run(ctx, "daily usage", func(ctx context.Context) (err error) {
@@ -85,8 +80,8 @@ func (s *Store) DailyUsage(ctx context.Context, accountID int64, from, to string
 // LedgerPage lists an account's entries with ID < before (0: from the
 // newest), newest first, at most limit.
 func (s *Store) LedgerPage(ctx context.Context, accountID, before int64, limit int) ([]account.LedgerEntry, error) {
-	if limit <= 0 || before < 0 {
-		return nil, invalid("a ledger page needs a limit above 0 and a cursor of 0 or more")
+	if err := account.CheckPage(before, limit); err != nil {
+		return nil, err
 	}
 	var es []account.LedgerEntry
 	err := s.run(ctx, "ledger page", func(ctx context.Context) (err error) {
@@ -140,8 +135,8 @@ func (s summaryRow) Scan(dest ...any) error { return s.row.Scan(append(dest, s.u
 // or whose ID or owner email equals q, ordered by ID, with their usage in
 // period; all when q is empty.
 func (s *Store) SearchAccounts(ctx context.Context, q, period string, limit int) ([]account.AccountSummary, error) {
-	if limit <= 0 {
-		return nil, invalid("a search needs a limit above 0")
+	if err := account.CheckListLimit(limit); err != nil {
+		return nil, err
 	}
 	q = strings.TrimSpace(q)
 	id, err := strconv.ParseInt(q, 10, 64)
@@ -165,8 +160,8 @@ func (s *Store) SearchAccounts(ctx context.Context, q, period string, limit int)
 // TopConsumers lists the n accounts with the most queries in period, most
 // first, ties by ID; accounts without usage are absent.
 func (s *Store) TopConsumers(ctx context.Context, period string, n int) ([]account.AccountSummary, error) {
-	if n <= 0 {
-		return nil, invalid("top consumers needs n above 0")
+	if err := account.CheckListLimit(n); err != nil {
+		return nil, err
 	}
 	var out []account.AccountSummary
 	err := s.run(ctx, "top consumers", func(ctx context.Context) (err error) {

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
@@ -24,10 +23,6 @@ func dbErr(op string, err error) error {
 		return err
 	}
 	return fail(op, err)
-}
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{account.ErrInvalid}, args...)...)
 }
 
 const accountCols = "id, name, tier, custom_limit, credits, created_at"
@@ -186,13 +181,10 @@ func (s *Store) SetTier(ctx context.Context, id int64, tier account.Tier, custom
 
 // CreateKey stores a new key of an existing account.
 func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
-	if k.ID == "" || len(k.Hash) == 0 {
-		return invalid("a key needs an ID and a hash")
+	if err := k.Validate(); err != nil {
+		return err
 	}
-	at := k.CreatedAt
-	if at.IsZero() {
-		at = time.Now()
-	}
+	at := account.OrNow(k.CreatedAt)
 	return s.inTx(ctx, "create key", func(ctx context.Context, tx pgx.Tx) error {
 		if err := accountExists(ctx, tx, k.AccountID); err != nil {
 			return err
@@ -251,8 +243,8 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (account
 
 // RotateKey replaces a live key's hash; ErrRevoked for a revoked key.
 func (s *Store) RotateKey(ctx context.Context, id string, hash []byte) (account.Key, error) {
-	if len(hash) == 0 {
-		return account.Key{}, invalid("empty hash")
+	if err := account.CheckHash(hash); err != nil {
+		return account.Key{}, err
 	}
 	var k account.Key
 	err := s.run(ctx, "rotate key", func(ctx context.Context) (err error) { // idempotent

@@ -102,10 +102,8 @@ type chargeKey struct {
 // processes do: the grants are computed in memory from it, exactly as if
 // the requests ran one by one, and written back at once.
 func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []account.ChargeRequest) ([]account.Grant, error) {
-	for _, r := range reqs {
-		if r.N < 0 || r.Cost < 0 {
-			return nil, invalid("negative count or cost in a charge")
-		}
+	if err := account.CheckCharges(reqs); err != nil {
+		return nil, err
 	}
 	grants := make([]account.Grant, len(reqs))
 	if len(reqs) == 0 {

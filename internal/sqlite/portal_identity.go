@@ -33,14 +33,6 @@ func conflict(op, what string, err error) error {
 	return fmt.Errorf("sqlite: %s: %w", op, err)
 }
 
-// orNow is t, or the current time when t is zero.
-func orNow(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Now()
-	}
-	return t
-}
-
 func nullTime(t *time.Time) any {
 	if t == nil {
 		return nil
@@ -95,8 +87,8 @@ func ownerExists(ctx context.Context, q queryRower, id int64) error {
 // CreateOwner adds an owner without a password to an existing account;
 // an email that already owns an account is ErrConflict.
 func (s *Store) CreateOwner(ctx context.Context, accountID int64, email string, at time.Time) (account.Owner, error) {
-	if email == "" {
-		return account.Owner{}, invalid("an owner needs an email")
+	if err := account.CheckOwnerEmail(email); err != nil {
+		return account.Owner{}, err
 	}
 	var o account.Owner
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -106,7 +98,7 @@ func (s *Store) CreateOwner(ctx context.Context, accountID int64, email string, 
 		var err error
 		o, err = scanOwner(tx.QueryRowContext(ctx,
 			"INSERT INTO owners (account_id, email, created_at) VALUES (?, ?, ?) RETURNING "+ownerCols,
-			accountID, email, fmtTime(orNow(at))))
+			accountID, email, fmtTime(account.OrNow(at))))
 		if err != nil {
 			return conflict("create owner", "the email "+email+" already owns an account", err)
 		}
@@ -158,14 +150,8 @@ func (s *Store) SigninSucceeded(ctx context.Context, ownerID int64) error {
 
 // CreateOwnerToken stores a one-time token of an existing owner.
 func (s *Store) CreateOwnerToken(ctx context.Context, t account.OwnerToken) error {
-	if len(t.Hash) == 0 {
-		return invalid("a token needs a hash")
-	}
-	if t.Purpose != account.TokenInvite && t.Purpose != account.TokenReset {
-		return invalid("unknown token purpose %q", t.Purpose)
-	}
-	if t.ExpiresAt.IsZero() {
-		return invalid("a token needs an expiry")
+	if err := t.Validate(); err != nil {
+		return err
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := ownerExists(ctx, tx, t.OwnerID); err != nil {
@@ -173,7 +159,7 @@ func (s *Store) CreateOwnerToken(ctx context.Context, t account.OwnerToken) erro
 		}
 		_, err := tx.ExecContext(ctx,
 			"INSERT INTO owner_tokens (hash, owner_id, purpose, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-			t.Hash, t.OwnerID, t.Purpose, fmtTime(orNow(t.CreatedAt)), fmtTime(t.ExpiresAt))
+			t.Hash, t.OwnerID, t.Purpose, fmtTime(account.OrNow(t.CreatedAt)), fmtTime(t.ExpiresAt))
 		if err != nil {
 			return conflict("create token", "a token with this hash exists", err)
 		}
@@ -186,8 +172,8 @@ func (s *Store) CreateOwnerToken(ctx context.Context, t account.OwnerToken) erro
 // owner's sessions. The write lock taken at BEGIN serializes redemptions,
 // so of two racing for one token the second finds it used.
 func (s *Store) UseOwnerToken(ctx context.Context, hash []byte, at time.Time, passwordHash string) (account.Owner, error) {
-	if passwordHash == "" {
-		return account.Owner{}, invalid("empty password hash")
+	if err := account.CheckPasswordHash(passwordHash); err != nil {
+		return account.Owner{}, err
 	}
 	if len(hash) == 0 {
 		return account.Owner{}, account.ErrNotFound
@@ -250,41 +236,13 @@ func scanSession(sc scanner) (account.Session, error) {
 	return se, nil
 }
 
-// checkSession validates a new session: an owner's names its owner, an
-// operator's none.
-func checkSession(se account.Session) error {
-	if se.ID == "" || len(se.Hash) == 0 || se.CSRF == "" {
-		return invalid("a session needs an ID, a hash and a CSRF token")
-	}
-	if se.ExpiresAt.IsZero() {
-		return invalid("a session needs an expiry")
-	}
-	switch se.Kind {
-	case account.SessionOwner:
-		if se.OwnerID == 0 {
-			return invalid("an owner's session needs its owner")
-		}
-	case account.SessionOperator:
-		if se.OwnerID != 0 {
-			return invalid("an operator's session has no owner")
-		}
-	default:
-		return invalid("unknown session kind %q", se.Kind)
-	}
-	return nil
-}
-
 // CreateSession stores a session; the owner of an owner's session must
 // exist. A zero CreatedAt is now; a zero LastSeenAt is CreatedAt.
 func (s *Store) CreateSession(ctx context.Context, se account.Session) error {
-	if err := checkSession(se); err != nil {
+	if err := se.Validate(); err != nil {
 		return err
 	}
-	created := orNow(se.CreatedAt)
-	seen := se.LastSeenAt
-	if seen.IsZero() {
-		seen = created
-	}
+	se = se.Stamped()
 	var owner any
 	if se.OwnerID != 0 {
 		owner = se.OwnerID
@@ -298,7 +256,7 @@ func (s *Store) CreateSession(ctx context.Context, se account.Session) error {
 		_, err := tx.ExecContext(ctx,
 			`INSERT INTO sessions (id, hash, kind, owner_id, csrf, created_at, last_seen_at, expires_at)
 			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			se.ID, se.Hash, se.Kind, owner, se.CSRF, fmtTime(created), fmtTime(seen), fmtTime(se.ExpiresAt))
+			se.ID, se.Hash, se.Kind, owner, se.CSRF, fmtTime(se.CreatedAt), fmtTime(se.LastSeenAt), fmtTime(se.ExpiresAt))
 		if err != nil {
 			return conflict("create session", "a session with this ID or hash exists", err)
 		}
@@ -419,14 +377,14 @@ func (s *Store) CreateTierRequest(ctx context.Context, r account.TierRequest) (a
 				return err
 			}
 			if acct != r.AccountID {
-				return invalid("owner %d does not own account %d", r.OwnerID, r.AccountID)
+				return account.Invalidf("owner %d does not own account %d", r.OwnerID, r.AccountID)
 			}
 		}
 		var err error
 		out, err = scanRequest(tx.QueryRowContext(ctx,
 			`INSERT INTO tier_requests (account_id, owner_id, tier, monthly_limit, note, status, created_at)
 			 VALUES (?, ?, ?, ?, ?, 'pending', ?) RETURNING `+requestCols,
-			r.AccountID, owner, string(r.Tier), limit, r.Note, fmtTime(orNow(r.CreatedAt))))
+			r.AccountID, owner, string(r.Tier), limit, r.Note, fmtTime(account.OrNow(r.CreatedAt))))
 		if err != nil {
 			return conflict("create tier request", "the account already has a pending request", err)
 		}
@@ -438,18 +396,10 @@ func (s *Store) CreateTierRequest(ctx context.Context, r account.TierRequest) (a
 	return out, nil
 }
 
-func checkStatus(status string) error {
-	switch status {
-	case "", account.RequestPending, account.RequestApproved, account.RequestRefused:
-		return nil
-	}
-	return invalid("unknown request status %q", status)
-}
-
 // TierRequests lists requests newest first, of one account (0: all) and
 // one status ("": all).
 func (s *Store) TierRequests(ctx context.Context, accountID int64, status string) ([]account.TierRequest, error) {
-	if err := checkStatus(status); err != nil {
+	if err := account.CheckStatusFilter(status); err != nil {
 		return nil, err
 	}
 	if accountID != 0 {
@@ -481,7 +431,7 @@ func (s *Store) DecideTierRequest(ctx context.Context, id int64, approve bool, a
 		var err error
 		r, err = scanRequest(tx.QueryRowContext(ctx,
 			`UPDATE tier_requests SET status = ?, decided_at = ? WHERE id = ? AND status = 'pending'
-			 RETURNING `+requestCols, status, fmtTime(orNow(at)), id))
+			 RETURNING `+requestCols, status, fmtTime(account.OrNow(at)), id))
 		if errors.Is(err, account.ErrNotFound) {
 			var one int
 			if err := dbErr(tx.QueryRowContext(ctx, "SELECT 1 FROM tier_requests WHERE id = ?", id).Scan(&one)); err != nil {
@@ -527,8 +477,8 @@ func scanAudit(sc scanner) (account.AuditEntry, error) {
 // AppendAudit stores an entry (a zero At is now) and returns it as
 // stored, with its ID.
 func (s *Store) AppendAudit(ctx context.Context, e account.AuditEntry) (account.AuditEntry, error) {
-	if e.Actor == "" || e.Action == "" {
-		return account.AuditEntry{}, invalid("an audit entry needs an actor and an action")
+	if err := e.Validate(); err != nil {
+		return account.AuditEntry{}, err
 	}
 	var acct any
 	if e.AccountID != 0 {
@@ -537,7 +487,7 @@ func (s *Store) AppendAudit(ctx context.Context, e account.AuditEntry) (account.
 	out, err := scanAudit(s.w.QueryRowContext(ctx,
 		`INSERT INTO audit_log (at, actor, action, account_id, target, detail)
 		 VALUES (?, ?, ?, ?, ?, ?) RETURNING `+auditCols,
-		fmtTime(orNow(e.At)), e.Actor, e.Action, acct, e.Target, e.Detail))
+		fmtTime(account.OrNow(e.At)), e.Actor, e.Action, acct, e.Target, e.Detail))
 	if err != nil {
 		return account.AuditEntry{}, fmt.Errorf("sqlite: audit: %w", err)
 	}

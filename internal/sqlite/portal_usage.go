@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
 )
@@ -41,21 +40,10 @@ func (s *Store) KeyUsages(ctx context.Context, accountID int64, period string) (
 	return out, rows.Err()
 }
 
-// checkDays refuses days that are not "2006-01-02": the counters' keys
-// compare as text, which is day order only for that form.
-func checkDays(from, to string) error {
-	for _, d := range []string{from, to} {
-		if _, err := time.Parse(time.DateOnly, d); err != nil {
-			return invalid("day %q is not of the form 2006-01-02", d)
-		}
-	}
-	return nil
-}
-
 // DailyUsage lists an account's per-key daily counters for the days
 // from..to, ordered by day then key.
 func (s *Store) DailyUsage(ctx context.Context, accountID int64, from, to string) ([]account.DayUsage, error) {
-	if err := checkDays(from, to); err != nil {
+	if err := account.CheckDays(from, to); err != nil {
 		return nil, err
 	}
 	if err := accountExists(ctx, s.r, accountID); err != nil {
@@ -71,8 +59,8 @@ func (s *Store) DailyUsage(ctx context.Context, accountID int64, from, to string
 // LedgerPage lists an account's entries with ID < before (0: from the
 // newest), newest first, at most limit.
 func (s *Store) LedgerPage(ctx context.Context, accountID, before int64, limit int) ([]account.LedgerEntry, error) {
-	if limit <= 0 || before < 0 {
-		return nil, invalid("a ledger page needs a limit above 0 and a cursor of 0 or more")
+	if err := account.CheckPage(before, limit); err != nil {
+		return nil, err
 	}
 	if err := accountExists(ctx, s.r, accountID); err != nil {
 		return nil, err
@@ -114,8 +102,8 @@ func (s summaryScanner) Scan(dest ...any) error {
 // SQLite folds ASCII letters only) or whose ID or owner email equals q,
 // ordered by ID, with their usage in period; all when q is empty.
 func (s *Store) SearchAccounts(ctx context.Context, q, period string, limit int) ([]account.AccountSummary, error) {
-	if limit <= 0 {
-		return nil, invalid("a search needs a limit above 0")
+	if err := account.CheckListLimit(limit); err != nil {
+		return nil, err
 	}
 	q = strings.TrimSpace(q)
 	id, err := strconv.ParseInt(q, 10, 64)
@@ -137,8 +125,8 @@ func (s *Store) SearchAccounts(ctx context.Context, q, period string, limit int)
 // TopConsumers lists the n accounts with the most queries in period, most
 // first, ties by ID; accounts without usage are absent.
 func (s *Store) TopConsumers(ctx context.Context, period string, n int) ([]account.AccountSummary, error) {
-	if n <= 0 {
-		return nil, invalid("top consumers needs n above 0")
+	if err := account.CheckListLimit(n); err != nil {
+		return nil, err
 	}
 	out, err := queryAll(ctx, s.r, scanSummary(period),
 		`WITH top AS (

@@ -32,10 +32,6 @@ func dbErr(err error) error {
 	return err
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{account.ErrInvalid}, args...)...)
-}
-
 type scanner interface{ Scan(dest ...any) error }
 
 // queryAll runs a query on db and reads every row with scan, as
@@ -224,13 +220,10 @@ func (s *Store) SetTier(ctx context.Context, id int64, tier account.Tier, custom
 
 // CreateKey stores a new key of an existing account.
 func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
-	if k.ID == "" || len(k.Hash) == 0 {
-		return invalid("a key needs an ID and a hash")
+	if err := k.Validate(); err != nil {
+		return err
 	}
-	at := k.CreatedAt
-	if at.IsZero() {
-		at = time.Now()
-	}
+	at := account.OrNow(k.CreatedAt)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := accountExists(ctx, tx, k.AccountID); err != nil {
 			return err
@@ -270,8 +263,8 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (account
 
 // RotateKey replaces a live key's hash; ErrRevoked for a revoked key.
 func (s *Store) RotateKey(ctx context.Context, id string, hash []byte) (account.Key, error) {
-	if len(hash) == 0 {
-		return account.Key{}, invalid("empty hash")
+	if err := account.CheckHash(hash); err != nil {
+		return account.Key{}, err
 	}
 	k, err := scanKey(s.w.QueryRowContext(ctx,
 		"UPDATE api_keys SET hash = ? WHERE id = ? AND revoked_at IS NULL RETURNING "+keyCols,

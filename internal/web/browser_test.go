@@ -135,8 +135,6 @@ func (s *stack) app(t *testing.T, ipv4URL, ipv6URL string) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", pageHandler)
 	mux.Handle("GET "+web.AssetPrefix, pageHandler)
-	mux.Handle("GET /ipv4", web.CrossOrigin(s.pub))
-	mux.Handle("GET /ipv6", web.CrossOrigin(s.pub))
 	mux.Handle("/", s.pub)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16))

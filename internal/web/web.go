@@ -88,7 +88,7 @@ type Options struct {
 	// ("/ipv4", the default, and "/ipv6") or an absolute http(s) URL of a
 	// host with only an A or only an AAAA record
 	// ("https://ipv4.example.com/"); endpoints on another origin must send
-	// Access-Control-Allow-Origin (see CrossOrigin).
+	// Access-Control-Allow-Origin: *, as the server's /ipv4 and /ipv6 do.
 	//
 	// With the same-origin defaults the browser reaches both over the one
 	// connection it chose for the page, so the other family shows as

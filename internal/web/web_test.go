@@ -292,14 +292,6 @@ func TestEmbeddedPageReferencesItsAssets(t *testing.T) {
 	}
 }
 
-func TestCrossOrigin(t *testing.T) {
-	h := CrossOrigin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") }))
-	w := serve(h, "GET", "/ipv4", "203.0.113.7:1", nil)
-	if w.Header().Get("Access-Control-Allow-Origin") != "*" || w.Body.String() != "x" {
-		t.Errorf("%v %q", w.Header(), w.Body)
-	}
-}
-
 func TestContentHashed(t *testing.T) {
 	for name, want := range map[string]bool{
 		"main-VMUAEURJ.js": true, "style-ZQTXCHZX.css": true,

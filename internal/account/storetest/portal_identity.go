@@ -361,6 +361,18 @@ func testSessions(t *testing.T, st account.Store) {
 		t.Fatalf("operator session = %+v, %v", got, err)
 	}
 
+	// A session given without times is stamped when stored: created now,
+	// last seen when created.
+	before := time.Now().Add(-time.Millisecond)
+	stamped := account.Session{ID: "op2", Hash: sha("operator 2"), Kind: account.SessionOperator, CSRF: "c", ExpiresAt: exp}
+	if err := st.CreateSession(ctx(t), stamped); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().Add(time.Millisecond)
+	if got, err := st.SessionByHash(ctx(t), stamped.Hash); err != nil || got.CreatedAt.Before(before) || got.CreatedAt.After(after) || !got.LastSeenAt.Equal(got.CreatedAt) {
+		t.Errorf("a session stored without times = %+v, %v; want created between %v and %v, last seen then", got, err, before, after)
+	}
+
 	// Refused sessions.
 	for _, c := range []struct {
 		what string
@@ -374,6 +386,8 @@ func testSessions(t *testing.T, st account.Store) {
 		{"operator session with owner", account.Session{ID: "x5", Hash: sha("x5"), Kind: account.SessionOperator, OwnerID: o.ID, CSRF: "c", ExpiresAt: exp}, account.ErrInvalid},
 		{"unknown kind", account.Session{ID: "x6", Hash: sha("x6"), Kind: "robot", CSRF: "c", ExpiresAt: exp}, account.ErrInvalid},
 		{"no hash", account.Session{ID: "x7", Kind: account.SessionOperator, CSRF: "c", ExpiresAt: exp}, account.ErrInvalid},
+		{"no CSRF token", account.Session{ID: "x8", Hash: sha("x8"), Kind: account.SessionOperator, ExpiresAt: exp}, account.ErrInvalid},
+		{"no expiry", account.Session{ID: "x9", Hash: sha("x9"), Kind: account.SessionOperator, CSRF: "c"}, account.ErrInvalid},
 	} {
 		isErr(t, "CreateSession("+c.what+")", st.CreateSession(ctx(t), c.se), c.want)
 	}
