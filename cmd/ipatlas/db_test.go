@@ -20,7 +20,7 @@ import (
 func runDBTest(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	getenv := func(k string) string { return env[k] }
+	getenv := withTestSource(env)
 	err = run(t.Context(), append([]string{"ipatlas"}, args...), getenv, strings.NewReader(""), &out, &errOut)
 	return out.String(), errOut.String(), err
 }

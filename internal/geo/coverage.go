@@ -42,13 +42,15 @@ const (
 	GoalCityPlain = 100.0
 )
 
-// FloorCityZh is the share of GoalCityZh's measure that the city name
-// sources reach today: GeoNames' cities500 and CLDR name about 70% of
-// sampled cities outside China, short of the goal, because the rest (data
-// centre towns such as Ashburn, Tokyo's wards) have no Chinese name in
-// them. The report shows the goal missed; the test fails only below this
-// floor, so that a regression shows while the goal waits for a source.
-const FloorCityZh = 65.0
+// FloorCityZh is the share of GoalCityZh's measure below which the test
+// of the real dataset fails even on a sample that may miss the goal by
+// chance: GeoNames' cities500, CLDR and zh-places (GeoNames' alternate
+// names, Who's On First, Natural Earth) name about 83% of sampled cities
+// outside China (83.2% of 23,470 on seed 19), and the test's sample of
+// 1,300 addresses varies by about ±2.2 points, so a share under 79% is a
+// regression, not chance. The rest (Whitehall OH, Doraville, St Leonards
+// NSW, Fornebu) have no Chinese name in any of the sources.
+const FloorCityZh = 79.0
 
 // Names of the coverage measures, in report order.
 const (

@@ -38,6 +38,16 @@ func TestWorldCityTable(t *testing.T) {
 		{"AE", "Dubai", 25.2048, 55.2708, "迪拜"},
 		{"SG", "Singapore", 1.2897, 103.8501, "新加坡"},
 		{"TW", "Taipei", 25.0330, 121.5654, "台北"},
+		// Names from zh-places: GeoNames' alternate names, Who's On
+		// First (Tokyo's wards in kanji, as IP data spells them), Natural
+		// Earth.
+		{"US", "Ashburn", 39.0438, -77.4874, "阿什本"},
+		{"KR", "Seongnam-si", 37.4386, 127.1378, "城南市"},
+		{"EG", "Giza", 30.0081, 31.2109, "吉萨"},
+		{"JP", "Chiyoda City", 35.6940, 139.7536, "千代田区"},
+		{"JP", "Chiyoda-ku", 35.6940, 139.7536, "千代田区"},
+		{"JP", "Chiyoda", 35.6940, 139.7536, "千代田区"},
+		{"JP", "Minato-ku", 35.6581, 139.7516, "港区"},
 
 		// A Sydney 300 km from Sydney is not Sydney.
 		{"AU", "Sydney", -31.0, 149.0, ""},
@@ -49,7 +59,7 @@ func TestWorldCityTable(t *testing.T) {
 		{"JP", "Tokyo", math.NaN(), math.NaN(), "东京"},
 		{"US", "Mountain View", math.NaN(), math.NaN(), ""},
 		// Unknown places, countries and shapes keep their name.
-		{"US", "Ashburn", 39.0438, -77.4874, ""},
+		{"US", "Doraville", 33.8982, -84.2833, ""},
 		{"XX", "Tokyo", 35.6895, 139.6917, ""},
 		{"", "Tokyo", 35.6895, 139.6917, ""},
 		{"JP", "", 35.6895, 139.6917, ""},

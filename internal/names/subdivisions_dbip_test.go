@@ -87,8 +87,10 @@ func TestDBIPSubdivisionCoverage(t *testing.T) {
 	for p, want := range map[pair]string{
 		{"JP", "Tokyo"}:     "东京都",
 		{"BR", "Sao Paulo"}: "圣保罗州",
-		{"KR", "Seoul"}:     "首尔",
+		{"KR", "Seoul"}:     "首尔特别市",
 		{"HK", "Kowloon"}:   "九龙",
+		{"DE", "Bavaria"}:   "巴伐利亚州",
+		{"CA", "Quebec"}:    "魁北克省",
 	} {
 		if networks[p] == 0 {
 			t.Errorf("no network in %s / %s: the data spells it otherwise", p.country, p.province)

@@ -24,9 +24,9 @@ func TestWorldProvince(t *testing.T) {
 		{"BR", "Federal District", "联邦区"},
 		{"KR", "Gyeonggi-do", "京畿道"},
 		{"KR", "Gyeonggi Province", "京畿道"},
-		{"FR", "Île-de-France", "法兰西岛"},
-		{"FR", "ILE DE FRANCE", "法兰西岛"},
-		{"DE", "North Rhine-Westphalia", "北莱茵-威斯特法伦"},
+		{"FR", "Île-de-France", "法兰西岛大区"},
+		{"FR", "ILE DE FRANCE", "法兰西岛大区"},
+		{"DE", "North Rhine-Westphalia", "北莱茵-威斯特法伦州"},
 		{"VN", "Binh Duong Province", "平阳省"},
 		{"VN", "Bình Dương", "平阳省"}, // ư with a second accent
 		{"GB", "England", "英格兰"},

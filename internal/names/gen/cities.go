@@ -53,6 +53,7 @@ type gnPlace struct {
 	forms    []hanForm
 	zh       string // the Simplified name chosen, "" when none
 	cldr     bool   // zh is CLDR's exemplar city
+	from     string // where zh comes from: cities500, cldr, or a source of zh-places
 }
 
 // skippedCodes are the feature codes of places that no longer exist or
@@ -459,6 +460,9 @@ type cityTable struct {
 	places, named, fromCLDR      int
 	cldrMatched, cldrDisagree    int
 	cldrUnmatched, cldrOverrides []string
+	bySource                     map[string]int // named places by the source of the name
+	fromZhPlaces                 []*gnPlace     // the places named from zh-places, sorted
+	zhPlacesExtra                []*gnPlace     // of them, the towns cities500 lacks
 }
 
 // buildCities chooses each place's Chinese name (chooseChinese, then
@@ -474,7 +478,12 @@ type cityTable struct {
 // alternate name by every place with the key, and the lookup tries the
 // former first (London is 伦敦 even though the City of London, 伦敦市,
 // lists "London" among its alternate names).
-func buildCities(places []*gnPlace, exemplars []exemplar) *cityTable {
+//
+// The places that neither names are named from zh-places when zp is
+// given, and its towns that cities500 lacks join the places
+// (nameFromZhPlaces). A Japanese or Korean place's keys then include its
+// names with the suffix of its kind (withKindSuffixes).
+func buildCities(places []*gnPlace, exemplars []exemplar, zp []*zhPlace) *cityTable {
 	for _, p := range places {
 		p.forms = hanForms(p.han)
 	}
@@ -512,10 +521,43 @@ func buildCities(places []*gnPlace, exemplars []exemplar) *cityTable {
 		best.zh, best.cldr = e.zh, true
 	}
 	for _, p := range places {
+		switch {
+		case p.cldr:
+			p.from = "cldr"
+		case p.zh != "":
+			p.from = "cities500"
+		}
+	}
+	if zp != nil {
+		extra, named := nameFromZhPlaces(places, zp)
+		for p, m := range named {
+			p.zh, p.from = m.zh, m.source
+			t.fromZhPlaces = append(t.fromZhPlaces, p)
+		}
+		t.zhPlacesExtra = extra
+		t.fromZhPlaces = append(t.fromZhPlaces, extra...)
+		slices.SortFunc(t.fromZhPlaces, func(a, b *gnPlace) int {
+			return cmp.Or(cmp.Compare(a.country, b.country), cmp.Compare(a.name, b.name), cmp.Compare(a.lat, b.lat), cmp.Compare(a.lon, b.lon))
+		})
+		places = append(slices.Clip(places), extra...)
+		t.places = len(places)
+		clear(byKey)
+		for _, p := range places {
+			if p.zh != "" {
+				p.keys, p.primary = withKindSuffixes(p.country, p.zh, p.keys, p.primary)
+			}
+			for i, k := range p.keys {
+				byKey[ck{p.country, k}] = append(byKey[ck{p.country, k}], keyed{p, i >= p.primary})
+			}
+		}
+	}
+	t.bySource = map[string]int{}
+	for _, p := range places {
 		if p.zh == "" {
 			continue
 		}
 		t.named++
+		t.bySource[p.from]++
 		if p.cldr {
 			t.fromCLDR++
 		}
@@ -583,8 +625,12 @@ const cityKeys = `, sources)
 	fmt.Fprintf(&b, "\n\n// cityRows are the places with a Chinese name, a row for each key, sorted\n// by country and key.\nvar cityRows = [%d]cityRow{\n", len(t.rows))
 	b.Write(rows.Bytes())
 	b.WriteString("}\n")
-	stats := fmt.Sprintf("%d places outside China, %d with a Chinese name (%d of them CLDR's); %d rows, keys %d bytes, names %d bytes; CLDR exemplar cities: %d matched, %d unmatched, %d overriding GeoNames' choice",
-		t.places, t.named, t.fromCLDR, len(t.rows), keys.Len(), zhs.Len(), t.cldrMatched, len(t.cldrUnmatched), t.cldrDisagree)
+	var from []string
+	for _, src := range []string{"cities500", "cldr", "geonames", "wof", "naturalearth"} {
+		from = append(from, fmt.Sprintf("%s %d", src, t.bySource[src]))
+	}
+	stats := fmt.Sprintf("%d places outside China (%d of them towns of zh-places that cities500 lacks), %d with a Chinese name (by source: %s); %d rows, keys %d bytes, names %d bytes; CLDR exemplar cities: %d matched, %d unmatched, %d overriding GeoNames' choice",
+		t.places, len(t.zhPlacesExtra), t.named, strings.Join(from, ", "), len(t.rows), keys.Len(), zhs.Len(), t.cldrMatched, len(t.cldrUnmatched), t.cldrDisagree)
 	return b.Bytes(), stats
 }
 
@@ -609,7 +655,7 @@ func writeLongString(b *bytes.Buffer, s string) {
 }
 
 // writeCities builds cities_gen.go in dir out.
-func writeCities(out, npmDir, registry, zoneinfo string) error {
+func writeCities(out, npmDir, registry, zoneinfo, zhDir string) error {
 	tz, err := loadTZ(zoneinfo)
 	if err != nil {
 		return err
@@ -626,11 +672,19 @@ func writeCities(out, npmDir, registry, zoneinfo string) error {
 	if err != nil {
 		return err
 	}
-	t := buildCities(places, exemplars)
+	zp, err := loadZhPlaces(zhDir)
+	if err != nil {
+		return err
+	}
+	t := buildCities(places, exemplars, zp)
 	sources := fmt.Sprintf(`//   - GeoNames' cities500 (CC BY 4.0, https://www.geonames.org), as
 //     republished by %s;
 //   - the Chinese exemplar cities of CLDR's time zone names (Unicode
-//     licence, https://cldr.unicode.org), %s.`, geonamesPackage, cldrDatesPackage)
+//     licence, https://cldr.unicode.org), %s;
+//   - zh-places (../shared/data/zh-places/%s, SHA-256 of the text %s):
+//     GeoNames' zh alternate names (CC BY 4.0), Who's On First (CC0 and
+//     its sources' licences, https://whosonfirst.org/docs/licenses/) and
+//     Natural Earth's populated places (public domain).`, geonamesPackage, cldrDatesPackage, zhPlacesFile, zhPlacesSHA256)
 	src, stats := emitCities(t, sources)
 	if err := writeGo(filepath.Join(out, "cities_gen.go"), src); err != nil {
 		return err

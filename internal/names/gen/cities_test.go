@@ -80,7 +80,7 @@ func TestBuildCities(t *testing.T) {
 	city := place("City of London", 150_000, 51.5128, -0.0918, []string{"伦敦市"}, "London")
 	small := place("Smallville", 900, 45.0, -100.0, []string{"小镇"}, "Petiteville") // too small for alternate names' rows
 	tab := buildCities([]*gnPlace{springfield, other, lonely, big, london, city, small},
-		[]exemplar{{zone: "America/Springfield", country: "US", key: "springfield", zh: "斯普林菲尔德"}})
+		[]exemplar{{zone: "America/Springfield", country: "US", key: "springfield", zh: "斯普林菲尔德"}}, nil)
 
 	type want struct {
 		radiusKm    float64
@@ -165,7 +165,7 @@ func TestCitiesFromPackages(t *testing.T) {
 	if i := slices.IndexFunc(ex, func(e exemplar) bool { return e.zone == "Asia/Calcutta" }); i < 0 || ex[i].country != "IN" {
 		t.Errorf("Asia/Calcutta, a link of Asia/Kolkata, has no country")
 	}
-	tab := buildCities(places, ex)
+	tab := buildCities(places, ex, nil)
 	byID := map[int]*gnPlace{}
 	for _, p := range places {
 		byID[p.id] = p

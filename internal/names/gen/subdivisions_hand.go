@@ -1,5 +1,10 @@
 package main
 
+import (
+	"strings"
+	"unicode/utf8"
+)
+
 // The hand-written part of the subdivision table: the spellings of the IP
 // data (DB-IP) that no source lists, Chinese names the sources lack or get
 // wrong, and the districts that IP data uses as the first level of places
@@ -12,17 +17,81 @@ package main
 // list, the Macao government's list of parishes), in Simplified
 // characters.
 
-// chineseSuffix is, per country, the word every Chinese name of its
-// first-level subdivisions ends with, but for the codes in except: a
-// source's bare "圣保罗" (the city's name too) becomes the state's
-// "圣保罗州".
-var chineseSuffix = map[string]struct {
-	suffix string
-	except []string
-}{
-	"US": {"州", []string{"DC"}},  // 50 states; 华盛顿哥伦比亚特区
-	"BR": {"州", []string{"DF"}},  // 26 states; 联邦区
-	"MX": {"州", []string{"CMX"}}, // 31 states; 墨西哥城
+// A subdivisionKind is one kind of a country's first-level subdivisions
+// and the word Chinese usage ends its names with: US states and German
+// Länder 州, Canadian provinces 省, Japan's prefectures 都, 道, 府 and 县,
+// Korea's provinces 道 and metropolitan cities 广域市. suffix is "" for a
+// kind named without one (Germany's city-states 柏林 and 汉堡, Britain's
+// countries).
+type subdivisionKind struct {
+	kind, suffix string
+	// codes are the ISO 3166-2 codes (after the country's) of this kind;
+	// nil for the country's main kind, every code no other kind lists.
+	codes []string
+}
+
+// subdivisionKinds is, per country, the kinds of its first-level
+// subdivisions. A source's name of a subdivision is given its kind's
+// suffix (a bare 魁北克 becomes the province's 魁北克省, 圣保罗, the city's
+// name too, the state's 圣保罗州), and loses another kind's (不来梅州, a
+// city-state, is 不来梅); the hand-written names follow it too. A country
+// without an entry keeps the sources' names as they are.
+var subdivisionKinds = map[string][]subdivisionKind{
+	"US": {{"state", "州", nil}, {"federal district", "特区", []string{"DC"}}}, // 华盛顿哥伦比亚特区
+	"BR": {{"state", "州", nil}, {"federal district", "区", []string{"DF"}}},  // 联邦区
+	"MX": {{"state", "州", nil}, {"capital", "", []string{"CMX"}}},           // 墨西哥城
+	"DE": {{"Land", "州", nil}, {"city-state", "", []string{"BE", "HB", "HH"}}},
+	"AU": {{"state", "州", nil}, {"territory", "领地", []string{"ACT", "NT"}}},
+	"CA": {{"province", "省", nil}, {"territory", "地区", []string{"NT", "NU", "YT"}}},
+	"NL": {{"province", "省", nil}},
+	"GB": {{"country", "", nil}}, // 英格兰, 苏格兰, 威尔士, 北爱尔兰
+	"FR": {{"region", "大区", nil}, {"territorial collectivity", "", []string{"COR"}}},
+	"IT": {{"region", "大区", nil}},
+	"ES": {{"autonomous community", "自治区", nil}, {"autonomous city", "", []string{"CE", "ML"}}},
+	"IN": {{"state", "邦", nil}, {"union territory", "", []string{"AN", "CH", "DD", "DL", "DN", "JK", "LD", "PY"}}},
+	"JP": {{"prefecture (ken)", "县", nil}, {"metropolis (to)", "都", []string{"13"}}, {"circuit (dō)", "道", []string{"01"}},
+		{"urban prefecture (fu)", "府", []string{"26", "27"}}},
+	"KR": {{"province", "道", nil}, {"special city", "特别市", []string{"11"}},
+		{"metropolitan city", "广域市", []string{"26", "27", "28", "29", "30", "31"}},
+		{"special self-governing city", "特别自治市", []string{"50"}}},
+}
+
+// subdivisionKindOf is the kind of the subdivision of country cc with ISO
+// 3166-2 code iso (after the country's); ok is false for a country
+// without kinds.
+func subdivisionKindOf(cc, iso string) (k subdivisionKind, ok bool) {
+	kinds, ok := subdivisionKinds[cc]
+	if !ok {
+		return subdivisionKind{}, false
+	}
+	for _, k := range kinds {
+		if contains(k.codes, iso) {
+			return k, true
+		}
+	}
+	for _, k := range kinds {
+		if k.codes == nil {
+			return k, true
+		}
+	}
+	return subdivisionKind{}, false
+}
+
+// withKindSuffix gives zh, the Chinese name of subdivision iso of country
+// cc, the suffix of its kind, in place of another kind's.
+func withKindSuffix(cc, iso, zh string) string {
+	k, ok := subdivisionKindOf(cc, iso)
+	if !ok || k.suffix != "" && strings.HasSuffix(zh, k.suffix) {
+		return zh
+	}
+	for _, other := range subdivisionKinds[cc] {
+		if other.suffix != "" && other.suffix != k.suffix && strings.HasSuffix(zh, other.suffix) &&
+			utf8.RuneCountInString(zh) > utf8.RuneCountInString(other.suffix)+1 {
+			zh = strings.TrimSuffix(zh, other.suffix)
+			break
+		}
+	}
+	return zh + k.suffix
 }
 
 // subdivisionAliases are English spellings of the IP data that no source
@@ -80,6 +149,11 @@ var subdivisionAliases = map[string][]string{
 // subdivisionChinese are Chinese names by ISO 3166-2 code that replace or
 // fill in the sources'.
 var subdivisionChinese = map[string]string{
+	// The regions, not their islands (西西里岛, 撒丁岛, 科西嘉岛).
+	"IT-82":  "西西里大区",
+	"IT-88":  "撒丁大区",
+	"FR-COR": "科西嘉",
+	"JP-15":  "新潟县", // the sources write it with the Japanese 潟 only
 	"US-IL":  "伊利诺伊州",
 	"US-CT":  "康涅狄格州",
 	"US-GA":  "佐治亚州",
@@ -189,6 +263,8 @@ var placesWithoutCode = []struct {
 	english       []string
 	chinese       string
 }{
+	// Korea's Sejong (2012), which the sources' ISO 3166-2 lists lack.
+	{"KR", "KR-50", []string{"Sejong", "Sejong-si", "Sejong City", "Sejong-teukbyeoljachisi"}, "世宗特别自治市"},
 	{"HK", "", []string{"Central and Western", "Central and Western District"}, "中西区"},
 	{"HK", "", []string{"Wan Chai", "Wanchai", "Wan Chai District"}, "湾仔区"},
 	{"HK", "", []string{"Eastern", "Eastern District"}, "东区"},

@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
 
 func TestChineseName(t *testing.T) {
 	for _, c := range []struct{ cc, iso, zh, want string }{
@@ -9,7 +14,15 @@ func TestChineseName(t *testing.T) {
 		{"BR", "DF", "聯邦區", "联邦区"}, // the exception keeps no suffix
 		{"US", "NY", "纽约", "纽约州"},
 		{"US", "DC", "华盛顿哥伦比亚特区", "华盛顿哥伦比亚特区"},
-		{"DE", "BY", "巴伐利亚", "巴伐利亚"}, // no suffix rule for Germany
+		{"DE", "BY", "巴伐利亚", "巴伐利亚州"},       // a Land
+		{"DE", "HB", "不来梅州", "不来梅"},         // a city-state: its city's name
+		{"CA", "QC", "魁北克", "魁北克省"},         // a province
+		{"CA", "YT", "育空", "育空地区"},          // a territory
+		{"JP", "27", "大阪", "大阪府"},           // an urban prefecture
+		{"KR", "11", "首尔", "首尔特别市"},         // the special city
+		{"IN", "JK", "查谟-克什米尔邦", "查谟-克什米尔"}, // a state become a union territory
+		{"GB", "SCT", "苏格兰", "苏格兰"},         // a country: no suffix
+		{"TH", "10", "曼谷", "曼谷"},            // no kinds for Thailand: the source's name
 		{"IR", "04", "錫斯坦－俾路支斯坦省", "锡斯坦-俾路支斯坦省"},
 		{"RU", "MOW", "китайский", ""}, // not Chinese
 		{"RU", "ROS", "罗", ""},         // one character: a fragment
@@ -83,5 +96,63 @@ func TestBuildSubdivisions(t *testing.T) {
 	}
 	if len(tb.ambiguous) != 3 {
 		t.Errorf("ambiguous keys %q, want TW.chiayi, TWchiayi, UZ.tashkent", tb.ambiguous)
+	}
+}
+
+// kindCountries are the ten countries with the most networks in DB-IP Lite
+// (US, BR, DE, GB, NL, FR, AU, IN, IT, ES, in that order, in the
+// 2026-06 city data) and Canada, Japan, Korea and Mexico, with the number
+// of first-level subdivisions the sources list for each.
+var kindCountries = map[string]int{
+	"US": 51, "BR": 27, "DE": 16, "GB": 4, "NL": 12, "FR": 13, "AU": 8, "IN": 36, "IT": 20, "ES": 19,
+	"CA": 13, "JP": 47, "KR": 17, "MX": 32,
+}
+
+// TestSubdivisionKindsFollowed reads the committed subdivision table and
+// checks that every subdivision of kindCountries has a Chinese name that
+// ends with the suffix of its kind (subdivisionKinds), and a kind without
+// one ends with no other kind's: one convention per country, whatever the
+// sources wrote. TestGeneratedTablesCurrent keeps the table the
+// generator's output.
+func TestSubdivisionKindsFollowed(t *testing.T) {
+	b, err := os.ReadFile("../subdivisions_gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, m := range regexp.MustCompile(`\{"[^"]*", "([A-Z]{2})-([A-Z0-9]+)", "([^"]*)"\}`).FindAllStringSubmatch(string(b), -1) {
+		if _, ok := kindCountries[m[1]]; ok {
+			names[m[1]+"-"+m[2]] = m[3]
+		}
+	}
+	count := map[string]int{}
+	for code, zh := range names {
+		cc, iso, _ := strings.Cut(code, "-")
+		count[cc]++
+		k, ok := subdivisionKindOf(cc, iso)
+		if !ok {
+			t.Errorf("%s: no kinds for %s", code, cc)
+			continue
+		}
+		if !strings.HasSuffix(zh, k.suffix) {
+			t.Errorf("%s %s, a %s, does not end in %s", code, zh, k.kind, k.suffix)
+		}
+		for _, other := range subdivisionKinds[cc] {
+			if other.suffix != "" && !strings.HasSuffix(k.suffix, other.suffix) && strings.HasSuffix(zh, other.suffix) {
+				t.Errorf("%s %s, a %s, ends in the %s of a %s", code, zh, k.kind, other.suffix, other.kind)
+			}
+		}
+	}
+	for cc, want := range kindCountries {
+		if count[cc] != want {
+			t.Errorf("%s: %d subdivisions with a Chinese name in the table, want all %d", cc, count[cc], want)
+		}
+		for _, k := range subdivisionKinds[cc] {
+			for _, iso := range k.codes {
+				if _, ok := names[cc+"-"+iso]; !ok {
+					t.Errorf("%s-%s, a %s, has no Chinese name in the table", cc, iso, k.kind)
+				}
+			}
+		}
 	}
 }
