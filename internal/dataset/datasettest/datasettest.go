@@ -106,6 +106,7 @@ type Registry struct {
 	drop      map[string]int64 // package name -> bytes to send before cutting
 	stallPkgs map[string]int64
 	tarGets   map[string]int
+	metaGets  map[string]int
 }
 
 type published struct {
@@ -117,7 +118,7 @@ type published struct {
 func NewRegistry(t testing.TB, pkgs ...Package) *Registry {
 	t.Helper()
 	r := &Registry{pkgs: map[string]published{}, drop: map[string]int64{}, stallPkgs: map[string]int64{},
-		tarGets: map[string]int{}}
+		tarGets: map[string]int{}, metaGets: map[string]int{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.Close)
 	r.URL = r.srv.URL
@@ -171,6 +172,13 @@ func (r *Registry) TarballRequests(name string) int {
 	return r.tarGets[name]
 }
 
+// MetadataRequests counts metadata requests for a package.
+func (r *Registry) MetadataRequests(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.metaGets[name]
+}
+
 // tarballPath is where a package version's tarball is served, as on npm:
 // /@scope/name/-/name-1.2.3.tgz.
 func tarballPath(name, version string) string {
@@ -189,6 +197,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	if name, ok := strings.CutSuffix(strings.TrimPrefix(p, "/"), "/latest"); ok {
 		pub, found := r.pkgs[name]
+		r.metaGets[name]++
 		r.mu.Unlock()
 		if !found {
 			http.Error(w, `{"error":"Not found"}`, http.StatusNotFound)
