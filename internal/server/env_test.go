@@ -18,7 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/api"
+	apidoc "github.com/ipatlas/ipatlas/api"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/servertest"
 	"github.com/ipatlas/ipatlas/internal/sqlite"
@@ -237,9 +237,9 @@ func loadSpecs() {
 		}
 		return &spec{doc: doc, router: router}
 	}
-	pubSpec = load(api.OpenAPI)
+	pubSpec = load(apidoc.OpenAPI)
 	if specErr == nil {
-		admSpec = load(api.AdminOpenAPI)
+		admSpec = load(apidoc.AdminOpenAPI)
 	}
 }
 

@@ -609,10 +609,10 @@ func BenchmarkLimiterTable(b *testing.B) {
 	})
 }
 
-// BenchmarkGuardKeyed is the guard alone on a request with a valid key,
-// every limit on: the second (cached) authentication, the key's bucket
-// and the known-keys table. It is what the limits add to each keyed
-// request.
+// BenchmarkGuardKeyed is the router's limit alone on a request with a
+// valid key, every limit on: the (cached) authentication, the key's
+// bucket and the known-keys table. The handler then finds the key in the
+// exchange without a second authentication.
 func BenchmarkGuardKeyed(b *testing.B) {
 	e := newEnv(b, func(c *Config) {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -621,14 +621,14 @@ func BenchmarkGuardKeyed(b *testing.B) {
 	})
 	_, k := e.customer(b, account.Pro, 0, 10)
 	r, _ := benchRequest("POST", "/api/ip-query", k.Secret)
-	rec := &recorder{ResponseWriter: httptest.NewRecorder(), client: netip.MustParseAddr("203.0.113.7")}
-	if !e.srv.guard(rec, r) {
-		b.Fatal("refused")
+	x := &exchange{ResponseWriter: httptest.NewRecorder(), client: netip.MustParseAddr("203.0.113.7")}
+	if err := e.srv.limit(x, r, byKey); err != nil || !x.caller.identified() {
+		b.Fatal("refused", err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if !e.srv.guard(rec, r) {
-			b.Fatal("refused")
+		if err := e.srv.limit(x, r, byKey); err != nil {
+			b.Fatal("refused", err)
 		}
 	}
 }

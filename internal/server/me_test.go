@@ -182,7 +182,7 @@ func TestMeTableIsBounded(t *testing.T) {
 			t.Fatalf("client %d: %d", i, w.Code)
 		}
 	}
-	if n := s.me.len(); n > 64 {
+	if n := s.api.me.len(); n > 64 {
 		t.Errorf("%d limiters kept, bound 64", n)
 	}
 }

@@ -153,7 +153,10 @@ type Deps struct {
 	DatasetSources DatasetSources
 }
 
-// Server holds both handlers.
+// Server is the shared plumbing of the three surfaces (the public API,
+// the owners' portal, the operators' admin API): settings, dependencies,
+// the client address, the limits, the metrics and the log. Each surface
+// is its own type (api, portal, admin) with its own routes (routes.go).
 type Server struct {
 	cfg     Config
 	deps    Deps
@@ -161,25 +164,16 @@ type Server struct {
 	now     func() time.Time
 	trusted proxies
 	metrics *metrics
-	limits  *limits // nil when every limit is off
-	mux     *http.ServeMux
-	ipv4    string // cfg.IPv4Host, lower case, without a port
-	ipv6    string
-	page    http.Handler                      // GET / for browsers, curl and JSON clients, and the page's assets
-	me      *table[netip.Addr, *rate.Limiter] // GET /api/ip/me's limiters, by client group
-	meRate  rate.Limit
-	meBurst int
+	limits  *limits // nil when every limit of the public API is off
+	// publicOrigin is Config.PublicURL's origin, lower case: a page of
+	// the portal or the console may come from there.
+	publicOrigin string
 
-	adminHash    [sha256.Size]byte                 // SHA-256 of cfg.AdminToken
-	publicOrigin string                            // cfg.PublicURL's origin, lower case
-	signin       *table[netip.Addr, *rate.Limiter] // sign-in failures by client group; nil when off
-	signins      *prometheus.CounterVec            // portal sign-ins by outcome
-	signinRate   rate.Limit
-	signinBurst  int
-	portalPage   http.Handler // GET /account and below
-	consolePage  http.Handler // GET /console and below
+	api    *api
+	portal *portal
+	admin  *admin
 
-	public, admin http.Handler
+	public, adminH http.Handler
 }
 
 // New builds the server. It refuses a setting it cannot use (an invalid
@@ -211,9 +205,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		}
 	}
 	s.trusted = newProxies(cfg.TrustedProxies)
-	s.ipv4, s.ipv6 = normalizeHost(cfg.IPv4Host), normalizeHost(cfg.IPv6Host)
-	if s.ipv4 != "" && s.ipv4 == s.ipv6 {
-		return nil, fmt.Errorf("server: Config.IPv4Host and IPv6Host are both %q; GET / there could answer neither", s.ipv4)
+	s.api = &api{Server: s, ipv4: normalizeHost(cfg.IPv4Host), ipv6: normalizeHost(cfg.IPv6Host)}
+	if s.api.ipv4 != "" && s.api.ipv4 == s.api.ipv6 {
+		return nil, fmt.Errorf("server: Config.IPv4Host and IPv6Host are both %q; GET / there could answer neither", s.api.ipv4)
 	}
 	for name, v := range map[string]float64{"KeyRate": cfg.KeyRate, "AddrRate": cfg.AddrRate, "MeRate": cfg.MeRate} {
 		if v < 0 || math.IsNaN(v) {
@@ -233,7 +227,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			return nil, fmt.Errorf("server: Config.PublicURL %q: want an absolute URL such as https://ip.example.com", cfg.PublicURL)
 		}
 	}
-	s.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
 	if deps.Accounts != nil {
 		if deps.Accounts.AuditFailed == nil {
 			log := s.log
@@ -249,21 +242,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			deps.Accounts.OperatorSessions = cfg.OperatorSessions
 		}
 	}
-	if err := s.newSignin(); err != nil {
-		return nil, err
-	}
 	if s.limits, err = s.newLimits(); err != nil {
 		return nil, err
 	}
-	if err := s.newWeb(); err != nil {
+	if err := s.newSurfaces(); err != nil {
 		return nil, err
 	}
-	public := s.routes()
-	if m, ok := public.(muxHandler); ok {
-		s.mux = m.ServeMux
-	}
-	s.public = s.instrument(s.protect(public), false)
-	s.admin = s.instrument(s.adminRoutes(), true)
+	s.public = s.instrument(s.publicHandler(), false)
+	s.adminH = s.instrument(s.adminHandler(), true)
 	return s, nil
 }
 
@@ -271,7 +257,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.public }
 
 // AdminHandler is the admin API, /metrics, /healthz, /readyz and pprof.
-func (s *Server) AdminHandler() http.Handler { return s.admin }
+func (s *Server) AdminHandler() http.Handler { return s.adminH }
 
 // normalizeHost lowers a host name and drops a port, the form requests'
 // hosts are compared in.
@@ -292,31 +278,50 @@ func normalizeHost(h string) string {
 	return h
 }
 
-// newWeb builds the web page and the limiters of GET /api/ip/me.
-func (s *Server) newWeb() error {
+// newSurfaces builds what each surface holds of its own: the web pages,
+// the limiters of GET /api/ip/me, of sign-ins and of admin tokens.
+func (s *Server) newSurfaces() error {
 	addr := func(r *http.Request) netip.Addr { return clientAddr(r, s.trusted, s.cfg.ForwardedHeader) }
 	page, err := web.Handler(web.Options{ClientAddr: addr, IPv4URL: s.cfg.PageIPv4URL, IPv6URL: s.cfg.PageIPv6URL, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("server: the web page (Config.PageIPv4URL and PageIPv6URL are its Options.IPv4URL and IPv6URL): %w", err)
 	}
-	s.page = page
-	if s.portalPage, err = web.PortalHandler(); err != nil {
-		return fmt.Errorf("server: the portal page: %w", err)
-	}
-	if s.consolePage, err = web.ConsoleHandler(); err != nil {
-		return fmt.Errorf("server: the console page: %w", err)
-	}
-	s.meRate, s.meBurst = rate.Limit(s.cfg.MeRate), s.cfg.MeBurst
-	if s.meRate == 0 {
-		s.meRate = DefaultMeRate
-	}
-	if s.meBurst == 0 {
-		s.meBurst = DefaultMeBurst
-	}
 	size := s.cfg.LimitTableSize
 	if size <= 0 {
 		size = DefaultLimitTableSize
 	}
-	s.me = newTable[netip.Addr, *rate.Limiter](size)
+	a := s.api
+	a.page = page
+	a.meRate, a.meBurst = rate.Limit(s.cfg.MeRate), s.cfg.MeBurst
+	if a.meRate == 0 {
+		a.meRate = DefaultMeRate
+	}
+	if a.meBurst == 0 {
+		a.meBurst = DefaultMeBurst
+	}
+	a.me = newTable[netip.Addr, *rate.Limiter](size)
+
+	p := &portal{Server: s, origin: s.publicOrigin}
+	if p.page, err = web.PortalHandler(); err != nil {
+		return fmt.Errorf("server: the portal page: %w", err)
+	}
+	if p.signins, err = newSignins(s.deps.Registry); err != nil {
+		return err
+	}
+	n, window := s.cfg.SigninFailures, s.cfg.SigninWindow
+	if n == 0 {
+		n = DefaultSigninFailures
+	}
+	if window <= 0 {
+		window = DefaultSigninWindow
+	}
+	p.signin = newFailureLimit(n, window, size)
+	s.portal = p
+
+	ad := &admin{Server: s, hash: sha256.Sum256([]byte(s.cfg.AdminToken))}
+	if ad.page, err = web.ConsoleHandler(); err != nil {
+		return fmt.Errorf("server: the console page: %w", err)
+	}
+	s.admin = ad
 	return nil
 }

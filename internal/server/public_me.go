@@ -35,18 +35,18 @@ var meMeta = ipatlas.Meta{}
 // RateLimitExceeded (429, with Retry-After) past the per-client limit
 // (Config.MeRate), InvalidRequest (400) for an unknown lang,
 // ServiceUnavailable (503) when the lookup fails.
-func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) {
+func (s *api) handleMe(w *exchange, r *http.Request) error {
 	w.Header()["Cache-Control"] = hdrNoStore
 	lang, ok := ipatlas.ParseLang(r.URL.Query().Get("lang"))
 	if !ok {
-		writeError(w, ipatlas.English, ipatlas.CodeInvalidRequest, `lang must be "en" or "zh"`, meMeta)
-		return
+		w.setLang(ipatlas.English)
+		return &apiError{code: ipatlas.CodeInvalidRequest, detail: `lang must be "en" or "zh"`, meta: meMeta}
 	}
-	addr := s.clientOf(w, r)
+	w.setLang(lang)
+	addr := w.client
 	if !addr.IsValid() {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "no client address", slog.String("remote", r.RemoteAddr))
-		writeError(w, lang, ipatlas.CodeInternal, "", meMeta)
-		return
+		return &apiError{code: ipatlas.CodeInternal, meta: meMeta}
 	}
 	addr = addr.Unmap().WithZone("")
 	if b, special := netaddr.Classify(addr); special {
@@ -54,20 +54,18 @@ func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) {
 		if lang == ipatlas.Chinese {
 			name = b.NameZh
 		}
-		writeError(w, lang, ipatlas.CodePrivateIP, addr.String()+" ("+name+")", meMeta)
-		return
+		return &apiError{code: ipatlas.CodePrivateIP, detail: addr.String() + " (" + name + ")", meta: meMeta}
 	}
 	lim := s.me.getOrAdd(clientGroup(addr), func() *rate.Limiter { return rate.NewLimiter(s.meRate, s.meBurst) })
 	if d := take(lim, s.now()); d > 0 {
 		w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(d), 10)}
-		writeError(w, lang, ipatlas.CodeRateLimitExceeded, "", meMeta)
-		return
+		return &apiError{code: ipatlas.CodeRateLimitExceeded, meta: meMeta}
 	}
 	rec, err := s.deps.Geo.Lookup(addr, lang)
 	if err != nil {
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "looking up the caller's address", errAttr(err))
-		writeError(w, lang, ipatlas.CodeServiceUnavailable, "", meMeta)
-		return
+		return &apiError{code: ipatlas.CodeServiceUnavailable, meta: meMeta}
 	}
 	writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: &rec, Meta: meMeta})
+	return nil
 }
