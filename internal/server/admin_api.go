@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
@@ -22,8 +23,9 @@ import (
 // renderCoded; it is for operators and scripts and has no languages.
 type admin struct {
 	*Server
-	hash [sha256.Size]byte // SHA-256 of Config.AdminToken
-	page http.Handler      // GET /console and below
+	hash     [sha256.Size]byte // SHA-256 of Config.AdminToken
+	page     http.Handler      // GET /console and below
+	failures *failureLimit     // wrong admin tokens by client address; nil when off
 }
 
 // KeyList and Ledger are the admin API's collection bodies (SummaryList,
@@ -83,8 +85,10 @@ func (s *admin) require(next handler) handler {
 				if err != nil {
 					return err
 				}
+				// Only the admin listener's own origin: the console is
+				// served here, never from the public listener.
 				if stateChanging(r.Method) {
-					if err := s.checkCSRF(r, sess, s.publicOrigin); err != nil {
+					if err := s.checkCSRF(r, sess, ""); err != nil {
 						return err
 					}
 				}
@@ -98,9 +102,25 @@ func (s *admin) require(next handler) handler {
 	}
 }
 
-// checkToken accepts a request whose bearer is the admin token.
+// checkToken accepts a request whose bearer is the admin token. Wrong
+// tokens are limited per client address like the portal's sign-ins
+// (Config.SigninFailures): past the limit, a request that sends a token
+// gets 429 with Retry-After before its token is compared, so guessing
+// costs the guesser time. A request without Authorization guesses
+// nothing and is not counted.
 func (s *admin) checkToken(w *exchange, r *http.Request) error {
+	_, sent := r.Header["Authorization"]
+	now := s.now()
+	if sent {
+		if wait := s.failures.wait(w.client, now); wait > 0 {
+			return tooMany(w, wait, "too many wrong admin tokens from this address; try again later")
+		}
+	}
 	if !s.adminToken(r) {
+		if sent && s.failures.fail(w.client, now) {
+			s.log.LogAttrs(r.Context(), slog.LevelWarn, "admin: too many wrong admin tokens from this address; it must wait",
+				slog.String("client", addrString(w.client)))
+		}
 		w.Header()["Www-Authenticate"] = []string{`Bearer realm="ipatlas-admin"`}
 		return fail(CodeUnauthorized, "missing or wrong admin token")
 	}

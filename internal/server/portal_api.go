@@ -116,10 +116,17 @@ type portal struct {
 // ownerHandler is a portal handler: it runs for a live owner session.
 type ownerHandler func(w *exchange, r *http.Request, sess account.Session) error
 
-// owner authenticates a portal request by its cookie, applies the CSRF
-// rules to changes, and names the owner's session as the audit actor.
+// owner authenticates a portal request by its cookie, refuses any that a
+// browser marks as coming from another origin (a cross-site GET could
+// otherwise read nothing, but a script's no-cors request could still
+// make a download happen, and the answer to GET /account/api/me holds
+// the CSRF token), applies the CSRF rules to changes, and names the
+// owner's session as the audit actor.
 func (s *portal) owner(next ownerHandler) handler {
 	return func(w *exchange, r *http.Request) error {
+		if !s.sameOrigin(r, s.origin) {
+			return errCrossOrigin
+		}
 		sess, err := s.session(r, ownerCookie, account.SessionOwner)
 		if err != nil {
 			return err

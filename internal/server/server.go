@@ -43,7 +43,8 @@ type Config struct {
 	// mean account.DefaultOwnerSessions's and DefaultOperatorSessions's.
 	OwnerSessions, OperatorSessions account.SessionPolicy
 	// SigninFailures failed portal sign-ins per client address (IPv6: its
-	// /64) are allowed per SigninWindow, refilled gradually; past them
+	// /64) are allowed per SigninWindow, refilled gradually, and as many
+	// wrong admin tokens on the admin listener (counted apart); past them
 	// 429 with Retry-After. 0 means DefaultSigninFailures and
 	// DefaultSigninWindow; negative turns the limit off.
 	SigninFailures int
@@ -318,7 +319,7 @@ func (s *Server) newSurfaces() error {
 	p.signin = newFailureLimit(n, window, size)
 	s.portal = p
 
-	ad := &admin{Server: s, hash: sha256.Sum256([]byte(s.cfg.AdminToken))}
+	ad := &admin{Server: s, hash: sha256.Sum256([]byte(s.cfg.AdminToken)), failures: newFailureLimit(n, window, size)}
 	if ad.page, err = web.ConsoleHandler(); err != nil {
 		return fmt.Errorf("server: the console page: %w", err)
 	}
