@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/dataset"
@@ -105,6 +106,10 @@ func (s setting) env() string { return envName(s.name) }
 // serveSettings is the one table of serve's configuration: --help, the
 // environment, the config file and the README are all generated from or
 // checked against it.
+// minAdminToken is the shortest admin token serve accepts, in characters:
+// 32 hex digits are 128 bits.
+const minAdminToken = 32
+
 var serveSettings = []setting{
 	{name: "listen", arg: "ADDR", def: ":8080", usage: "public API address; \"[::]:PORT\" or \":PORT\" listen on IPv4 and IPv6",
 		apply: func(c *serveConfig, v []string) error { c.Listen = v[0]; return checkAddr(v[0]) }},
@@ -113,7 +118,15 @@ var serveSettings = []setting{
 	{name: "addr-file", arg: "PATH", usage: "once both listeners are bound, write their addresses to PATH as JSON {\"public\": \"HOST:PORT\", \"admin\": \"HOST:PORT\"} (atomically; removed on exit), for a supervisor that asks for port 0 (--listen 127.0.0.1:0); the server is ready when the admin listener's /readyz answers 200",
 		apply: func(c *serveConfig, v []string) error { c.AddrFile = v[0]; return nil }},
 	{name: "admin-token", arg: "TOKEN", usage: "bearer token of the admin API; prefer the environment variable to the flag, which other users can see in ps (default: read from, or generated once into, DATA-DIR/admin-token)",
-		apply: func(c *serveConfig, v []string) error { c.AdminToken = v[0]; return nil }},
+		apply: func(c *serveConfig, v []string) error {
+			// A short token is guessed; the admin API also slows guessing
+			// down per address, but length is what makes it hopeless.
+			if n := utf8.RuneCountInString(v[0]); n > 0 && n < minAdminToken {
+				return fmt.Errorf("%d characters; the admin token must have at least %d (generate one with 'openssl rand -hex 32', or leave it unset to have one generated into DATA-DIR/admin-token)", n, minAdminToken)
+			}
+			c.AdminToken = v[0]
+			return nil
+		}},
 	{name: "data-dir", arg: "DIR", def: "$XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas", usage: "directory of the geolocation dataset",
 		apply: func(c *serveConfig, v []string) error { c.DataDir = v[0]; return nil }},
 	{name: "store", arg: "DSN", def: "sqlite:DATA-DIR/ipatlas.db", usage: "account store: sqlite:PATH or postgres://USER:PASSWORD@HOST/DB (prefer the environment variable for a DSN with a password)",
@@ -282,7 +295,7 @@ var serveSettings = []setting{
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.OperatorSessions.Idle })},
 	{name: "console-session-max", arg: "DURATION", def: shortDuration(account.DefaultOperatorSessions.Max), usage: "how long a console session lasts at most, however active",
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.OperatorSessions.Max })},
-	{name: "signin-failures", arg: "N", def: strconv.Itoa(server.DefaultSigninFailures), usage: "failed portal sign-ins one client address (an IPv6 client: its /64) may make per --signin-window before it must wait (429 with Retry-After); 0 turns the limit off",
+	{name: "signin-failures", arg: "N", def: strconv.Itoa(server.DefaultSigninFailures), usage: "failed portal sign-ins, and wrong admin tokens, one client address (an IPv6 client: its /64) may make per --signin-window before it must wait (429 with Retry-After); 0 turns the limit off",
 		apply: intSetting(0, func(c *serveConfig) *int { return &c.SigninFailures })},
 	{name: "signin-window", arg: "DURATION", def: shortDuration(server.DefaultSigninWindow), usage: "the time over which --signin-failures are allowed, refilled gradually",
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.SigninWindow })},

@@ -41,7 +41,7 @@ func TestServeSlowClients(t *testing.T) {
 	storePath := filepath.Join(t.TempDir(), "s.db")
 	// The abuse limits are off so that what is measured is the effect of
 	// the slow clients alone.
-	const token = "slow-test-token"
+	const token = "slow-test-token-for-the-serve-tests"
 	s := startServe(t, nil, serveArgs(fx.dir, storePath,
 		"--read-header-timeout", slowTimeout.String(), "--read-timeout", slowTimeout.String(),
 		"--key-rate", "0", "--addr-rate", "0", "--admin-token", token)...)
