@@ -64,7 +64,9 @@ type serveConfig struct {
 	MeterMaxDelay time.Duration
 	MeterMaxBatch int
 
-	// Abuse limits, passed to server.Config as they are (0 turns one off).
+	// Abuse limits, passed to server.Config as they are: as with every
+	// setting, 0 turns one off, and the flags' defaults are the
+	// server.Default* values.
 	KeyRate           float64
 	KeyBurst          int
 	AddrRate          float64
@@ -72,6 +74,8 @@ type serveConfig struct {
 	AuthFailures      int
 	AuthFailureWindow time.Duration
 	AuthMaxBackoff    time.Duration
+	MeRate            float64
+	MeBurst           int
 	LimitTableSize    int
 
 	PageIPv4URL, PageIPv6URL string // where the web page asks for each family; "" is /ipv4, /ipv6
@@ -236,7 +240,7 @@ var serveSettings = []setting{
 		}},
 	{name: "shutdown-timeout", arg: "DURATION", def: "15s", usage: "on SIGINT/SIGTERM, how long in-flight requests may take to finish",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.ShutdownTimeout })},
-	{name: "key-cache-ttl", arg: "DURATION", def: "5s", usage: "how long an authenticated key is remembered; 0 turns the cache off (revocation stays exact: every charge re-checks the key)",
+	{name: "key-cache-ttl", arg: "DURATION", def: shortDuration(account.DefaultKeyCacheTTL), usage: "how long an authenticated key is remembered; 0 turns the cache off (revocation stays exact: every charge re-checks the key)",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.KeyCacheTTL })},
 	{name: "meter-max-delay", arg: "DURATION", def: "2ms", usage: "longest a charge waits for its group commit",
 		apply: func(c *serveConfig, v []string) error {
@@ -271,6 +275,10 @@ var serveSettings = []setting{
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.AuthFailureWindow })},
 	{name: "auth-max-backoff", arg: "DURATION", def: shortDuration(server.DefaultAuthMaxBackoff), usage: "longest wait imposed on an address that keeps sending rejected keys",
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.AuthMaxBackoff })},
+	{name: "me-rate", arg: "N", def: strconv.FormatFloat(server.DefaultMeRate, 'g', -1, 64), usage: "lookups per second one client address (an IPv6 client: its /64) may make, sustained, of its own location (GET /api/ip/me, the web page's map); 0 turns the limit off",
+		apply: rateSetting(func(c *serveConfig) *float64 { return &c.MeRate })},
+	{name: "me-burst", arg: "N", def: strconv.Itoa(server.DefaultMeBurst), usage: "lookups of its own location one client address may make at once before --me-rate applies",
+		apply: intSetting(1, func(c *serveConfig) *int { return &c.MeBurst })},
 	{name: "limit-table-size", arg: "N", def: strconv.Itoa(server.DefaultLimitTableSize), usage: "keys and addresses each limit remembers (least recently seen forgotten first; about 250 bytes each)",
 		apply: intSetting(1, func(c *serveConfig) *int { return &c.LimitTableSize })},
 	{name: "page-ipv4-url", arg: "URL", usage: "where the web page at GET / asks for the visitor's IPv4 address: a path on this origin or the http(s) URL of a host with only an A record (default /ipv4)",

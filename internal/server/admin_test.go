@@ -42,9 +42,9 @@ func wantAdminError(t *testing.T, r resp, status int, code Code) {
 }
 
 func TestAdminAuth(t *testing.T) {
-	// Without the limit on wrong tokens per address, which
-	// TestAdminTokenLimit tests: here every wrong token is a 401.
-	e := newEnv(t, func(c *Config) { c.SigninFailures = -1 })
+	// Without the limit on wrong tokens per address (off unless set),
+	// which TestAdminTokenLimit tests: here every wrong token is a 401.
+	e := newEnv(t)
 	for _, tc := range []struct {
 		name, auth string
 	}{

@@ -83,11 +83,14 @@ func newEnv(t testing.TB, configure ...func(*Config)) *env {
 	store, engine, svc, meter, now := p.Store, p.Geo, p.Accounts, p.Meter, p.Now
 
 	e := &env{store: store, svc: svc, meter: meter, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	// No limit is on unless a test turns it on; their tables are the
+	// default size.
 	cfg := Config{
-		AdminToken: testAdminToken,
-		Version:    "test-1.2.3",
-		Logger:     slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:        now,
+		LimitTableSize: DefaultLimitTableSize,
+		AdminToken:     testAdminToken,
+		Version:        "test-1.2.3",
+		Logger:         slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:            now,
 	}
 	for _, c := range configure {
 		c(&cfg)

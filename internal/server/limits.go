@@ -68,17 +68,14 @@ const authBackoffBase = time.Second
 func (s *Server) newLimits() (*limits, error) {
 	c := s.cfg
 	size := c.LimitTableSize
-	if size <= 0 {
-		size = DefaultLimitTableSize
-	}
 	l := &limits{}
 	on := false
 	if c.KeyRate > 0 {
-		l.keys, l.keyRate, l.keyBurst = newTable[string, *rate.Limiter](size), rate.Limit(c.KeyRate), burstOf(c.KeyRate, c.KeyBurst)
+		l.keys, l.keyRate, l.keyBurst = newTable[string, *rate.Limiter](size), rate.Limit(c.KeyRate), c.KeyBurst
 		on = true
 	}
 	if c.AddrRate > 0 {
-		l.addrs, l.addrRate, l.addrBurst = newTable[netip.Addr, *rate.Limiter](size), rate.Limit(c.AddrRate), burstOf(c.AddrRate, c.AddrBurst)
+		l.addrs, l.addrRate, l.addrBurst = newTable[netip.Addr, *rate.Limiter](size), rate.Limit(c.AddrRate), c.AddrBurst
 		on = true
 	}
 	if c.AuthFailures > 0 {
@@ -86,12 +83,6 @@ func (s *Server) newLimits() (*limits, error) {
 		l.good = newTable[[sha256.Size]byte, struct{}](size)
 		l.maxFails = c.AuthFailures
 		l.window, l.maxBackoff = c.AuthFailureWindow, c.AuthMaxBackoff
-		if l.window <= 0 {
-			l.window = DefaultAuthFailureWindow
-		}
-		if l.maxBackoff <= 0 {
-			l.maxBackoff = DefaultAuthMaxBackoff
-		}
 		on = true
 	}
 	if !on {
@@ -109,13 +100,6 @@ func (s *Server) newLimits() (*limits, error) {
 		l.refused.WithLabelValues(v)
 	}
 	return l, nil
-}
-
-func burstOf(r float64, b int) int {
-	if b > 0 {
-		return b
-	}
-	return max(1, int(math.Ceil(r)))
 }
 
 // clientGroup is what a client is limited by: its IPv4 address, or the /64

@@ -55,10 +55,11 @@ func newPortalEnv(t *testing.T, schema string, clk *clock, configure ...func(*Co
 	}
 	e := &env{store: p.Store, svc: svc, meter: meter, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	cfg := Config{
-		AdminToken: testAdminToken,
-		Version:    "test-1.2.3",
-		Logger:     slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:        clk.Now,
+		LimitTableSize: DefaultLimitTableSize,
+		AdminToken:     testAdminToken,
+		Version:        "test-1.2.3",
+		Logger:         slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:            clk.Now,
 	}
 	for _, c := range configure {
 		c(&cfg)
@@ -236,9 +237,8 @@ func TestPortalSignIn(t *testing.T) {
 
 func TestPortalSessionExpiry(t *testing.T) {
 	onStores(t, func(t *testing.T, mk func(...func(*Config)) *portalEnv) {
-		e := mk(func(c *Config) {
-			c.OwnerSessions = account.SessionPolicy{Idle: time.Hour, Max: 3 * time.Hour}
-		})
+		e := mk()
+		e.svc.OwnerSessions = account.SessionPolicy{Idle: time.Hour, Max: 3 * time.Hour}
 		_, email := e.owner(t, "Expiring")
 
 		idle := e.signIn(t, email)
@@ -368,7 +368,7 @@ func TestPortalOwnerBackoff(t *testing.T) {
 	// address. A locked owner is answered exactly as any other failure
 	// (401, no Retry-After), even with the right password: a different
 	// answer would tell a stranger that the email has an account.
-	e := newPortalEnv(t, "", nil, func(c *Config) { c.SigninFailures = -1 })
+	e := newPortalEnv(t, "", nil) // no sign-in limit per address
 	_, email := e.owner(t, "Locked")
 	signin := func(email, password string, i int) resp {
 		return e.do(t, req{method: "POST", path: "/account/api/signin", body: `{"email":"` + email + `","password":"` + password + `"}`, remote: "198.51.100." + strconv.Itoa(i+1) + ":1"})

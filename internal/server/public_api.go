@@ -27,9 +27,9 @@ var (
 // envelope (renderAPI).
 type api struct {
 	*Server
-	ipv4, ipv6 string       // Config.IPv4Host and IPv6Host, lower case, without a port
-	page       http.Handler // GET / for browsers, curl and JSON clients, and the page's assets
-	me         *table[netip.Addr, *rate.Limiter]
+	ipv4, ipv6 string                            // Config.IPv4Host and IPv6Host, lower case, without a port
+	page       http.Handler                      // GET / for browsers, curl and JSON clients, and the page's assets
+	me         *table[netip.Addr, *rate.Limiter] // GET /api/ip/me's limiters by client group; nil when off
 	meRate     rate.Limit
 	meBurst    int
 }

@@ -10,7 +10,8 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults of Config.MeRate and MeBurst: a page load costs one lookup, so
+// Defaults of Config.MeRate and MeBurst, for `ipatlas serve`'s flags: a
+// page load costs one lookup, so
 // ten in a burst and then one every six seconds is generous for people and
 // useless for harvesting (a caller can only ever learn its own location).
 const (
@@ -56,10 +57,12 @@ func (s *api) handleMe(w *exchange, r *http.Request) error {
 		}
 		return &apiError{code: ipatlas.CodePrivateIP, detail: addr.String() + " (" + name + ")", meta: meMeta}
 	}
-	lim := s.me.getOrAdd(clientGroup(addr), func() *rate.Limiter { return rate.NewLimiter(s.meRate, s.meBurst) })
-	if d := take(lim, s.now()); d > 0 {
-		w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(d), 10)}
-		return &apiError{code: ipatlas.CodeRateLimitExceeded, meta: meMeta}
+	if s.me != nil {
+		lim := s.me.getOrAdd(clientGroup(addr), func() *rate.Limiter { return rate.NewLimiter(s.meRate, s.meBurst) })
+		if d := take(lim, s.now()); d > 0 {
+			w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(d), 10)}
+			return &apiError{code: ipatlas.CodeRateLimitExceeded, meta: meMeta}
+		}
 	}
 	rec, err := s.deps.Geo.Lookup(addr, lang)
 	if err != nil {

@@ -305,7 +305,9 @@ func TestKeysHashedAtRest(t *testing.T) {
 // crypto/subtle.ConstantTimeCompare; the hashes have a fixed length, so
 // the comparison takes the same time for every wrong secret.)
 func TestWrongSecretRejected(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.AuthFailures = 1000 }) // the backoff is on, not reached
+	e := newEnv(t, func(c *Config) { // the backoff is on, not reached
+		c.AuthFailures, c.AuthFailureWindow, c.AuthMaxBackoff = 1000, DefaultAuthFailureWindow, DefaultAuthMaxBackoff
+	})
 	_, k := e.customer(t, account.Pro, 0, 100)
 	sep := strings.LastIndexByte(k.Secret, '_')
 	variants := func() []string {
@@ -358,7 +360,7 @@ func TestNoSecretsInLogs(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		c.KeyRate, c.KeyBurst = 1, 2
 		c.AddrRate, c.AddrBurst = 1, 2
-		c.AuthFailures = 2
+		c.AuthFailures, c.AuthFailureWindow, c.AuthMaxBackoff = 2, DefaultAuthFailureWindow, DefaultAuthMaxBackoff
 	})
 	acct := decode[account.Account](t, e.adminCall(t, "POST", "/admin/accounts", `{"name":"acme","tier":"pro"}`))
 	var secrets []string

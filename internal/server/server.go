@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,13 @@ import (
 )
 
 // Config holds the server's settings.
+//
+// One rule for every number here: 0 turns its feature off, and no zero
+// stands for a default. A limit that is on needs each of its numbers
+// (its burst, window, backoff, and LimitTableSize), and New refuses one
+// left at 0 rather than guess. The Default* constants are the values
+// `ipatlas serve` passes unless told otherwise, so a Config literal gets
+// only the limits it sets.
 type Config struct {
 	TrustedProxies []netip.Prefix // peers whose X-Forwarded-For / Forwarded headers are believed
 	IPv4Host       string         // host name answering GET / with the caller's IPv4 address
@@ -38,17 +46,12 @@ type Config struct {
 	// API makes; empty, the links are bare paths for the operator to
 	// complete. Its origin is also accepted as a portal request's Origin.
 	PublicURL string
-	// OwnerSessions and OperatorSessions bound portal and console
-	// sessions (account.Service's fields of the same names); zero fields
-	// mean account.DefaultOwnerSessions's and DefaultOperatorSessions's.
-	OwnerSessions, OperatorSessions account.SessionPolicy
 	// SigninFailures failed portal sign-ins per client address (IPv6: its
 	// /64) are allowed per SigninWindow, refilled gradually, and as many
 	// wrong admin tokens on the admin listener (counted apart); past them
-	// 429 with Retry-After. 0 means DefaultSigninFailures and
-	// DefaultSigninWindow; negative turns the limit off.
+	// 429 with Retry-After. 0 turns the limit off.
 	SigninFailures int
-	SigninWindow   time.Duration
+	SigninWindow   time.Duration // required when SigninFailures is on
 	Version        string
 	Logger         *slog.Logger
 	Now            func() time.Time
@@ -81,7 +84,7 @@ type Config struct {
 	// count, so nobody can spend another key's bucket. A request over it
 	// gets 429 RateLimitExceeded ("burst rate exceeded, retry in N s")
 	// with Retry-After, before its body is read, and is never charged.
-	// KeyRate 0 turns it off; KeyBurst <= 0 means ceil(KeyRate).
+	// KeyRate 0 turns it off; KeyBurst is required when it is on.
 	KeyRate  float64
 	KeyBurst int
 
@@ -91,7 +94,7 @@ type Config struct {
 	// HEAD /api/ip/myip, /ipv4, /ipv6, /api/ping, and / on the IPv4 and
 	// IPv6 hosts. Over it: 429 with Retry-After, plain text on the
 	// plain-text endpoints, the JSON envelope on the others. AddrRate 0
-	// turns it off; AddrBurst <= 0 means ceil(AddrRate).
+	// turns it off; AddrBurst is required when it is on.
 	AddrRate  float64
 	AddrBurst int
 
@@ -107,13 +110,13 @@ type Config struct {
 	// address, never to a key. Failures are forgotten after
 	// AuthFailureWindow without one. 0 turns it off.
 	AuthFailures      int
-	AuthFailureWindow time.Duration // 0 means DefaultAuthFailureWindow
-	AuthMaxBackoff    time.Duration // 0 means DefaultAuthMaxBackoff
+	AuthFailureWindow time.Duration // required when AuthFailures is on
+	AuthMaxBackoff    time.Duration // required when AuthFailures is on
 
 	// MeRate and MeBurst are a token bucket per client address (IPv6: its
 	// /64) on GET /api/ip/me, which costs a lookup per request: MeRate
-	// lookups per second sustained, MeBurst at once. 0 means DefaultMeRate
-	// and DefaultMeBurst; this limit is never off.
+	// lookups per second sustained, MeBurst at once. MeRate 0 turns it
+	// off; MeBurst is required when it is on.
 	MeRate  float64
 	MeBurst int
 
@@ -121,7 +124,7 @@ type Config struct {
 	// addresses, keys seen to authenticate, the addresses of GET
 	// /api/ip/me); the least recently used entry
 	// is forgotten first and starts afresh when it returns. About 250
-	// bytes an entry. 0 means DefaultLimitTableSize.
+	// bytes an entry. Required when any limit is on.
 	LimitTableSize int
 }
 
@@ -210,13 +213,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.api.ipv4 != "" && s.api.ipv4 == s.api.ipv6 {
 		return nil, fmt.Errorf("server: Config.IPv4Host and IPv6Host are both %q; GET / there could answer neither", s.api.ipv4)
 	}
-	for name, v := range map[string]float64{"KeyRate": cfg.KeyRate, "AddrRate": cfg.AddrRate, "MeRate": cfg.MeRate} {
-		if v < 0 || math.IsNaN(v) {
-			return nil, fmt.Errorf("server: Config.%s %v: want a rate of 0 or more", name, v)
-		}
-	}
-	if cfg.MeBurst < 0 {
-		return nil, fmt.Errorf("server: Config.MeBurst %d is negative", cfg.MeBurst)
+	if err := checkLimits(cfg); err != nil {
+		return nil, err
 	}
 	m, err := newMetrics(s.deps.Registry)
 	if err != nil {
@@ -228,21 +226,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			return nil, fmt.Errorf("server: Config.PublicURL %q: want an absolute URL such as https://ip.example.com", cfg.PublicURL)
 		}
 	}
-	if deps.Accounts != nil {
-		if deps.Accounts.AuditFailed == nil {
-			log := s.log
-			deps.Accounts.AuditFailed = func(e account.AuditEntry, err error) {
-				log.Error("audit: an entry could not be written after its change was made",
-					"action", e.Action, "actor", e.Actor, "account_id", e.AccountID, "target", e.Target, "detail", e.Detail, "err", err.Error())
-			}
-		}
-		if cfg.OwnerSessions != (account.SessionPolicy{}) {
-			deps.Accounts.OwnerSessions = cfg.OwnerSessions
-		}
-		if cfg.OperatorSessions != (account.SessionPolicy{}) {
-			deps.Accounts.OperatorSessions = cfg.OperatorSessions
-		}
-	}
 	if s.limits, err = s.newLimits(); err != nil {
 		return nil, err
 	}
@@ -252,6 +235,44 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.public = s.instrument(s.publicHandler(), false)
 	s.adminH = s.instrument(s.adminHandler(), true)
 	return s, nil
+}
+
+// checkLimits refuses a negative or NaN number, and a limit that is on
+// without each of its numbers (see Config).
+func checkLimits(c Config) error {
+	var errs []error
+	for name, v := range map[string]float64{
+		"KeyRate": c.KeyRate, "AddrRate": c.AddrRate, "MeRate": c.MeRate,
+		"KeyBurst": float64(c.KeyBurst), "AddrBurst": float64(c.AddrBurst), "MeBurst": float64(c.MeBurst),
+		"AuthFailures": float64(c.AuthFailures), "AuthFailureWindow": float64(c.AuthFailureWindow), "AuthMaxBackoff": float64(c.AuthMaxBackoff),
+		"SigninFailures": float64(c.SigninFailures), "SigninWindow": float64(c.SigninWindow), "LimitTableSize": float64(c.LimitTableSize),
+	} {
+		if v < 0 || math.IsNaN(v) {
+			errs = append(errs, fmt.Errorf("server: Config.%s %v: want 0 (off) or more", name, v))
+		}
+	}
+	need := func(on bool, limit, name string, v int64) {
+		if on && v == 0 {
+			errs = append(errs, fmt.Errorf("server: Config.%s is on but Config.%s is 0; set it (Default%s is the usual value) or turn the limit off", limit, name, name))
+		}
+	}
+	need(c.KeyRate > 0, "KeyRate", "KeyBurst", int64(c.KeyBurst))
+	need(c.AddrRate > 0, "AddrRate", "AddrBurst", int64(c.AddrBurst))
+	need(c.AuthFailures > 0, "AuthFailures", "AuthFailureWindow", int64(c.AuthFailureWindow))
+	need(c.AuthFailures > 0, "AuthFailures", "AuthMaxBackoff", int64(c.AuthMaxBackoff))
+	need(c.MeRate > 0, "MeRate", "MeBurst", int64(c.MeBurst))
+	need(c.SigninFailures > 0, "SigninFailures", "SigninWindow", int64(c.SigninWindow))
+	for _, on := range []struct {
+		name string
+		on   bool
+	}{{"KeyRate", c.KeyRate > 0}, {"AddrRate", c.AddrRate > 0}, {"AuthFailures", c.AuthFailures > 0}, {"MeRate", c.MeRate > 0}, {"SigninFailures", c.SigninFailures > 0}} {
+		if on.on && c.LimitTableSize == 0 {
+			need(true, on.name, "LimitTableSize", 0)
+			break
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
 }
 
 // Handler is the public API.
@@ -288,19 +309,12 @@ func (s *Server) newSurfaces() error {
 		return fmt.Errorf("server: the web page (Config.PageIPv4URL and PageIPv6URL are its Options.IPv4URL and IPv6URL): %w", err)
 	}
 	size := s.cfg.LimitTableSize
-	if size <= 0 {
-		size = DefaultLimitTableSize
-	}
 	a := s.api
 	a.page = page
-	a.meRate, a.meBurst = rate.Limit(s.cfg.MeRate), s.cfg.MeBurst
-	if a.meRate == 0 {
-		a.meRate = DefaultMeRate
+	if s.cfg.MeRate > 0 {
+		a.meRate, a.meBurst = rate.Limit(s.cfg.MeRate), s.cfg.MeBurst
+		a.me = newTable[netip.Addr, *rate.Limiter](size)
 	}
-	if a.meBurst == 0 {
-		a.meBurst = DefaultMeBurst
-	}
-	a.me = newTable[netip.Addr, *rate.Limiter](size)
 
 	p := &portal{Server: s, origin: s.publicOrigin}
 	if p.page, err = web.PortalHandler(); err != nil {
@@ -310,12 +324,6 @@ func (s *Server) newSurfaces() error {
 		return err
 	}
 	n, window := s.cfg.SigninFailures, s.cfg.SigninWindow
-	if n == 0 {
-		n = DefaultSigninFailures
-	}
-	if window <= 0 {
-		window = DefaultSigninWindow
-	}
 	p.signin = newFailureLimit(n, window, size)
 	s.portal = p
 

@@ -35,10 +35,12 @@ const (
 	csrfHeader    = "X-CSRF-Token"
 )
 
-// Sign-in failures per client address (IPv6: its /64): a token bucket of
-// DefaultSigninFailures tokens refilled over DefaultSigninWindow; each
-// failure spends one, and an address without a token is answered 429
-// before its password is checked. The per-owner backoff is the service's.
+// Defaults of Config.SigninFailures and SigninWindow, for `ipatlas
+// serve`'s flags. Sign-in failures per client address (IPv6: its /64)
+// are a token bucket of SigninFailures tokens refilled over SigninWindow;
+// each failure spends one, and an address without a token is answered
+// 429 before its password is checked. The per-owner backoff is the
+// service's.
 const (
 	DefaultSigninFailures = 10
 	DefaultSigninWindow   = 15 * time.Minute
