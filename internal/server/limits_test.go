@@ -638,7 +638,7 @@ func BenchmarkGuardKeyed(b *testing.B) {
 	}
 }
 
-// TestLimitsWithStoreDown: when the store cannot answer, the guard lets
+// TestLimitsWithStoreDown: when the store cannot answer, the router's limits let
 // the handler say so (503), client mistakes stay 400, and a key that could
 // not be checked is not a rejected key: the address is never slowed down
 // for the store's fault.

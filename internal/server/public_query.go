@@ -65,7 +65,7 @@ func (s *api) uncharged(ctx context.Context, w *exchange, meta *ipatlas.Meta, co
 	return &apiError{code: code, detail: detail, meta: *meta}
 }
 
-// bodyLang reads the lang a body names, and tells the recorder (for a 500
+// bodyLang reads the lang a body names, and tells the exchange (for a 500
 // after a panic).
 func bodyLang(w *exchange, raw string) (ipatlas.Lang, *bodyError) {
 	l, ok := ipatlas.ParseLang(raw)

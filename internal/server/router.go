@@ -142,13 +142,16 @@ func (rt *router) finish(areas ...area) {
 }
 
 func (rt *router) unmatched(e *routeError) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := rt.areaOf(r.URL.Path)
+	hs := make([]http.Handler, len(rt.areas))
+	for i, a := range rt.areas {
 		h := notMatched(e)
 		if a.wrap != nil {
 			h = a.wrap(h)
 		}
-		rt.adapt(a.render, unlimited, h).ServeHTTP(w, r)
+		hs[i] = rt.adapt(a.render, unlimited, h)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hs[rt.areaOf(r.URL.Path)].ServeHTTP(w, r)
 	})
 }
 
@@ -163,13 +166,15 @@ func notMatched(e *routeError) handler {
 	}
 }
 
-func (rt *router) areaOf(path string) area {
-	for _, a := range rt.areas {
+// areaOf is the index of the first area that matches path; the last
+// area answers when none does.
+func (rt *router) areaOf(path string) int {
+	for i, a := range rt.areas {
 		if a.match(path) {
-			return a
+			return i
 		}
 	}
-	return area{match: anyPath, render: rt.areas[len(rt.areas)-1].render}
+	return len(rt.areas) - 1
 }
 
 // notFound and notAllowed are the router's answers for a handler that
