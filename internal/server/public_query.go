@@ -31,7 +31,9 @@ var errNoKey = errors.New("no bearer key")
 
 var queryPool = sync.Pool{New: func() any { return new(ipatlas.QueryRequest) }}
 
-func (c *caller) identified() bool { return c.err == nil }
+// identified reports whether the key was accepted. The zero caller (a
+// route that takes no key) is not identified.
+func (c *caller) identified() bool { return c.err == nil && c.key.ID != "" }
 
 // bearer extracts the key of an "Authorization: Bearer <key>" header. The
 // scheme is case-insensitive (RFC 9110 section 11.1).
