@@ -50,7 +50,7 @@ func TestFetchKilled(t *testing.T) {
 
 	// A server on the data dir, queried all along. Before the last fetch
 	// every answer must be the old data's; after it, old or new.
-	const token = "fetch-kill-token"
+	const token = "fetch-kill-token-for-the-serve-tests"
 	s := startServe(t, nil, serveArgs(dir, filepath.Join(t.TempDir(), "s.db"), "--key-rate", "0", "--admin-token", token)...)
 	var acct struct {
 		ID int64 `json:"id"`

@@ -120,11 +120,20 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 			err = errors.Join(err, fmt.Errorf("closing store: %w", cerr))
 		}
 	}()
-	ttl := cfg.KeyCacheTTL
-	if ttl == 0 {
-		ttl = -1 // the Service reads 0 as its default and a negative TTL as off
+	svc, err := account.NewService(store, account.Options{
+		Now:              time.Now,
+		KeyCacheTTL:      cfg.KeyCacheTTL,
+		KeyCacheSize:     account.DefaultKeyCacheSize,
+		OwnerSessions:    cfg.OwnerSessions,
+		OperatorSessions: cfg.OperatorSessions,
+		AuditFailed: func(e account.AuditEntry, err error) {
+			log.Error("audit: an entry could not be written after its change was made",
+				"action", e.Action, "actor", e.Actor, "account_id", e.AccountID, "target", e.Target, "detail", e.Detail, "err", err.Error())
+		},
+	})
+	if err != nil {
+		return usageError(err.Error())
 	}
-	svc := &account.Service{Store: store, Now: time.Now, KeyCacheTTL: ttl}
 	if err := firstRunAccount(ctx, svc, cfg, e, log); err != nil {
 		return err
 	}
@@ -155,9 +164,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 
 		PageIPv4URL:       cfg.PageIPv4URL,
 		PublicURL:         cfg.PublicURL,
-		OwnerSessions:     cfg.OwnerSessions,
-		OperatorSessions:  cfg.OperatorSessions,
-		SigninFailures:    signinFailures(cfg.SigninFailures),
+		SigninFailures:    cfg.SigninFailures,
 		SigninWindow:      cfg.SigninWindow,
 		PageIPv6URL:       cfg.PageIPv6URL,
 		KeyRate:           cfg.KeyRate,
@@ -167,6 +174,8 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		AuthFailures:      cfg.AuthFailures,
 		AuthFailureWindow: cfg.AuthFailureWindow,
 		AuthMaxBackoff:    cfg.AuthMaxBackoff,
+		MeRate:            cfg.MeRate,
+		MeBurst:           cfg.MeBurst,
 		LimitTableSize:    cfg.LimitTableSize,
 	}, server.Deps{
 		Geo:      engine,
@@ -535,13 +544,4 @@ func purgeEnded(ctx context.Context, svc *account.Service, log *slog.Logger, int
 		case <-t.C:
 		}
 	}
-}
-
-// signinFailures maps serve's setting, where 0 turns the limit off, to
-// server.Config's, where 0 is the default and a negative number off.
-func signinFailures(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
 }

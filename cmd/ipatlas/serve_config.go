@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/dataset"
@@ -63,7 +64,9 @@ type serveConfig struct {
 	MeterMaxDelay time.Duration
 	MeterMaxBatch int
 
-	// Abuse limits, passed to server.Config as they are (0 turns one off).
+	// Abuse limits, passed to server.Config as they are: as with every
+	// setting, 0 turns one off, and the flags' defaults are the
+	// server.Default* values.
 	KeyRate           float64
 	KeyBurst          int
 	AddrRate          float64
@@ -71,6 +74,8 @@ type serveConfig struct {
 	AuthFailures      int
 	AuthFailureWindow time.Duration
 	AuthMaxBackoff    time.Duration
+	MeRate            float64
+	MeBurst           int
 	LimitTableSize    int
 
 	PageIPv4URL, PageIPv6URL string // where the web page asks for each family; "" is /ipv4, /ipv6
@@ -105,6 +110,10 @@ func (s setting) env() string { return envName(s.name) }
 // serveSettings is the one table of serve's configuration: --help, the
 // environment, the config file and the README are all generated from or
 // checked against it.
+// minAdminToken is the shortest admin token serve accepts, in characters:
+// 32 hex digits are 128 bits.
+const minAdminToken = 32
+
 var serveSettings = []setting{
 	{name: "listen", arg: "ADDR", def: ":8080", usage: "public API address; \"[::]:PORT\" or \":PORT\" listen on IPv4 and IPv6",
 		apply: func(c *serveConfig, v []string) error { c.Listen = v[0]; return checkAddr(v[0]) }},
@@ -113,7 +122,15 @@ var serveSettings = []setting{
 	{name: "addr-file", arg: "PATH", usage: "once both listeners are bound, write their addresses to PATH as JSON {\"public\": \"HOST:PORT\", \"admin\": \"HOST:PORT\"} (atomically; removed on exit), for a supervisor that asks for port 0 (--listen 127.0.0.1:0); the server is ready when the admin listener's /readyz answers 200",
 		apply: func(c *serveConfig, v []string) error { c.AddrFile = v[0]; return nil }},
 	{name: "admin-token", arg: "TOKEN", usage: "bearer token of the admin API; prefer the environment variable to the flag, which other users can see in ps (default: read from, or generated once into, DATA-DIR/admin-token)",
-		apply: func(c *serveConfig, v []string) error { c.AdminToken = v[0]; return nil }},
+		apply: func(c *serveConfig, v []string) error {
+			// A short token is guessed; the admin API also slows guessing
+			// down per address, but length is what makes it hopeless.
+			if n := utf8.RuneCountInString(v[0]); n > 0 && n < minAdminToken {
+				return fmt.Errorf("%d characters; the admin token must have at least %d (generate one with 'openssl rand -hex 32', or leave it unset to have one generated into DATA-DIR/admin-token)", n, minAdminToken)
+			}
+			c.AdminToken = v[0]
+			return nil
+		}},
 	{name: "data-dir", arg: "DIR", def: "$XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas", usage: "directory of the geolocation dataset",
 		apply: func(c *serveConfig, v []string) error { c.DataDir = v[0]; return nil }},
 	{name: "store", arg: "DSN", def: "sqlite:DATA-DIR/ipatlas.db", usage: "account store: sqlite:PATH or postgres://USER:PASSWORD@HOST/DB (prefer the environment variable for a DSN with a password)",
@@ -223,7 +240,7 @@ var serveSettings = []setting{
 		}},
 	{name: "shutdown-timeout", arg: "DURATION", def: "15s", usage: "on SIGINT/SIGTERM, how long in-flight requests may take to finish",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.ShutdownTimeout })},
-	{name: "key-cache-ttl", arg: "DURATION", def: "5s", usage: "how long an authenticated key is remembered; 0 turns the cache off (revocation stays exact: every charge re-checks the key)",
+	{name: "key-cache-ttl", arg: "DURATION", def: shortDuration(account.DefaultKeyCacheTTL), usage: "how long an authenticated key is remembered; 0 turns the cache off (revocation stays exact: every charge re-checks the key)",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.KeyCacheTTL })},
 	{name: "meter-max-delay", arg: "DURATION", def: "2ms", usage: "longest a charge waits for its group commit",
 		apply: func(c *serveConfig, v []string) error {
@@ -258,6 +275,10 @@ var serveSettings = []setting{
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.AuthFailureWindow })},
 	{name: "auth-max-backoff", arg: "DURATION", def: shortDuration(server.DefaultAuthMaxBackoff), usage: "longest wait imposed on an address that keeps sending rejected keys",
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.AuthMaxBackoff })},
+	{name: "me-rate", arg: "N", def: strconv.FormatFloat(server.DefaultMeRate, 'g', -1, 64), usage: "lookups per second one client address (an IPv6 client: its /64) may make, sustained, of its own location (GET /api/ip/me, the web page's map); 0 turns the limit off",
+		apply: rateSetting(func(c *serveConfig) *float64 { return &c.MeRate })},
+	{name: "me-burst", arg: "N", def: strconv.Itoa(server.DefaultMeBurst), usage: "lookups of its own location one client address may make at once before --me-rate applies",
+		apply: intSetting(1, func(c *serveConfig) *int { return &c.MeBurst })},
 	{name: "limit-table-size", arg: "N", def: strconv.Itoa(server.DefaultLimitTableSize), usage: "keys and addresses each limit remembers (least recently seen forgotten first; about 250 bytes each)",
 		apply: intSetting(1, func(c *serveConfig) *int { return &c.LimitTableSize })},
 	{name: "page-ipv4-url", arg: "URL", usage: "where the web page at GET / asks for the visitor's IPv4 address: a path on this origin or the http(s) URL of a host with only an A record (default /ipv4)",
@@ -282,7 +303,7 @@ var serveSettings = []setting{
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.OperatorSessions.Idle })},
 	{name: "console-session-max", arg: "DURATION", def: shortDuration(account.DefaultOperatorSessions.Max), usage: "how long a console session lasts at most, however active",
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.OperatorSessions.Max })},
-	{name: "signin-failures", arg: "N", def: strconv.Itoa(server.DefaultSigninFailures), usage: "failed portal sign-ins one client address (an IPv6 client: its /64) may make per --signin-window before it must wait (429 with Retry-After); 0 turns the limit off",
+	{name: "signin-failures", arg: "N", def: strconv.Itoa(server.DefaultSigninFailures), usage: "failed portal sign-ins, and wrong admin tokens, one client address (an IPv6 client: its /64) may make per --signin-window before it must wait (429 with Retry-After); 0 turns the limit off",
 		apply: intSetting(0, func(c *serveConfig) *int { return &c.SigninFailures })},
 	{name: "signin-window", arg: "DURATION", def: shortDuration(server.DefaultSigninWindow), usage: "the time over which --signin-failures are allowed, refilled gradually",
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.SigninWindow })},

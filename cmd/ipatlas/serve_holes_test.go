@@ -22,7 +22,7 @@ import (
 // connection: the request hidden after its chunked body is never read.
 func TestServeRefusesAmbiguousFraming(t *testing.T) {
 	fx := newServeFixture(t)
-	s := startServe(t, nil, serveArgs(fx.dir, filepath.Join(t.TempDir(), "s.db"), "--admin-token", "test-admin-token")...)
+	s := startServe(t, nil, serveArgs(fx.dir, filepath.Join(t.TempDir(), "s.db"), "--admin-token", "test-admin-token-for-the-serve-tests")...)
 	key := keyRe.FindString(s.stdout.String())
 	if key == "" {
 		t.Fatalf("no key printed:\n%s", s.stdout)
@@ -30,7 +30,7 @@ func TestServeRefusesAmbiguousFraming(t *testing.T) {
 	// Each request, its body read as its chunks say, would succeed.
 	for _, tc := range []struct{ name, addr, path, token, body string }{
 		{"public", s.public, "/api/ip-query", key, `{"ip":"` + fx.v4 + `"}`},
-		{"admin", s.admin, "/admin/accounts", "test-admin-token", `{"name":"smuggler","tier":"free"}`},
+		{"admin", s.admin, "/admin/accounts", "test-admin-token-for-the-serve-tests", `{"name":"smuggler","tier":"free"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := tc.body

@@ -145,7 +145,7 @@ func TestServeKillAndRestart(t *testing.T) {
 	fx := newServeFixture(t)
 	store := "sqlite:" + filepath.Join(t.TempDir(), "ipatlas.db")
 
-	const token = "kill-test-token"
+	const token = "kill-test-token-for-the-serve-tests"
 	// The per-key burst limit is off: 16 connections on one key would meet
 	// it, and its 429s are not what this test is about.
 	args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", fx.dir,

@@ -119,7 +119,7 @@ func TestServeRefusesBadPageURL(t *testing.T) {
 		{"--page-ipv6-url", "https://user@v6.example.test/", "Options.IPv6URL"},
 	} {
 		storePath := filepath.Join(t.TempDir(), "s.db")
-		err := run(context.Background(), append([]string{"ipatlas", "serve"}, serveArgs(fx.dir, storePath, "--admin-token", "test-admin-token", tt.flag, tt.url)...),
+		err := run(context.Background(), append([]string{"ipatlas", "serve"}, serveArgs(fx.dir, storePath, "--admin-token", "test-admin-token-for-the-serve-tests", tt.flag, tt.url)...),
 			mapEnv(nil), strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.url) {
 			t.Errorf("%s %s: error %v, want one naming %s and the URL", tt.flag, tt.url, err, tt.want)

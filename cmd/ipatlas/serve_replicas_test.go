@@ -31,7 +31,7 @@ type pgCluster struct {
 	token    string
 }
 
-const clusterToken = "replicas-test-token"
+const clusterToken = "replicas-test-token-for-the-serve-tests"
 
 // startCluster starts n replicas of bin on store (a postgres:// DSN whose
 // search_path names schema); directDSN reaches the same database without

@@ -118,7 +118,7 @@ func TestServeSlowClients(t *testing.T) {
 // slow clients alone) and a key whose quota no run of the test uses up.
 func startSlowTestServe(t *testing.T, fx serveFixture, timeout time.Duration) (*serveRun, string) {
 	t.Helper()
-	const token = "slow-test-token"
+	const token = "slow-test-token-for-the-serve-tests"
 	s := startServe(t, nil, serveArgs(fx.dir, filepath.Join(t.TempDir(), "s.db"),
 		"--read-header-timeout", timeout.String(), "--read-timeout", timeout.String(),
 		"--key-rate", "0", "--addr-rate", "0", "--admin-token", token)...)

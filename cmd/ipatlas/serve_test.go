@@ -206,7 +206,7 @@ func serveArgs(dataDir, storePath string, extra ...string) []string {
 func TestServeEndToEnd(t *testing.T) {
 	fx := newServeFixture(t)
 	storePath := filepath.Join(t.TempDir(), "ipatlas.db")
-	s := startServe(t, nil, serveArgs(fx.dir, storePath, "--admin-token", "test-admin-token", "--access-log")...)
+	s := startServe(t, nil, serveArgs(fx.dir, storePath, "--admin-token", "test-admin-token-for-the-serve-tests", "--access-log")...)
 	base := "http://" + s.public
 	c := &http.Client{Timeout: 10 * time.Second}
 
@@ -301,7 +301,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if st := getJSON(t, c, adminBase+"/admin/accounts", "wrong-token", &accts); st != http.StatusUnauthorized {
 		t.Errorf("admin API with a wrong token: %d", st)
 	}
-	if st := getJSON(t, c, adminBase+"/admin/accounts", "test-admin-token", &accts); st != http.StatusOK || len(accts.Accounts) != 1 || accts.Accounts[0].Name != "default" {
+	if st := getJSON(t, c, adminBase+"/admin/accounts", "test-admin-token-for-the-serve-tests", &accts); st != http.StatusOK || len(accts.Accounts) != 1 || accts.Accounts[0].Name != "default" {
 		t.Errorf("admin accounts: %d %+v", st, accts)
 	}
 
@@ -398,7 +398,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if !strings.Contains(logs, "route=\"POST /api/ip-query\"") {
 		t.Errorf("--access-log: no request line for the location query in\n%s", logs)
 	}
-	for _, secret := range []string{key, "test-admin-token", "Bearer"} {
+	for _, secret := range []string{key, "test-admin-token-for-the-serve-tests", "Bearer"} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("the log contains %q", secret)
 		}

@@ -28,7 +28,7 @@ func TestServeScheduledUpdate(t *testing.T) {
 	if out, _, err := runDBTest(t, nil, "db", "fetch", "--data-dir", dir, "--registry", reg.URL); err != nil {
 		t.Fatalf("db fetch: %v\n%s", err, out)
 	}
-	const token = "update-token"
+	const token = "update-token-for-the-serve-tests"
 	s := startServe(t, map[string]string{"IPATLAS_UPDATE_INTERVAL": "50ms", "IPATLAS_REGISTRY": reg.URL},
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", dir,
 		"--store", "sqlite:"+filepath.Join(t.TempDir(), "s.db"), "--key-rate", "0", "--admin-token", token)
@@ -130,7 +130,7 @@ func TestServeScheduledUpdateFailureIsRetried(t *testing.T) {
 	if out, _, err := runDBTest(t, nil, "db", "fetch", "--data-dir", dir, "--registry", reg.URL); err != nil {
 		t.Fatalf("db fetch: %v\n%s", err, out)
 	}
-	const token = "update-token"
+	const token = "update-token-for-the-serve-tests"
 	p := cityPackageWith(t, "1.0.2026020100", "8.8.8.0/24", "Sunnyvale")
 	p.Integrity = "sha512-" + strings.Repeat("A", 86) + "=="
 	reg.Publish(t, p)

@@ -31,7 +31,9 @@ const (
 )
 
 // Service is account, key and credit management on a Store, shared by the
-// CLI, the admin API and the server's authentication.
+// CLI, the admin API and the server's authentication. The server's is
+// built by NewService, with its settings; a literal Service (the CLI's
+// management commands) takes the defaults noted on each field.
 type Service struct {
 	Store Store
 	Now   func() time.Time // injectable clock; time.Now when nil
@@ -54,6 +56,66 @@ type Service struct {
 	init   sync.Once
 	cache  *expirable.LRU[string, cachedKey] // nil when caching is off
 	lookup singleflight.Group                // one store read per key ID at a time
+}
+
+// Options are the settings of a Service built by NewService. As with
+// every ipatlas setting, 0 turns a feature off and no zero stands for a
+// default: DefaultOptions holds the defaults, which `ipatlas serve`
+// passes unless told otherwise.
+type Options struct {
+	Now func() time.Time // the clock; time.Now when nil
+	// KeyCacheTTL is how long an authenticated key is remembered without
+	// asking the store (see Service.KeyCacheTTL); 0 turns the cache off.
+	KeyCacheTTL time.Duration
+	// KeyCacheSize bounds the number of cached keys; required when the
+	// cache is on.
+	KeyCacheSize int
+	// OwnerSessions and OperatorSessions bound portal and console
+	// sessions; both numbers of each are required (a session without an
+	// end is not an option).
+	OwnerSessions, OperatorSessions SessionPolicy
+	// AuditFailed, when set, is told of an audit entry that could not be
+	// written after its change was made (see audit); serve logs it.
+	AuditFailed func(e AuditEntry, err error)
+}
+
+// DefaultOptions are the Service's usual settings.
+func DefaultOptions() Options {
+	return Options{
+		KeyCacheTTL:      DefaultKeyCacheTTL,
+		KeyCacheSize:     DefaultKeyCacheSize,
+		OwnerSessions:    DefaultOwnerSessions,
+		OperatorSessions: DefaultOperatorSessions,
+	}
+}
+
+// NewService builds a Service on store with the settings of o, refusing
+// one it cannot use. The service's settings are fixed here, by whoever
+// builds it, and not changed afterwards by its users.
+func NewService(store Store, o Options) (*Service, error) {
+	var errs []error
+	if o.KeyCacheTTL < 0 {
+		errs = append(errs, fmt.Errorf("account: Options.KeyCacheTTL %v: want 0 (off) or more", o.KeyCacheTTL))
+	}
+	if o.KeyCacheTTL > 0 && o.KeyCacheSize <= 0 {
+		errs = append(errs, fmt.Errorf("account: Options.KeyCacheSize %d: the key cache is on and needs a size (DefaultKeyCacheSize is the usual value)", o.KeyCacheSize))
+	}
+	for name, p := range map[string]SessionPolicy{"OwnerSessions": o.OwnerSessions, "OperatorSessions": o.OperatorSessions} {
+		if p.Idle <= 0 || p.Max <= 0 {
+			errs = append(errs, fmt.Errorf("account: Options.%s %+v: want a positive Idle and Max", name, p))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	ttl := o.KeyCacheTTL
+	if ttl == 0 {
+		ttl = -1 // the field's "off"
+	}
+	return &Service{
+		Store: store, Now: o.Now, KeyCacheTTL: ttl, KeyCacheSize: o.KeyCacheSize,
+		OwnerSessions: o.OwnerSessions, OperatorSessions: o.OperatorSessions, AuditFailed: o.AuditFailed,
+	}, nil
 }
 
 // cachedKey is what Authenticate remembers of a key ID: the key (with its

@@ -31,7 +31,7 @@ func decode[T any](t *testing.T, r resp) T {
 	return v
 }
 
-func wantAdminError(t *testing.T, r resp, status int, code string) {
+func wantAdminError(t *testing.T, r resp, status int, code Code) {
 	t.Helper()
 	if r.Code != status {
 		t.Errorf("status %d, want %d: %s", r.Code, status, r.Body)
@@ -42,6 +42,8 @@ func wantAdminError(t *testing.T, r resp, status int, code string) {
 }
 
 func TestAdminAuth(t *testing.T) {
+	// Without the limit on wrong tokens per address (off unless set),
+	// which TestAdminTokenLimit tests: here every wrong token is a 401.
 	e := newEnv(t)
 	for _, tc := range []struct {
 		name, auth string
@@ -60,7 +62,7 @@ func TestAdminAuth(t *testing.T) {
 				{"GET", "/admin/nope"}, {"DELETE", "/admin/accounts"},
 			} {
 				r := e.doAdmin(t, req{method: p.method, path: p.path, body: `{"name":"x","tier":"free"}`, header: map[string]string{"Authorization": tc.auth}})
-				wantAdminError(t, r, http.StatusUnauthorized, adminUnauthorized)
+				wantAdminError(t, r, http.StatusUnauthorized, CodeUnauthorized)
 				if strings.Contains(r.Body.String(), testAdminToken) {
 					t.Errorf("answer echoes the token")
 				}
@@ -76,7 +78,7 @@ func TestAdminAuth(t *testing.T) {
 		e := newEnv(t, func(c *Config) { c.AdminToken = "" })
 		for _, auth := range []string{"", "Bearer ", "Bearer x"} {
 			r := e.doAdmin(t, req{method: "GET", path: "/admin/accounts", header: map[string]string{"Authorization": auth}})
-			wantAdminError(t, r, http.StatusUnauthorized, adminUnauthorized)
+			wantAdminError(t, r, http.StatusUnauthorized, CodeUnauthorized)
 		}
 		// The open endpoints stay open.
 		if r := e.doAdmin(t, req{method: "GET", path: "/healthz"}); r.Code != 200 {
@@ -110,21 +112,21 @@ func TestAdminAccounts(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		status     int
-		code       string
+		code       Code
 		header     map[string]string
 	}{
-		{"missing name", `{"tier":"free"}`, 400, adminInvalidRequest, nil},
-		{"unknown tier", `{"name":"x","tier":"gold"}`, 400, adminInvalidRequest, nil},
-		{"enterprise without limit", `{"name":"x","tier":"enterprise"}`, 400, adminInvalidRequest, nil},
-		{"limit on free", `{"name":"x","tier":"free","monthly_limit":5}`, 400, adminInvalidRequest, nil},
-		{"negative credits", `{"name":"x","tier":"free","credits":-1}`, 400, adminInvalidRequest, nil},
-		{"unknown field", `{"name":"x","tier":"free","owner":"me"}`, 400, adminInvalidRequest, nil},
-		{"duplicate field", `{"name":"x","tier":"free","tier":"pro"}`, 400, adminInvalidRequest, nil},
-		{"wrong type", `{"name":1,"tier":"free"}`, 400, adminInvalidRequest, nil},
-		{"not json", `name=x`, 400, adminInvalidRequest, nil},
-		{"empty", ` `, 400, adminInvalidRequest, nil},
-		{"text/plain", `{"name":"x","tier":"free"}`, 415, adminMediaType, map[string]string{"Content-Type": "text/plain"}},
-		{"too large", `{"name":"` + strings.Repeat("x", maxBodyBytes) + `","tier":"free"}`, 413, adminTooLarge, nil},
+		{"missing name", `{"tier":"free"}`, 400, CodeInvalidRequest, nil},
+		{"unknown tier", `{"name":"x","tier":"gold"}`, 400, CodeInvalidRequest, nil},
+		{"enterprise without limit", `{"name":"x","tier":"enterprise"}`, 400, CodeInvalidRequest, nil},
+		{"limit on free", `{"name":"x","tier":"free","monthly_limit":5}`, 400, CodeInvalidRequest, nil},
+		{"negative credits", `{"name":"x","tier":"free","credits":-1}`, 400, CodeInvalidRequest, nil},
+		{"unknown field", `{"name":"x","tier":"free","owner":"me"}`, 400, CodeInvalidRequest, nil},
+		{"duplicate field", `{"name":"x","tier":"free","tier":"pro"}`, 400, CodeInvalidRequest, nil},
+		{"wrong type", `{"name":1,"tier":"free"}`, 400, CodeInvalidRequest, nil},
+		{"not json", `name=x`, 400, CodeInvalidRequest, nil},
+		{"empty", ` `, 400, CodeInvalidRequest, nil},
+		{"text/plain", `{"name":"x","tier":"free"}`, 415, CodeMediaType, map[string]string{"Content-Type": "text/plain"}},
+		{"too large", `{"name":"` + strings.Repeat("x", maxBodyBytes) + `","tier":"free"}`, 413, CodeTooLarge, nil},
 	} {
 		t.Run("create "+tc.name, func(t *testing.T) {
 			h := map[string]string{"Authorization": bearerAdmin}
@@ -146,9 +148,9 @@ func TestAdminAccounts(t *testing.T) {
 	if got := decode[account.Account](t, r); r.Code != 200 || got.ID != a.ID || got.Name != "Acme" {
 		t.Errorf("show: %d %+v", r.Code, got)
 	}
-	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts/999", ""), 404, adminNotFound)
-	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts/abc", ""), 400, adminInvalidRequest)
-	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts/-1", ""), 400, adminInvalidRequest)
+	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts/999", ""), 404, CodeNotFound)
+	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts/abc", ""), 400, CodeInvalidRequest)
+	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts/-1", ""), 400, CodeInvalidRequest)
 
 	r = e.adminCall(t, "PATCH", path, `{"tier":"pro"}`)
 	if got := decode[account.Account](t, r); r.Code != 200 || got.Tier != account.Pro || got.MonthlyLimit != account.ProMonthlyLimit {
@@ -158,17 +160,17 @@ func TestAdminAccounts(t *testing.T) {
 	if got := decode[account.Account](t, r); r.Code != 200 || got.Tier != account.Enterprise || got.MonthlyLimit != 5 {
 		t.Errorf("set tier enterprise: %d %+v", r.Code, got)
 	}
-	wantAdminError(t, e.adminCall(t, "PATCH", path, `{"tier":"gold"}`), 400, adminInvalidRequest)
-	wantAdminError(t, e.adminCall(t, "PATCH", path, `{}`), 400, adminInvalidRequest)
-	wantAdminError(t, e.adminCall(t, "PATCH", path, `{"name":"renamed","tier":"pro"}`), 400, adminInvalidRequest)
-	wantAdminError(t, e.adminCall(t, "PATCH", "/admin/accounts/999", `{"tier":"pro"}`), 404, adminNotFound)
+	wantAdminError(t, e.adminCall(t, "PATCH", path, `{"tier":"gold"}`), 400, CodeInvalidRequest)
+	wantAdminError(t, e.adminCall(t, "PATCH", path, `{}`), 400, CodeInvalidRequest)
+	wantAdminError(t, e.adminCall(t, "PATCH", path, `{"name":"renamed","tier":"pro"}`), 400, CodeInvalidRequest)
+	wantAdminError(t, e.adminCall(t, "PATCH", "/admin/accounts/999", `{"tier":"pro"}`), 404, CodeNotFound)
 
 	r = e.adminCall(t, "DELETE", path, "")
-	wantAdminError(t, r, 405, adminNotAllowed)
+	wantAdminError(t, r, 405, CodeNotAllowed)
 	if allow := r.Header().Get("Allow"); allow != "GET, HEAD, PATCH" {
 		t.Errorf("Allow %q", allow)
 	}
-	wantAdminError(t, e.adminCall(t, "GET", "/admin/nope", ""), 404, adminNotFound)
+	wantAdminError(t, e.adminCall(t, "GET", "/admin/nope", ""), 404, CodeNotFound)
 }
 
 func TestAdminKeys(t *testing.T) {
@@ -195,8 +197,8 @@ func TestAdminKeys(t *testing.T) {
 		}
 		created = append(created, nk)
 	}
-	wantAdminError(t, e.adminCall(t, "POST", keysPath, `{"name":"x"}`), 400, adminInvalidRequest)
-	wantAdminError(t, e.adminCall(t, "POST", "/admin/accounts/999/keys", ""), 404, adminNotFound)
+	wantAdminError(t, e.adminCall(t, "POST", keysPath, `{"name":"x"}`), 400, CodeInvalidRequest)
+	wantAdminError(t, e.adminCall(t, "POST", "/admin/accounts/999/keys", ""), 404, CodeNotFound)
 	k := created[0]
 
 	// The secret works on the public API.
@@ -214,13 +216,13 @@ func TestAdminKeys(t *testing.T) {
 			t.Errorf("key listing contains %q: %s", s, r.Body)
 		}
 	}
-	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts/999/keys", ""), 404, adminNotFound)
+	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts/999/keys", ""), 404, CodeNotFound)
 
 	r = e.adminCall(t, "GET", "/admin/keys/"+k.ID, "")
 	if got := decode[account.Key](t, r); r.Code != 200 || got.ID != k.ID || got.Revoked() {
 		t.Errorf("show key: %d %s", r.Code, r.Body)
 	}
-	wantAdminError(t, e.adminCall(t, "GET", "/admin/keys/nope", ""), 404, adminNotFound)
+	wantAdminError(t, e.adminCall(t, "GET", "/admin/keys/nope", ""), 404, CodeNotFound)
 
 	r = e.adminCall(t, "GET", "/admin/keys/"+k.ID+"/usage", "")
 	if r.Code != 200 || !strings.Contains(r.Body.String(), `"used":1,`) {
@@ -248,9 +250,9 @@ func TestAdminKeys(t *testing.T) {
 	if r := e.query(t, rot.Secret, `{"ip":"8.8.8.8"}`); r.Code != 401 {
 		t.Errorf("revoked key: %d", r.Code)
 	}
-	wantAdminError(t, e.adminCall(t, "POST", "/admin/keys/"+k.ID+"/rotate", ""), 409, adminConflict)
-	wantAdminError(t, e.adminCall(t, "POST", "/admin/keys/nope/revoke", ""), 404, adminNotFound)
-	wantAdminError(t, e.adminCall(t, "GET", "/admin/keys/"+k.ID+"/rotate", ""), 405, adminNotAllowed)
+	wantAdminError(t, e.adminCall(t, "POST", "/admin/keys/"+k.ID+"/rotate", ""), 409, CodeConflict)
+	wantAdminError(t, e.adminCall(t, "POST", "/admin/keys/nope/revoke", ""), 404, CodeNotFound)
+	wantAdminError(t, e.adminCall(t, "GET", "/admin/keys/"+k.ID+"/rotate", ""), 405, CodeNotAllowed)
 }
 
 func TestAdminCredits(t *testing.T) {
@@ -275,11 +277,11 @@ func TestAdminCredits(t *testing.T) {
 	if got := decode[account.LedgerEntry](t, r); r.Code != 201 || got.Balance != 70 {
 		t.Errorf("deduct: %d %s", r.Code, r.Body)
 	}
-	wantAdminError(t, e.adminCall(t, "POST", base, `{"amount":-71,"reason":"too much"}`), 409, adminInsufficient)
-	wantAdminError(t, e.adminCall(t, "POST", base, `{"amount":0,"reason":"nothing"}`), 400, adminInvalidRequest)
-	wantAdminError(t, e.adminCall(t, "POST", base, `{"amount":5}`), 400, adminInvalidRequest)
-	wantAdminError(t, e.adminCall(t, "POST", base, `{"amount":"5","reason":"x"}`), 400, adminInvalidRequest)
-	wantAdminError(t, e.adminCall(t, "POST", "/admin/accounts/999/credits", `{"amount":5,"reason":"x"}`), 404, adminNotFound)
+	wantAdminError(t, e.adminCall(t, "POST", base, `{"amount":-71,"reason":"too much"}`), 409, CodeInsufficient)
+	wantAdminError(t, e.adminCall(t, "POST", base, `{"amount":0,"reason":"nothing"}`), 400, CodeInvalidRequest)
+	wantAdminError(t, e.adminCall(t, "POST", base, `{"amount":5}`), 400, CodeInvalidRequest)
+	wantAdminError(t, e.adminCall(t, "POST", base, `{"amount":"5","reason":"x"}`), 400, CodeInvalidRequest)
+	wantAdminError(t, e.adminCall(t, "POST", "/admin/accounts/999/credits", `{"amount":5,"reason":"x"}`), 404, CodeNotFound)
 
 	r = e.adminCall(t, "GET", base, "")
 	if got := decode[Credits](t, r); got.Credits != 70 {
@@ -294,8 +296,8 @@ func TestAdminCredits(t *testing.T) {
 	if hist := decode[Ledger](t, r); len(hist.Entries) != 1 || hist.Entries[0].Reason != "refund" {
 		t.Errorf("history limit 1: %s", r.Body)
 	}
-	wantAdminError(t, e.adminCall(t, "GET", base+"/history?limit=-1", ""), 400, adminInvalidRequest)
-	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts/999/credits/history", ""), 404, adminNotFound)
+	wantAdminError(t, e.adminCall(t, "GET", base+"/history?limit=-1", ""), 400, CodeInvalidRequest)
+	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts/999/credits/history", ""), 404, CodeNotFound)
 }
 
 func TestAdminOperations(t *testing.T) {
@@ -348,7 +350,7 @@ func TestStoreUnavailable(t *testing.T) {
 
 	// A cached key passes authentication, but its charge cannot commit.
 	r = e.query(t, cached.Secret, `{"ip":"8.8.8.8"}`)
-	if r.Code != 503 || r.env().Code != adminUnavailable || !r.env().Meta.IsLoggedIn {
+	if r.Code != 503 || r.env().Code != ipatlas.CodeServiceUnavailable || !r.env().Meta.IsLoggedIn {
 		t.Errorf("cached key with the store down: %d %s", r.Code, r.Body)
 	}
 	// Client mistakes are still the client's.
@@ -365,5 +367,5 @@ func TestStoreUnavailable(t *testing.T) {
 	if r := e.doAdmin(t, req{method: "GET", path: "/readyz"}); r.Code != 503 {
 		t.Errorf("readyz with the store down: %d", r.Code)
 	}
-	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts", ""), 503, adminUnavailable)
+	wantAdminError(t, e.adminCall(t, "GET", "/admin/accounts", ""), 503, CodeUnavailable)
 }

@@ -79,6 +79,7 @@ func TestBadInput(t *testing.T) {
 		c.KeyRate, c.KeyBurst = DefaultKeyRate, DefaultKeyBurst
 		c.AddrRate, c.AddrBurst = DefaultAddrRate, DefaultAddrBurst
 		c.AuthFailures = DefaultAuthFailures
+		c.AuthFailureWindow, c.AuthMaxBackoff = DefaultAuthFailureWindow, DefaultAuthMaxBackoff
 	})
 	ctx := context.Background()
 	acct, k := e.customer(t, account.Pro, 0, 100)

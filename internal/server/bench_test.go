@@ -207,3 +207,42 @@ func BenchmarkClientAddrForwarded(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQueryLimited is BenchmarkQuery's request, serially, with every
+// limit of serve's defaults on (but rates no request reaches): the key is
+// authenticated for the limits and used by the handler.
+func BenchmarkQueryLimited(b *testing.B) {
+	e := newEnv(b, func(c *Config) {
+		c.Logger = slog.New(slog.DiscardHandler)
+		c.KeyRate, c.KeyBurst = 1e12, 1e9
+		c.AddrRate, c.AddrBurst = 1e12, 1e9
+		c.AuthFailures, c.AuthFailureWindow, c.AuthMaxBackoff = DefaultAuthFailures, DefaultAuthFailureWindow, DefaultAuthMaxBackoff
+		c.LimitTableSize = DefaultLimitTableSize
+	})
+	e.meter.Close(b.Context())
+	e.meter = account.NewMeter(e.store, account.MeterOptions{Now: func() time.Time { return testNow }, MaxDelay: time.Microsecond})
+	b.Cleanup(func() { e.meter.Close(b.Context()) })
+	e.srv.deps.Meter = e.meter
+	_, k := e.customer(b, account.Enterprise, 1e12, 1e15)
+	payload := []byte(`{"ip":"8.8.8.8"}`)
+	r, body := benchRequest("POST", "/api/ip-query", k.Secret)
+	for range 3 {
+		body.Reset(payload)
+		r.ContentLength = int64(len(payload))
+		w := httptest.NewRecorder()
+		e.pub.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			b.Fatalf("warm-up: %d %s", w.Code, w.Body)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		body.Reset(payload)
+		r.ContentLength = int64(len(payload))
+		w := httptest.NewRecorder()
+		e.pub.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d", w.Code)
+		}
+	}
+}

@@ -61,5 +61,5 @@ func TestAdminDatasets(t *testing.T) {
 	}
 	// The token is required.
 	r = e.doAdmin(t, req{method: "GET", path: "/admin/datasets"})
-	wantAdminError(t, r, http.StatusUnauthorized, adminUnauthorized)
+	wantAdminError(t, r, http.StatusUnauthorized, CodeUnauthorized)
 }

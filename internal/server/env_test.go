@@ -18,7 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/api"
+	apidoc "github.com/ipatlas/ipatlas/api"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/servertest"
 	"github.com/ipatlas/ipatlas/internal/sqlite"
@@ -83,11 +83,14 @@ func newEnv(t testing.TB, configure ...func(*Config)) *env {
 	store, engine, svc, meter, now := p.Store, p.Geo, p.Accounts, p.Meter, p.Now
 
 	e := &env{store: store, svc: svc, meter: meter, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	// No limit is on unless a test turns it on; their tables are the
+	// default size.
 	cfg := Config{
-		AdminToken: testAdminToken,
-		Version:    "test-1.2.3",
-		Logger:     slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:        now,
+		LimitTableSize: DefaultLimitTableSize,
+		AdminToken:     testAdminToken,
+		Version:        "test-1.2.3",
+		Logger:         slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:            now,
 	}
 	for _, c := range configure {
 		c(&cfg)
@@ -237,9 +240,9 @@ func loadSpecs() {
 		}
 		return &spec{doc: doc, router: router}
 	}
-	pubSpec = load(api.OpenAPI)
+	pubSpec = load(apidoc.OpenAPI)
 	if specErr == nil {
-		admSpec = load(api.AdminOpenAPI)
+		admSpec = load(apidoc.AdminOpenAPI)
 	}
 }
 
@@ -274,9 +277,9 @@ func checkDoc(t testing.TB, s *spec, r *http.Request, w *httptest.ResponseRecord
 	}
 	if err != nil {
 		// Unknown paths and methods have no operation to check against;
-		// their 404/405 bodies (and the admin listener's 401 for unknown
-		// protected paths) are checked by the tests themselves.
-		if w.Code != http.StatusNotFound && w.Code != http.StatusMethodNotAllowed && w.Code != http.StatusUnauthorized {
+		// their 404/405 bodies (and the admin listener's 401 and 429 for
+		// unknown protected paths) are checked by the tests themselves.
+		if w.Code != http.StatusNotFound && w.Code != http.StatusMethodNotAllowed && w.Code != http.StatusUnauthorized && w.Code != http.StatusTooManyRequests {
 			t.Errorf("%s %s answered %d but is not in the OpenAPI document: %v", r.Method, r.URL.Path, w.Code, err)
 		}
 		return

@@ -94,12 +94,12 @@ func (c *rawConn) untilClosed(t *testing.T) []rawAnswer {
 	}
 }
 
-// exchange writes raw to a new connection at addr. With open false it
+// converse writes raw to a new connection at addr. With open false it
 // reads answers until the server closes the connection and wants exactly
 // want of them (any number when want < 0). With open true it appends GET
 // /api/ping, reads want answers and the ping's, and wants the connection
 // open after them.
-func exchange(t *testing.T, addr, raw string, want int, open bool) []rawAnswer {
+func converse(t *testing.T, addr, raw string, want int, open bool) []rawAnswer {
 	t.Helper()
 	c := dialRaw(t, addr)
 	if !open {
@@ -161,7 +161,7 @@ func TestSmuggling(t *testing.T) {
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
-			checkRefused(t, exchange(t, addr, tc.raw, 1, false)[0])
+			checkRefused(t, converse(t, addr, tc.raw, 1, false)[0])
 		})
 	}
 
@@ -189,7 +189,7 @@ func TestSmuggling(t *testing.T) {
 	// A chunked request is fine and answered; its connection closes, as
 	// the scan does not follow chunks.
 	t.Run("chunked alone", func(t *testing.T) {
-		got := exchange(t, addr, query("HTTP/1.1", "Transfer-Encoding: chunked\r\n")+chunk(`{"ip":"10.0.0.1"}`)+"0\r\n\r\n"+smuggled, 1, false)
+		got := converse(t, addr, query("HTTP/1.1", "Transfer-Encoding: chunked\r\n")+chunk(`{"ip":"10.0.0.1"}`)+"0\r\n\r\n"+smuggled, 1, false)
 		if got[0].status != 400 || got[0].code() != ipatlas.CodePrivateIP || !got[0].close {
 			t.Errorf("answer %d %v %s, want 400 PrivateIP and Connection: close", got[0].status, got[0].header, got[0].body)
 		}
@@ -200,7 +200,7 @@ func TestSmuggling(t *testing.T) {
 	// Whether the server reads both at once or one after the other, the
 	// smuggled request is never answered.
 	t.Run("pipelined before", func(t *testing.T) {
-		got := exchange(t, addr, "GET /api/ping HTTP/1.1\r\nHost: x\r\n\r\n"+
+		got := converse(t, addr, "GET /api/ping HTTP/1.1\r\nHost: x\r\n\r\n"+
 			query("HTTP/1.1", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n")+chunked+smuggled, -1, false)
 		if got[0].status != 200 || len(got) > 2 {
 			t.Fatalf("answers %+v, want 200 and at most the refusal", got)
@@ -216,7 +216,7 @@ func TestSmuggling(t *testing.T) {
 	// it, which a proxy may have taken for the rest of its body, is
 	// refused.
 	t.Run("OPTIONS *", func(t *testing.T) {
-		got := exchange(t, addr, "OPTIONS * HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"+chunked+smuggled, 2, false)
+		got := converse(t, addr, "OPTIONS * HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"+chunked+smuggled, 2, false)
 		if got[0].status != 200 || got[1].status != 400 || got[1].code() != ipatlas.CodeInvalidRequest {
 			t.Errorf("answers %+v, want 200 from net/http, then 400 InvalidRequest", got)
 		}
@@ -239,7 +239,7 @@ func TestSmuggling(t *testing.T) {
 	}
 	for _, tc := range keepAlive {
 		t.Run("keep-alive "+tc.name, func(t *testing.T) {
-			got := exchange(t, addr, tc.raw, 1, true)
+			got := converse(t, addr, tc.raw, 1, true)
 			if got[0].status != tc.status || got[1].status != 200 || got[1].close {
 				t.Errorf("answers %+v, want %d then 200 on an open connection", got, tc.status)
 			}
@@ -254,7 +254,7 @@ func TestSmuggling(t *testing.T) {
 		raw := "POST /admin/accounts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + testAdminToken +
 			"\r\nContent-Type: application/json\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" +
 			chunk(create) + "0\r\n\r\n" + smuggled
-		got := exchange(t, admin, raw, 1, false)
+		got := converse(t, admin, raw, 1, false)
 		if got[0].status != 400 || !strings.Contains(got[0].body, `"code":"InvalidRequest"`) || !got[0].close {
 			t.Errorf("answer %d %v %s, want 400 InvalidRequest and Connection: close", got[0].status, got[0].header, got[0].body)
 		}
@@ -267,7 +267,7 @@ func TestSmuggling(t *testing.T) {
 				t.Error("the refused request created an account")
 			}
 		}
-		got = exchange(t, admin, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 1, true)
+		got = converse(t, admin, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 1, true)
 		if got[0].status != 200 {
 			t.Errorf("healthz: %+v", got)
 		}
@@ -291,7 +291,7 @@ func TestChunkedClosesWithoutGuard(t *testing.T) {
 	defer ts.Close()
 	raw := "POST /api/ip-query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n" +
 		chunk(`{"ip":"8.8.8.8"}`) + "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
-	got := exchange(t, ts.Listener.Addr().String(), raw, 1, false)
+	got := converse(t, ts.Listener.Addr().String(), raw, 1, false)
 	if got[0].status != 401 || !got[0].close {
 		t.Errorf("answer %d %v, want 401 and Connection: close", got[0].status, got[0].header)
 	}
@@ -313,7 +313,7 @@ func TestConnect(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := startGuarded(t, tc.h)
-			got := exchange(t, addr, "CONNECT "+tc.target+" HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 1, true)
+			got := converse(t, addr, "CONNECT "+tc.target+" HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 1, true)
 			if got[0].status != tc.status || got[0].header.Get("Content-Type") != "application/json" || !strings.Contains(got[0].body, tc.want) {
 				t.Errorf("answer %d %v %s, want %d %s", got[0].status, got[0].header, got[0].body, tc.status, tc.want)
 			}

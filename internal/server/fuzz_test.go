@@ -138,6 +138,7 @@ func containsFold(list []string, s string) bool {
 func FuzzQueryHandler(f *testing.F) {
 	e := newEnv(f, func(c *Config) {
 		c.AuthFailures = DefaultAuthFailures
+		c.AuthFailureWindow, c.AuthMaxBackoff = DefaultAuthFailureWindow, DefaultAuthMaxBackoff
 		c.Logger = slog.New(slog.DiscardHandler) // too many lines to keep
 	})
 	_, broke := e.customer(f, account.Pro, 0, 0)

@@ -95,13 +95,13 @@ func putBuf(b *bytes.Buffer) {
 // reading one byte past the limit. Either way the answer says
 // "Connection: close", so that net/http does not drain the rest of an
 // oversized body to keep the connection: it is never read in full.
-func readBody(w http.ResponseWriter, r *http.Request) (*bytes.Buffer, *bodyError) {
+func readBody(w *exchange, r *http.Request) (*bytes.Buffer, *bodyError) {
 	return readBodyLimit(w, r, maxBodyBytes, errTooLarge)
 }
 
 // readBodyLimit is readBody with another limit, for the batch query;
 // tooLarge is the error that names it.
-func readBodyLimit(w http.ResponseWriter, r *http.Request, limit int64, tooLarge *bodyError) (*bytes.Buffer, *bodyError) {
+func readBodyLimit(w *exchange, r *http.Request, limit int64, tooLarge *bodyError) (*bytes.Buffer, *bodyError) {
 	if !jsonContentType(r.Header.Get("Content-Type")) {
 		return nil, errMediaType
 	}
@@ -111,13 +111,9 @@ func readBodyLimit(w http.ResponseWriter, r *http.Request, limit int64, tooLarge
 	}
 	// MaxBytesReader tells the connection it hit the limit through an
 	// unexported method of net/http's own ResponseWriter, which the
-	// recorder would hide.
-	rw := w
-	if rec, ok := w.(*recorder); ok {
-		rw = rec.ResponseWriter
-	}
+	// exchange would hide.
 	buf := getBuf()
-	_, err := buf.ReadFrom(http.MaxBytesReader(rw, r.Body, limit))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w.ResponseWriter, r.Body, limit))
 	if err != nil {
 		putBuf(buf)
 		var mbe *http.MaxBytesError
@@ -422,22 +418,12 @@ func writeText(w http.ResponseWriter, status int, body string) {
 	io.WriteString(w, body)
 }
 
-// apiError is the one renderer of public API errors: the envelope with
+// writeError writes the public API's error envelope (renderAPI's body):
 // success false, the code, its text in lang (followed by detail when there
 // is one) and meta, with the code's HTTP status.
-func writeError(w http.ResponseWriter, lang ipatlas.Lang, code ipatlas.ErrorCode, detail string, meta ipatlas.Meta) {
-	text := code.Text(lang)
-	if detail != "" {
-		if lang == ipatlas.Chinese {
-			text += "：" + detail
-		} else {
-			text += ": " + detail
-		}
-	}
-	if st, ok := w.(*recorder); ok {
-		st.code = code
-	}
-	writeJSON(w, code.HTTPStatus(), &ipatlas.Envelope{Success: false, Error: text, Code: code, Meta: meta})
+func writeError(w *exchange, lang ipatlas.Lang, code ipatlas.ErrorCode, detail string, meta ipatlas.Meta) {
+	w.code = code
+	writeJSON(w, code.HTTPStatus(), &ipatlas.Envelope{Success: false, Error: errorText(code, detail, lang), Code: code, Meta: meta})
 }
 
 // requestLang is the language of errors raised before a body names one:

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -62,10 +61,6 @@ const (
 	limitInvalidKeys = "invalid_keys"
 )
 
-// guardAuthTimeout bounds the guard's key check; past it the request goes
-// on unlimited (the store is in trouble, and the handler will say so).
-const guardAuthTimeout = time.Second
-
 // authBackoffBase is the first wait of an address past AuthFailures; each
 // further rejected key doubles it.
 const authBackoffBase = time.Second
@@ -73,17 +68,14 @@ const authBackoffBase = time.Second
 func (s *Server) newLimits() (*limits, error) {
 	c := s.cfg
 	size := c.LimitTableSize
-	if size <= 0 {
-		size = DefaultLimitTableSize
-	}
 	l := &limits{}
 	on := false
 	if c.KeyRate > 0 {
-		l.keys, l.keyRate, l.keyBurst = newTable[string, *rate.Limiter](size), rate.Limit(c.KeyRate), burstOf(c.KeyRate, c.KeyBurst)
+		l.keys, l.keyRate, l.keyBurst = newTable[string, *rate.Limiter](size), rate.Limit(c.KeyRate), c.KeyBurst
 		on = true
 	}
 	if c.AddrRate > 0 {
-		l.addrs, l.addrRate, l.addrBurst = newTable[netip.Addr, *rate.Limiter](size), rate.Limit(c.AddrRate), burstOf(c.AddrRate, c.AddrBurst)
+		l.addrs, l.addrRate, l.addrBurst = newTable[netip.Addr, *rate.Limiter](size), rate.Limit(c.AddrRate), c.AddrBurst
 		on = true
 	}
 	if c.AuthFailures > 0 {
@@ -91,12 +83,6 @@ func (s *Server) newLimits() (*limits, error) {
 		l.good = newTable[[sha256.Size]byte, struct{}](size)
 		l.maxFails = c.AuthFailures
 		l.window, l.maxBackoff = c.AuthFailureWindow, c.AuthMaxBackoff
-		if l.window <= 0 {
-			l.window = DefaultAuthFailureWindow
-		}
-		if l.maxBackoff <= 0 {
-			l.maxBackoff = DefaultAuthMaxBackoff
-		}
 		on = true
 	}
 	if !on {
@@ -114,13 +100,6 @@ func (s *Server) newLimits() (*limits, error) {
 		l.refused.WithLabelValues(v)
 	}
 	return l, nil
-}
-
-func burstOf(r float64, b int) int {
-	if b > 0 {
-		return b
-	}
-	return max(1, int(math.Ceil(r)))
 }
 
 // clientGroup is what a client is limited by: its IPv4 address, or the /64
@@ -195,128 +174,69 @@ func (f *failures) fail(now time.Time, l *limits) (started bool) {
 	return false
 }
 
-// protect is the public handler's guard in front of the routes: CORS
-// preflights, then the abuse limits. It runs inside instrument, so the
-// client address is known and refusals are logged and counted.
-func (s *Server) protect(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" && s.preflight(w, r) {
-			return
-		}
-		if s.guard(w, r) {
-			next.ServeHTTP(w, r)
-		}
-	})
-}
+// limitClass is the abuse limit of a route (routes.go).
+type limitClass uint8
 
-// Patterns of the free endpoints, as routes.go registers them: refusals
-// are counted under them.
 const (
-	patternMyIP = "GET /api/ip/myip"
-	patternPing = "GET /api/ping"
-	patternV4   = "GET /ipv4"
-	patternV6   = "GET /ipv6"
-	patternRoot = "GET /{$}"
+	unlimited     limitClass = iota // no limit of the router's (a handler may keep its own)
+	byAddress                       // a free endpoint answering JSON: the per-address bucket
+	byAddressText                   // a free endpoint answering plain text: the same bucket
+	byKey                           // a route that takes a key: authenticated once, its bucket, the address's backoff
 )
 
-// freeRoute reports whether r asks a free endpoint, the pattern that will
-// answer it, and whether it answers in plain text.
-func (s *Server) freeRoute(r *http.Request) (pattern string, plain bool) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return "", false
-	}
-	switch r.URL.Path {
-	case "/api/ip/myip":
-		return patternMyIP, false
-	case "/api/ping":
-		return patternPing, false
-	case "/ipv4":
-		return patternV4, true
-	case "/ipv6":
-		return patternV6, true
-	case "/":
-		// On the family hosts it is the plain-text Get my IP; elsewhere the
-		// web page, which answers curl with the address too: free either way.
-		return patternRoot, true
-	}
-	return "", false
-}
-
-// guard applies the limits to one request; false means it has answered.
+// limit applies a route's limit to one request, before its handler.
 //
-// Free endpoints are limited by address and never look at keys. Any other
-// request that carries a bearer key has the key checked here (cached, in
-// constant time, by account.Service) so that a valid key's bucket is
-// spent before the handler runs; the handler checks it again, which costs
-// a cache hit. Rejected keys count against the address.
-func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
-	if pattern, plain := s.freeRoute(r); pattern != "" {
-		l := s.limits
-		if l == nil || l.addrs == nil {
-			return true
-		}
-		a := s.clientOf(w, r)
-		if !a.IsValid() {
-			return true // the handler reports the missing address
-		}
-		lim := l.addrs.getOrAdd(clientGroup(a), func() *rate.Limiter { return rate.NewLimiter(l.addrRate, l.addrBurst) })
-		if d := take(lim, s.now()); d > 0 {
-			r.Pattern = pattern
-			l.refused.WithLabelValues(limitAddress).Inc()
-			s.refuseAddress(w, r, plain, retrySeconds(d))
-			return false
-		}
-		return true
+// Free endpoints are limited by address and never look at keys. A route
+// that takes a key has the key authenticated here, once per request
+// (cached, in constant time, by account.Service), so that a valid key's
+// bucket is spent before the handler runs; the handler finds the result
+// in w.caller. Rejected keys count against the address. A key the store
+// could not check is left to the handler, which answers 503 after the
+// body's own errors.
+func (s *Server) limit(w *exchange, r *http.Request, class limitClass) error {
+	if class != byKey {
+		return s.limitAddress(w, r, class == byAddressText)
 	}
-
 	auth := r.Header["Authorization"]
-	if len(auth) == 0 {
-		return true
-	}
 	if len(auth) > 1 {
 		// Which one would count is a guess that a proxy in front may make
 		// differently (like duplicate JSON keys): refuse both.
-		s.setPattern(r)
 		w.Header()["Www-Authenticate"] = hdrBearer
-		lang := requestLang(r)
 		detail := "send exactly one Authorization header"
-		if lang == ipatlas.Chinese {
+		if w.langOf(r) == ipatlas.Chinese {
 			detail = "只能发送一个 Authorization 请求头"
 		}
-		writeError(w, lang, ipatlas.CodeInvalidAPIKey, detail, ipatlas.Meta{IsAPIRequest: true})
-		return false
-	}
-	l := s.limits
-	if l == nil || (l.keys == nil && l.failing == nil) || s.deps.Accounts == nil {
-		return true
+		return apiFail(ipatlas.CodeInvalidAPIKey, detail)
 	}
 	token, ok := bearer(r)
 	if !ok {
-		return true // no key to check or guess: the handler answers
+		w.caller = caller{err: errNoKey}
+		return nil
 	}
+	if s.deps.Accounts == nil {
+		w.caller = caller{err: account.ErrUnavailable}
+		return nil
+	}
+	l := s.limits
 	now := s.now()
-	a := s.clientOf(w, r)
-	byAddr := l.failing != nil && a.IsValid()
 	var group netip.Addr
+	byAddr := l != nil && l.failing != nil && w.client.IsValid()
 	if byAddr {
-		group = clientGroup(a)
+		group = clientGroup(w.client)
 		if f, ok := l.failing.peek(group); ok {
 			if d := f.wait(now, l.window); d > 0 && !l.known(token) {
-				s.setPattern(r)
 				l.refused.WithLabelValues(limitInvalidKeys).Inc()
-				s.refuseLimited(w, r, ipatlas.Meta{IsAPIRequest: true}, retrySeconds(d),
+				return limited(w, r, apiMeta, retrySeconds(d),
 					"too many invalid API keys from this address, retry in %d s", "来自此地址的无效 API 密钥过多，请在 %d 秒后重试")
-				return false
 			}
 		}
 	}
 
-	// A store that hangs must not make the request wait twice: give up
-	// here early, and the handler's own check joins the lookup still in
-	// flight (account.Service shares concurrent lookups of one key).
-	ctx, cancel := context.WithTimeout(r.Context(), guardAuthTimeout)
-	k, acct, err := s.deps.Accounts.Authenticate(ctx, token)
-	cancel()
+	k, acct, err := s.deps.Accounts.Authenticate(r.Context(), token)
+	w.caller = caller{key: k, acct: acct, err: err}
+	if l == nil {
+		return nil
+	}
 	switch {
 	case err == nil:
 		if l.good != nil {
@@ -325,13 +245,11 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 		if l.keys != nil {
 			lim := l.keys.getOrAdd(k.ID, func() *rate.Limiter { return rate.NewLimiter(l.keyRate, l.keyBurst) })
 			if d := take(lim, now); d > 0 {
-				s.setPattern(r)
 				l.refused.WithLabelValues(limitKeyBurst).Inc()
 				// The cached balance: reading the store here would spend
 				// what the limit is there to save.
-				s.refuseLimited(w, r, ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: acct.Credits}, retrySeconds(d),
+				return limited(w, r, ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: acct.Credits}, retrySeconds(d),
 					"burst rate exceeded, retry in %d s", "突发请求过多，请在 %d 秒后重试")
-				return false
 			}
 		}
 	case errors.Is(err, account.ErrBadKey) && byAddr:
@@ -341,7 +259,33 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 				slog.String("client", group.String()), slog.Int("failures", l.maxFails))
 		}
 	}
-	return true
+	return nil
+}
+
+// limitAddress spends a token of the client's bucket of free requests. A
+// refusal is in the endpoint's own format: plain text (never an address,
+// so that a client taking the body as its address cannot be misled) or
+// the JSON envelope.
+func (s *Server) limitAddress(w *exchange, r *http.Request, plain bool) error {
+	l := s.limits
+	if l == nil || l.addrs == nil || !w.client.IsValid() {
+		return nil // no limit, or no address: the handler reports that
+	}
+	lim := l.addrs.getOrAdd(clientGroup(w.client), func() *rate.Limiter { return rate.NewLimiter(l.addrRate, l.addrBurst) })
+	d := take(lim, s.now())
+	if d == 0 {
+		return nil
+	}
+	l.refused.WithLabelValues(limitAddress).Inc()
+	freeHeaders(w)
+	secs := retrySeconds(d)
+	if !plain {
+		return limited(w, r, apiMeta, secs,
+			"too many requests from this address, retry in %d s", "来自此地址的请求过多，请在 %d 秒后重试")
+	}
+	w.Header()["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
+	return &textError{status: http.StatusTooManyRequests, code: ipatlas.CodeRateLimitExceeded,
+		body: "error: too many requests from this address; retry in " + strconv.FormatInt(secs, 10) + " s\n"}
 }
 
 // known reports whether a key (the whole secret) has authenticated on this
@@ -355,41 +299,15 @@ func (l *limits) known(token string) bool {
 	return ok
 }
 
-// setPattern names, for the metrics and the log line, the route a refused
-// request was meant for. Only refusals pay for this second match.
-func (s *Server) setPattern(r *http.Request) {
-	if s.mux != nil {
-		_, r.Pattern = s.mux.Handler(r)
-	}
-}
-
-// refuseAddress answers a free endpoint over its address's limit, in the
-// endpoint's own format: plain text (never an address, so that a client
-// taking the body as its address cannot be misled) or the JSON envelope.
-func (s *Server) refuseAddress(w http.ResponseWriter, r *http.Request, plain bool, secs int64) {
-	freeHeaders(w)
-	if !plain {
-		s.refuseLimited(w, r, ipatlas.Meta{IsAPIRequest: true}, secs,
-			"too many requests from this address, retry in %d s", "来自此地址的请求过多，请在 %d 秒后重试")
-		return
-	}
-	w.Header()["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
-	if rec, ok := w.(*recorder); ok {
-		rec.code = ipatlas.CodeRateLimitExceeded
-	}
-	writeText(w, http.StatusTooManyRequests, "error: too many requests from this address; retry in "+strconv.FormatInt(secs, 10)+" s\n")
-}
-
-// refuseLimited answers 429 RateLimitExceeded with Retry-After and a
-// detail naming the limit (en and zh are formats with one %d, the seconds).
-func (s *Server) refuseLimited(w http.ResponseWriter, r *http.Request, meta ipatlas.Meta, secs int64, en, zh string) {
-	lang := requestLang(r)
+// limited is 429 RateLimitExceeded with Retry-After and a detail naming
+// the limit (en and zh are formats with one %d, the seconds).
+func limited(w *exchange, r *http.Request, meta ipatlas.Meta, secs int64, en, zh string) error {
 	format := en
-	if lang == ipatlas.Chinese {
+	if w.langOf(r) == ipatlas.Chinese {
 		format = zh
 	}
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
-	writeError(w, lang, ipatlas.CodeRateLimitExceeded, sprintfInt(format, secs), meta)
+	return &apiError{code: ipatlas.CodeRateLimitExceeded, detail: sprintfInt(format, secs), meta: meta}
 }
 
 // sprintfInt formats one %d without fmt's reflection.

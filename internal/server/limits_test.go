@@ -160,7 +160,7 @@ func TestKeyBurstLimit(t *testing.T) {
 
 func TestKeyBurstRetryAfterRoundsUp(t *testing.T) {
 	clk := newClock()
-	e := newEnv(t, func(c *Config) { c.KeyRate, c.KeyBurst, c.Now = 0.1, 0, clk.Now }) // burst 0: ceil(rate) = 1
+	e := newEnv(t, func(c *Config) { c.KeyRate, c.KeyBurst, c.Now = 0.1, 1, clk.Now })
 	_, k := e.customer(t, account.Pro, 0, 100)
 	if r := e.query(t, k.Secret, `{"ip":"8.8.8.8"}`); r.Code != 200 {
 		t.Fatal(r.Code)
@@ -423,7 +423,10 @@ func TestInvalidKeyBackoff(t *testing.T) {
 
 // TestInvalidKeyBackoffIPv6 groups IPv6 guessers by /64.
 func TestInvalidKeyBackoffIPv6(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.AuthFailures = 2 })
+	e := newEnv(t, func(c *Config) {
+		c.AuthFailures = 2
+		c.AuthFailureWindow, c.AuthMaxBackoff = DefaultAuthFailureWindow, DefaultAuthMaxBackoff
+	})
 	guess := "ipa_AAAAAAAAAAAA_" + strings.Repeat("b", 43)
 	for i, remote := range []string{"[2001:db8:5:6::1]:1", "[2001:db8:5:6::2]:1", "[2001:db8:5:6:7::3]:1"} {
 		r := e.do(t, req{method: "POST", path: "/api/ip-query", key: guess, body: `{"ip":"8.8.8.8"}`, remote: remote})
@@ -470,6 +473,7 @@ func TestDefaultLimitsLetBasicUseThrough(t *testing.T) {
 		c.KeyRate, c.KeyBurst = DefaultKeyRate, DefaultKeyBurst
 		c.AddrRate, c.AddrBurst = DefaultAddrRate, DefaultAddrBurst
 		c.AuthFailures = DefaultAuthFailures
+		c.AuthFailureWindow, c.AuthMaxBackoff = DefaultAuthFailureWindow, DefaultAuthMaxBackoff
 	})
 	// A page that fetches three endpoints, reloaded ten times at once.
 	for range 10 {
@@ -609,37 +613,39 @@ func BenchmarkLimiterTable(b *testing.B) {
 	})
 }
 
-// BenchmarkGuardKeyed is the guard alone on a request with a valid key,
-// every limit on: the second (cached) authentication, the key's bucket
-// and the known-keys table. It is what the limits add to each keyed
-// request.
+// BenchmarkGuardKeyed is the router's limit alone on a request with a
+// valid key, every limit on: the (cached) authentication, the key's
+// bucket and the known-keys table. The handler then finds the key in the
+// exchange without a second authentication.
 func BenchmarkGuardKeyed(b *testing.B) {
 	e := newEnv(b, func(c *Config) {
 		c.Logger = slog.New(slog.DiscardHandler)
 		c.Now = time.Now
 		c.KeyRate, c.KeyBurst, c.AuthFailures = 1e12, 1e9, DefaultAuthFailures
+		c.AuthFailureWindow, c.AuthMaxBackoff = DefaultAuthFailureWindow, DefaultAuthMaxBackoff
 	})
 	_, k := e.customer(b, account.Pro, 0, 10)
 	r, _ := benchRequest("POST", "/api/ip-query", k.Secret)
-	rec := &recorder{ResponseWriter: httptest.NewRecorder(), client: netip.MustParseAddr("203.0.113.7")}
-	if !e.srv.guard(rec, r) {
-		b.Fatal("refused")
+	x := &exchange{ResponseWriter: httptest.NewRecorder(), client: netip.MustParseAddr("203.0.113.7")}
+	if err := e.srv.limit(x, r, byKey); err != nil || !x.caller.identified() {
+		b.Fatal("refused", err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if !e.srv.guard(rec, r) {
-			b.Fatal("refused")
+		if err := e.srv.limit(x, r, byKey); err != nil {
+			b.Fatal("refused", err)
 		}
 	}
 }
 
-// TestLimitsWithStoreDown: when the store cannot answer, the guard lets
+// TestLimitsWithStoreDown: when the store cannot answer, the router's limits let
 // the handler say so (503), client mistakes stay 400, and a key that could
 // not be checked is not a rejected key: the address is never slowed down
 // for the store's fault.
 func TestLimitsWithStoreDown(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		c.KeyRate, c.KeyBurst, c.AddrRate, c.AddrBurst, c.AuthFailures = 1, 1, 1, 1, 2
+		c.AuthFailureWindow, c.AuthMaxBackoff = DefaultAuthFailureWindow, DefaultAuthMaxBackoff
 	})
 	_, uncached := e.customer(t, account.Pro, 0, 10)
 	e.meter.Close(t.Context())

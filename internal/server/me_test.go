@@ -29,6 +29,9 @@ func newMe(t testing.TB, cfg Config) (*Server, http.Handler) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.LimitTableSize == 0 {
+		cfg.LimitTableSize = DefaultLimitTableSize
+	}
 	s := mustNew(t, cfg, Deps{Geo: p.Geo, Accounts: p.Accounts, Meter: p.Meter})
 	return s, s.Handler()
 }
@@ -174,7 +177,7 @@ func TestMeLimitIsItsOwn(t *testing.T) {
 }
 
 func TestMeTableIsBounded(t *testing.T) {
-	s, h := newMe(t, Config{LimitTableSize: 64})
+	s, h := newMe(t, Config{LimitTableSize: 64, MeRate: DefaultMeRate, MeBurst: DefaultMeBurst})
 	for i := range 1000 {
 		// Addresses of the fixture's Hetzner /32, each in its own /64.
 		a := netip.AddrFrom16([16]byte{0x2a, 0x01, 0x04, 0xf8, 0, 0, byte(i >> 8), byte(i), 15: 1})
@@ -182,13 +185,13 @@ func TestMeTableIsBounded(t *testing.T) {
 			t.Fatalf("client %d: %d", i, w.Code)
 		}
 	}
-	if n := s.me.len(); n > 64 {
+	if n := s.api.me.len(); n > 64 {
 		t.Errorf("%d limiters kept, bound 64", n)
 	}
 }
 
 func TestMeConcurrent(t *testing.T) {
-	_, h := newMe(t, Config{MeRate: math.MaxFloat64})
+	_, h := newMe(t, Config{MeRate: math.MaxFloat64, MeBurst: 1 << 30})
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -205,7 +208,7 @@ func TestMeConcurrent(t *testing.T) {
 }
 
 func BenchmarkMe(b *testing.B) {
-	_, h := newMe(b, Config{MeRate: math.MaxFloat64})
+	_, h := newMe(b, Config{MeRate: math.MaxFloat64, MeBurst: 1 << 30})
 	r := httptest.NewRequest("GET", mePath, nil)
 	r.RemoteAddr = hostPort(geotest.Beijing.IP)
 	b.ReportAllocs()

@@ -7,66 +7,10 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/account"
 )
-
-// recorder wraps the ResponseWriter of one request. Besides the status and
-// size for the log line and the metrics, it carries the request's state
-// (the client address, the query outcome) from the outer middleware to the
-// handlers: a context value would cost a copy of the request per request.
-type recorder struct {
-	http.ResponseWriter
-	status      int
-	bytes       int64
-	wroteHeader bool
-	client      netip.Addr
-	code        ipatlas.ErrorCode // the error code answered, if any
-	success     bool              // a location query succeeded
-	lang        ipatlas.Lang      // the request's language, once a handler knows it
-	langKnown   bool
-}
-
-var recorderPool = sync.Pool{New: func() any { return new(recorder) }}
-
-func (w *recorder) WriteHeader(status int) {
-	if !w.wroteHeader {
-		w.status, w.wroteHeader = status, true
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *recorder) Write(b []byte) (int, error) {
-	if !w.wroteHeader {
-		w.status, w.wroteHeader = http.StatusOK, true
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
-	return n, err
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// Flush keeps streaming handlers (pprof's trace) working through the wrapper.
-func (w *recorder) Flush() {
-	if !w.wroteHeader {
-		w.status, w.wroteHeader = http.StatusOK, true
-	}
-	http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-// clientOf returns the client address computed by the outer middleware,
-// or computes it when a handler runs outside it.
-func (s *Server) clientOf(w http.ResponseWriter, r *http.Request) netip.Addr {
-	if rec, ok := w.(*recorder); ok {
-		return rec.client
-	}
-	return clientAddr(r, s.trusted, s.cfg.ForwardedHeader)
-}
 
 // instrument is the outer middleware of both handlers, in one piece so that
 // the request is not copied: it finds the client address, sets the
@@ -79,8 +23,8 @@ func (s *Server) clientOf(w http.ResponseWriter, r *http.Request) netip.Addr {
 func (s *Server) instrument(next http.Handler, admin bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := recorderPool.Get().(*recorder)
-		*rec = recorder{ResponseWriter: w, client: clientAddr(r, s.trusted, s.cfg.ForwardedHeader)}
+		rec := exchangePool.Get().(*exchange)
+		*rec = exchange{ResponseWriter: w, client: clientAddr(r, s.trusted, s.cfg.ForwardedHeader)}
 		securityHeaders(w.Header(), r, admin)
 		s.metrics.inflight.Inc()
 		defer func() {
@@ -93,27 +37,36 @@ func (s *Server) instrument(next http.Handler, admin bool) http.Handler {
 			if p == http.ErrAbortHandler {
 				panic(p) // net/http's way to abort a response: let it do so
 			}
-			*rec = recorder{}
-			recorderPool.Put(rec)
+			*rec = exchange{}
+			exchangePool.Put(rec)
 		}()
 		if refuse, mustClose := framing(r); mustClose {
 			w.Header()["Connection"] = hdrClose // net/http closes after the answer
 			if refuse != nil {
-				if admin {
-					adminFail(rec, http.StatusBadRequest, adminInvalidRequest, refuse.en)
-				} else {
-					lang := requestLang(r)
-					writeError(rec, lang, refuse.code, refuse.detail(lang), ipatlas.Meta{IsAPIRequest: true})
-				}
+				s.renderer(admin)(rec, r, refuse)
 				return
 			}
+		}
+		if rt, ok := next.(*router); ok {
+			rt.serve(rec, r)
+			return
 		}
 		next.ServeHTTP(rec, r)
 	})
 }
 
+// renderer is the renderer of failures before or outside the routes (a
+// refused framing, a panic): the admin listener's body, or the public
+// API's envelope.
+func (s *Server) renderer(admin bool) renderer {
+	if admin {
+		return s.renderCoded
+	}
+	return s.renderAPI
+}
+
 // recovered logs a panic and answers 500 when nothing was sent yet.
-func (s *Server) recovered(rec *recorder, r *http.Request, p any, admin bool) {
+func (s *Server) recovered(rec *exchange, r *http.Request, p any, admin bool) {
 	if p == http.ErrAbortHandler {
 		return
 	}
@@ -132,19 +85,11 @@ func (s *Server) recovered(rec *recorder, r *http.Request, p any, admin bool) {
 			rec.Header()["Connection"] = conn
 		}
 		securityHeaders(rec.Header(), r, admin)
-		if admin {
-			adminFail(rec, http.StatusInternalServerError, adminInternal, "internal error; see the server log")
-			return
-		}
-		lang := rec.lang
-		if !rec.langKnown {
-			lang = requestLang(r)
-		}
-		writeError(rec, lang, ipatlas.CodeInternal, "", ipatlas.Meta{IsAPIRequest: true})
+		s.renderer(admin)(rec, r, errInternal)
 	}
 }
 
-func (s *Server) observe(rec *recorder, r *http.Request, d time.Duration) {
+func (s *Server) observe(rec *exchange, r *http.Request, d time.Duration) {
 	status := rec.status
 	if !rec.wroteHeader {
 		status = http.StatusOK // net/http sends 200 for a handler that wrote nothing

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/api"
+	apidoc "github.com/ipatlas/ipatlas/api"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 )
@@ -273,11 +273,11 @@ func TestNotFoundAndMethods(t *testing.T) {
 func TestOpenAPIServed(t *testing.T) {
 	e := newEnv(t)
 	r := e.do(t, req{method: "GET", path: "/openapi.yaml"})
-	if r.Code != 200 || r.Body.String() != string(api.OpenAPI) || r.Header().Get("Content-Type") != "application/yaml" {
+	if r.Code != 200 || r.Body.String() != string(apidoc.OpenAPI) || r.Header().Get("Content-Type") != "application/yaml" {
 		t.Errorf("GET /openapi.yaml: %d %s", r.Code, r.Header())
 	}
 	r = e.doAdmin(t, req{method: "GET", path: "/openapi.yaml"})
-	if r.Code != 200 || r.Body.String() != string(api.AdminOpenAPI) {
+	if r.Code != 200 || r.Body.String() != string(apidoc.AdminOpenAPI) {
 		t.Errorf("admin GET /openapi.yaml: %d", r.Code)
 	}
 }

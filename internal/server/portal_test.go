@@ -55,10 +55,11 @@ func newPortalEnv(t *testing.T, schema string, clk *clock, configure ...func(*Co
 	}
 	e := &env{store: p.Store, svc: svc, meter: meter, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	cfg := Config{
-		AdminToken: testAdminToken,
-		Version:    "test-1.2.3",
-		Logger:     slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:        clk.Now,
+		LimitTableSize: DefaultLimitTableSize,
+		AdminToken:     testAdminToken,
+		Version:        "test-1.2.3",
+		Logger:         slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:            clk.Now,
 	}
 	for _, c := range configure {
 		c(&cfg)
@@ -194,7 +195,7 @@ func TestPortalSignIn(t *testing.T) {
 		wrong := e.do(t, req{method: "POST", path: "/account/api/signin", body: `{"email":"` + email + `","password":"not the password at all"}`})
 		unknown := e.do(t, req{method: "POST", path: "/account/api/signin", body: `{"email":"nobody@example.com","password":"not the password at all"}`})
 		for _, x := range []resp{wrong, unknown} {
-			wantAdminError(t, x, http.StatusUnauthorized, codeSignInFailed)
+			wantAdminError(t, x, http.StatusUnauthorized, CodeSignInFailed)
 			if x.Header().Get("Set-Cookie") != "" {
 				t.Errorf("a refused sign-in set a cookie")
 			}
@@ -204,12 +205,12 @@ func TestPortalSignIn(t *testing.T) {
 		}
 
 		// Without a session, or with a forged one: 401.
-		wantAdminError(t, e.call(t, nil, "GET", "/account/api/me", ""), http.StatusUnauthorized, adminUnauthorized)
-		wantAdminError(t, e.call(t, &browser{cookie: "forged", csrf: "x"}, "GET", "/account/api/keys", ""), http.StatusUnauthorized, adminUnauthorized)
+		wantAdminError(t, e.call(t, nil, "GET", "/account/api/me", ""), http.StatusUnauthorized, CodeUnauthorized)
+		wantAdminError(t, e.call(t, &browser{cookie: "forged", csrf: "x"}, "GET", "/account/api/keys", ""), http.StatusUnauthorized, CodeUnauthorized)
 
 		// Bad bodies are the client's mistake.
-		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/signin", body: `{"email":"a","password":"b","admin":true}`}), 400, adminInvalidRequest)
-		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/signin", body: `[`}), 400, adminInvalidRequest)
+		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/signin", body: `{"email":"a","password":"b","admin":true}`}), 400, CodeInvalidRequest)
+		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/signin", body: `[`}), 400, CodeInvalidRequest)
 
 		// Signing out ends the session, and only this one.
 		other := e.signIn(t, email)
@@ -218,7 +219,7 @@ func TestPortalSignIn(t *testing.T) {
 		} else if c := cookieOf(t, r.Header(), ownerCookie); c.MaxAge >= 0 {
 			t.Errorf("sign out kept the cookie: %+v", c)
 		}
-		wantAdminError(t, e.call(t, b, "GET", "/account/api/me", ""), http.StatusUnauthorized, adminUnauthorized)
+		wantAdminError(t, e.call(t, b, "GET", "/account/api/me", ""), http.StatusUnauthorized, CodeUnauthorized)
 		if r := e.call(t, other, "GET", "/account/api/me", ""); r.Code != 200 {
 			t.Errorf("the other session after sign out: %d", r.Code)
 		}
@@ -229,16 +230,15 @@ func TestPortalSignIn(t *testing.T) {
 		if r.Code != 200 || decode[Revoked](t, r).Revoked != 2 {
 			t.Fatalf("sign out everywhere: %d %s", r.Code, r.Body)
 		}
-		wantAdminError(t, e.call(t, third, "GET", "/account/api/me", ""), http.StatusUnauthorized, adminUnauthorized)
-		wantAdminError(t, e.call(t, other, "GET", "/account/api/me", ""), http.StatusUnauthorized, adminUnauthorized)
+		wantAdminError(t, e.call(t, third, "GET", "/account/api/me", ""), http.StatusUnauthorized, CodeUnauthorized)
+		wantAdminError(t, e.call(t, other, "GET", "/account/api/me", ""), http.StatusUnauthorized, CodeUnauthorized)
 	})
 }
 
 func TestPortalSessionExpiry(t *testing.T) {
 	onStores(t, func(t *testing.T, mk func(...func(*Config)) *portalEnv) {
-		e := mk(func(c *Config) {
-			c.OwnerSessions = account.SessionPolicy{Idle: time.Hour, Max: 3 * time.Hour}
-		})
+		e := mk()
+		e.svc.OwnerSessions = account.SessionPolicy{Idle: time.Hour, Max: 3 * time.Hour}
 		_, email := e.owner(t, "Expiring")
 
 		idle := e.signIn(t, email)
@@ -256,10 +256,10 @@ func TestPortalSessionExpiry(t *testing.T) {
 			}
 		}
 		// 100 minutes without a request: idle's session is over.
-		wantAdminError(t, e.call(t, idle, "GET", "/account/api/me", ""), http.StatusUnauthorized, adminUnauthorized)
+		wantAdminError(t, e.call(t, idle, "GET", "/account/api/me", ""), http.StatusUnauthorized, CodeUnauthorized)
 		// Active or not, busy's ends 3 hours after sign-in.
 		e.clk.Advance(30 * time.Minute)
-		wantAdminError(t, e.call(t, busy, "GET", "/account/api/keys", ""), http.StatusUnauthorized, adminUnauthorized)
+		wantAdminError(t, e.call(t, busy, "GET", "/account/api/keys", ""), http.StatusUnauthorized, CodeUnauthorized)
 	})
 }
 
@@ -293,7 +293,7 @@ func TestPortalCSRF(t *testing.T) {
 				{"POST", "/account/api/signout-everywhere", ""},
 				{"POST", "/account/api/subscription/requests", `{"tier":"pro"}`},
 			} {
-				wantAdminError(t, e.call(t, b, p.method, p.path, p.body, tc.extra...), http.StatusForbidden, codeForbidden)
+				wantAdminError(t, e.call(t, b, p.method, p.path, p.body, tc.extra...), http.StatusForbidden, CodeForbidden)
 			}
 		})
 	}
@@ -310,7 +310,7 @@ func TestPortalCSRF(t *testing.T) {
 	rq, w := newRequest(tlsReq), httptest.NewRecorder()
 	rq.TLS = &tls.ConnectionState{}
 	e.pub.ServeHTTP(w, rq)
-	wantAdminError(t, resp{w, rq}, http.StatusForbidden, codeForbidden)
+	wantAdminError(t, resp{w, rq}, http.StatusForbidden, CodeForbidden)
 
 	// The right token, from this origin (through a TLS-terminating proxy
 	// too) or PublicURL's, passes.
@@ -323,8 +323,8 @@ func TestPortalCSRF(t *testing.T) {
 	// Sign-in and set-password have no session yet: the origin is checked.
 	for _, extra := range [][2]string{{"Origin", "https://evil.example"}, {"Sec-Fetch-Site", "cross-site"}} {
 		h := map[string]string{extra[0]: extra[1]}
-		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/signin", body: `{"email":"` + email + `","password":"` + testPassword + `"}`, header: h}), http.StatusForbidden, codeForbidden)
-		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/password", body: `{"token":"x","password":"y"}`, header: h}), http.StatusForbidden, codeForbidden)
+		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/signin", body: `{"email":"` + email + `","password":"` + testPassword + `"}`, header: h}), http.StatusForbidden, CodeForbidden)
+		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/password", body: `{"token":"x","password":"y"}`, header: h}), http.StatusForbidden, CodeForbidden)
 	}
 }
 
@@ -334,13 +334,13 @@ func TestPortalSigninLimit(t *testing.T) {
 	bad := `{"email":"nobody@example.com","password":"wrong wrong wrong"}`
 	const attacker, other = "198.51.100.9:1000", "198.51.100.10:1000"
 	for range 3 {
-		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/signin", body: bad, remote: attacker}), 401, codeSignInFailed)
+		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/signin", body: bad, remote: attacker}), 401, CodeSignInFailed)
 	}
 	// The address is out of tries, even with the right password; the
 	// wait is a third of the window per try.
 	good := `{"email":"` + email + `","password":"` + testPassword + `"}`
 	r := e.do(t, req{method: "POST", path: "/account/api/signin", body: good, remote: attacker})
-	wantAdminError(t, r, http.StatusTooManyRequests, codeTooMany)
+	wantAdminError(t, r, http.StatusTooManyRequests, CodeTooMany)
 	if ra, _ := strconv.Atoi(r.Header().Get("Retry-After")); ra < 1 || ra > 20*60 {
 		t.Errorf("Retry-After %q, want 1..1200 s", r.Header().Get("Retry-After"))
 	}
@@ -368,17 +368,17 @@ func TestPortalOwnerBackoff(t *testing.T) {
 	// address. A locked owner is answered exactly as any other failure
 	// (401, no Retry-After), even with the right password: a different
 	// answer would tell a stranger that the email has an account.
-	e := newPortalEnv(t, "", nil, func(c *Config) { c.SigninFailures = -1 })
+	e := newPortalEnv(t, "", nil) // no sign-in limit per address
 	_, email := e.owner(t, "Locked")
 	signin := func(email, password string, i int) resp {
 		return e.do(t, req{method: "POST", path: "/account/api/signin", body: `{"email":"` + email + `","password":"` + password + `"}`, remote: "198.51.100." + strconv.Itoa(i+1) + ":1"})
 	}
 	for i := range 12 {
-		wantAdminError(t, signin(email, "wrong wrong wrong", i), 401, codeSignInFailed)
+		wantAdminError(t, signin(email, "wrong wrong wrong", i), 401, CodeSignInFailed)
 	}
 	locked := signin(email, testPassword, 13)
 	unknown := signin("nobody@example.com", testPassword, 14)
-	wantAdminError(t, locked, 401, codeSignInFailed)
+	wantAdminError(t, locked, 401, CodeSignInFailed)
 	if locked.Body.String() != unknown.Body.String() || locked.Header().Get("Retry-After") != "" || locked.Header().Get("Set-Cookie") != "" {
 		t.Errorf("a locked owner's answer %q (Retry-After %q) differs from an unknown email's %q",
 			locked.Body, locked.Header().Get("Retry-After"), unknown.Body)
@@ -440,7 +440,7 @@ func TestPortalKeys(t *testing.T) {
 			{"POST", "/account/api/keys/" + ck.Key.ID + "/revoke", ""},
 			{"POST", "/account/api/keys/nosuchkey/revoke", ""},
 		} {
-			wantAdminError(t, e.call(t, ob, p.method, p.path, p.body), http.StatusNotFound, adminNotFound)
+			wantAdminError(t, e.call(t, ob, p.method, p.path, p.body), http.StatusNotFound, CodeNotFound)
 		}
 		if ks := decode[KeyViews](t, e.call(t, ob, "GET", "/account/api/keys", "")); len(ks.Keys) != 0 {
 			t.Errorf("the other account sees keys: %+v", ks)
@@ -498,8 +498,8 @@ func TestPortalUsageAndCredits(t *testing.T) {
 	if r.Code != 200 || h.To != "2026-11-15" || h.From != "2026-11-09" || len(h.Days) != 2 || h.Days[0].Queries != 3 || h.Days[1].Queries != 1 {
 		t.Fatalf("usage: %d %s", r.Code, r.Body)
 	}
-	wantAdminError(t, e.call(t, b, "GET", "/account/api/usage?days=0", ""), 400, adminInvalidRequest)
-	wantAdminError(t, e.call(t, b, "GET", "/account/api/usage?days=x", ""), 400, adminInvalidRequest)
+	wantAdminError(t, e.call(t, b, "GET", "/account/api/usage?days=0", ""), 400, CodeInvalidRequest)
+	wantAdminError(t, e.call(t, b, "GET", "/account/api/usage?days=x", ""), 400, CodeInvalidRequest)
 
 	r = e.call(t, b, "GET", "/account/api/usage.csv", "")
 	if r.Code != 200 || !strings.HasPrefix(r.Header().Get("Content-Type"), "text/csv") || !strings.HasPrefix(r.Header().Get("Content-Disposition"), "attachment") {
@@ -538,7 +538,7 @@ func TestPortalUsageAndCredits(t *testing.T) {
 	if len(all) < 2 || all[len(all)-1].Delta != 500 {
 		t.Errorf("older pages: %+v", all)
 	}
-	wantAdminError(t, e.call(t, b, "GET", "/account/api/credits?limit=5000", ""), 400, adminInvalidRequest)
+	wantAdminError(t, e.call(t, b, "GET", "/account/api/credits?limit=5000", ""), 400, CodeInvalidRequest)
 
 	r = e.call(t, b, "GET", "/account/api/credits.csv", "")
 	rows, err = csv.NewReader(strings.NewReader(r.Body.String())).ReadAll()
@@ -578,8 +578,8 @@ func TestPortalSubscription(t *testing.T) {
 		if r.Code != http.StatusCreated || tr.Status != account.RequestPending || tr.Tier != account.Pro {
 			t.Fatalf("request: %d %s", r.Code, r.Body)
 		}
-		wantAdminError(t, e.call(t, b, "POST", "/account/api/subscription/requests", `{"tier":"enterprise","monthly_limit":50000}`), http.StatusConflict, adminConflict)
-		wantAdminError(t, e.call(t, b, "POST", "/account/api/subscription/requests", `{"tier":"gold"}`), 400, adminInvalidRequest)
+		wantAdminError(t, e.call(t, b, "POST", "/account/api/subscription/requests", `{"tier":"enterprise","monthly_limit":50000}`), http.StatusConflict, CodeConflict)
+		wantAdminError(t, e.call(t, b, "POST", "/account/api/subscription/requests", `{"tier":"gold"}`), 400, CodeInvalidRequest)
 		if me := decode[Me](t, e.call(t, b, "GET", "/account/api/me", "")); me.PendingRequest == nil || me.PendingRequest.ID != tr.ID {
 			t.Errorf("me.pending_request: %+v", me.PendingRequest)
 		}
@@ -594,9 +594,9 @@ func TestPortalSubscription(t *testing.T) {
 		if r.Code != 200 || decode[account.TierRequest](t, r).Status != account.RequestApproved {
 			t.Fatalf("approve: %d %s", r.Code, r.Body)
 		}
-		wantAdminError(t, e.adminCall(t, "POST", "/admin/tier-requests/"+id+"/refuse", ""), http.StatusConflict, adminConflict)
-		wantAdminError(t, e.adminCall(t, "POST", "/admin/tier-requests/999999/approve", ""), http.StatusNotFound, adminNotFound)
-		wantAdminError(t, e.adminCall(t, "POST", "/admin/tier-requests/x/approve", ""), 400, adminInvalidRequest)
+		wantAdminError(t, e.adminCall(t, "POST", "/admin/tier-requests/"+id+"/refuse", ""), http.StatusConflict, CodeConflict)
+		wantAdminError(t, e.adminCall(t, "POST", "/admin/tier-requests/999999/approve", ""), http.StatusNotFound, CodeNotFound)
+		wantAdminError(t, e.adminCall(t, "POST", "/admin/tier-requests/x/approve", ""), 400, CodeInvalidRequest)
 		s = decode[Subscription](t, e.call(t, b, "GET", "/account/api/subscription", ""))
 		if s.Tier != account.Pro || s.MonthlyLimit != account.ProMonthlyLimit || len(s.Requests) != 1 {
 			t.Errorf("after approval: %+v", s)
@@ -604,7 +604,7 @@ func TestPortalSubscription(t *testing.T) {
 		if l := decode[TierRequestList](t, e.adminCall(t, "GET", "/admin/tier-requests?account="+strconv.FormatInt(a.ID, 10), "")); len(l.Requests) != 1 {
 			t.Errorf("requests of the account: %+v", l)
 		}
-		wantAdminError(t, e.adminCall(t, "GET", "/admin/tier-requests?status=maybe", ""), 400, adminInvalidRequest)
+		wantAdminError(t, e.adminCall(t, "GET", "/admin/tier-requests?status=maybe", ""), 400, CodeInvalidRequest)
 	})
 }
 
@@ -616,11 +616,11 @@ func TestPortalPages(t *testing.T) {
 			t.Errorf("GET %s: %d %q", p, r.Code, r.Header().Get("Content-Type"))
 		}
 	}
-	wantAdminError(t, e.do(t, req{method: "GET", path: "/account/api/nope"}), 404, adminNotFound)
-	wantAdminError(t, e.do(t, req{method: "POST", path: "/account/keys"}), 405, adminNotAllowed)
+	wantAdminError(t, e.do(t, req{method: "GET", path: "/account/api/nope"}), 404, CodeNotFound)
+	wantAdminError(t, e.do(t, req{method: "POST", path: "/account/keys"}), 405, CodeNotAllowed)
 	// A known API path with another method: the portal's error body too.
 	r := e.do(t, req{method: "DELETE", path: "/account/api/keys"})
-	wantAdminError(t, r, 405, adminNotAllowed)
+	wantAdminError(t, r, 405, CodeNotAllowed)
 	if allow := r.Header().Get("Allow"); !strings.Contains(allow, "POST") || !strings.Contains(allow, "GET") {
 		t.Errorf("Allow %q on /account/api/keys", allow)
 	}
@@ -684,12 +684,12 @@ func TestConsoleSession(t *testing.T) {
 		}
 		a := decode[account.Account](t, r)
 		id := strconv.FormatInt(a.ID, 10)
-		wantAdminError(t, e.console(t, b, "POST", "/admin/accounts", `{"name":"x","tier":"free"}`, csrfHeader, ""), http.StatusForbidden, codeForbidden)
-		wantAdminError(t, e.console(t, b, "POST", "/admin/accounts", `{"name":"x","tier":"free"}`, csrfHeader, "nope"), http.StatusForbidden, codeForbidden)
-		wantAdminError(t, e.console(t, b, "PATCH", "/admin/accounts/"+id, `{"tier":"pro"}`, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden, codeForbidden)
-		wantAdminError(t, e.console(t, b, "POST", "/admin/accounts/"+id+"/credits", `{"amount":5,"reason":"x"}`, "Origin", "https://evil.example"), http.StatusForbidden, codeForbidden)
+		wantAdminError(t, e.console(t, b, "POST", "/admin/accounts", `{"name":"x","tier":"free"}`, csrfHeader, ""), http.StatusForbidden, CodeForbidden)
+		wantAdminError(t, e.console(t, b, "POST", "/admin/accounts", `{"name":"x","tier":"free"}`, csrfHeader, "nope"), http.StatusForbidden, CodeForbidden)
+		wantAdminError(t, e.console(t, b, "PATCH", "/admin/accounts/"+id, `{"tier":"pro"}`, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden, CodeForbidden)
+		wantAdminError(t, e.console(t, b, "POST", "/admin/accounts/"+id+"/credits", `{"amount":5,"reason":"x"}`, "Origin", "https://evil.example"), http.StatusForbidden, CodeForbidden)
 		// A cookie cannot make another session: only the token can.
-		wantAdminError(t, e.console(t, b, "POST", "/admin/session", ""), http.StatusUnauthorized, adminUnauthorized)
+		wantAdminError(t, e.console(t, b, "POST", "/admin/session", ""), http.StatusUnauthorized, CodeUnauthorized)
 
 		// Credits through the console and through the token: the audit
 		// log names each.
@@ -723,7 +723,7 @@ func TestConsoleSession(t *testing.T) {
 		if len(p2.Entries) != 1 || p2.Entries[0].ID >= p1.Entries[0].ID {
 			t.Errorf("audit page 2: %+v", p2)
 		}
-		wantAdminError(t, e.adminCall(t, "GET", "/admin/audit?limit=0", ""), 400, adminInvalidRequest)
+		wantAdminError(t, e.adminCall(t, "GET", "/admin/audit?limit=0", ""), 400, CodeInvalidRequest)
 
 		// Invitations and reset links use PublicURL, token in the fragment.
 		r = e.console(t, b, "POST", "/admin/accounts/"+id+"/invites", `{"email":"Boss@Example.com"}`)
@@ -735,13 +735,13 @@ func TestConsoleSession(t *testing.T) {
 			t.Errorf("invite %+v", inv)
 		}
 		token := strings.TrimPrefix(inv.Link, "https://ip.example.net/account/password#token=")
-		wantAdminError(t, e.console(t, b, "POST", "/admin/accounts/999999/invites", `{"email":"x@example.com"}`), 404, adminNotFound)
-		wantAdminError(t, e.console(t, b, "POST", "/admin/accounts/"+id+"/invites", `{"email":""}`), 400, adminInvalidRequest)
+		wantAdminError(t, e.console(t, b, "POST", "/admin/accounts/999999/invites", `{"email":"x@example.com"}`), 404, CodeNotFound)
+		wantAdminError(t, e.console(t, b, "POST", "/admin/accounts/"+id+"/invites", `{"email":""}`), 400, CodeInvalidRequest)
 
 		// The owner follows the link: a weak password is refused and
 		// the link still works; then the owner is signed in.
 		r = e.do(t, req{method: "POST", path: "/account/api/password", body: `{"token":"` + token + `","password":"short"}`})
-		wantAdminError(t, r, 400, codeWeakPassword)
+		wantAdminError(t, r, 400, CodeWeakPassword)
 		r = e.do(t, req{method: "POST", path: "/account/api/password", body: `{"token":"` + token + `","password":"` + testPassword + `"}`})
 		if r.Code != 200 {
 			t.Fatalf("set password: %d %s", r.Code, r.Body)
@@ -751,7 +751,7 @@ func TestConsoleSession(t *testing.T) {
 			t.Errorf("first password: %s, want signed_out 0", r.Body)
 		}
 		cookieOf(t, r.Header(), ownerCookie)
-		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/password", body: `{"token":"` + token + `","password":"` + testPassword + `"}`}), 400, codeBadToken)
+		wantAdminError(t, e.do(t, req{method: "POST", path: "/account/api/password", body: `{"token":"` + token + `","password":"` + testPassword + `"}`}), 400, CodeBadToken)
 
 		ol := decode[OwnerList](t, e.console(t, b, "GET", "/admin/accounts/"+id+"/owners", ""))
 		if len(ol.Owners) != 1 || !ol.Owners[0].HasPassword {
@@ -768,7 +768,7 @@ func TestConsoleSession(t *testing.T) {
 		if si := decode[SignedIn](t, r); r.Code != 200 || si.SignedOut != 1 {
 			t.Errorf("reset: %d %s, want signed_out 1", r.Code, r.Body)
 		}
-		wantAdminError(t, e.console(t, b, "POST", "/admin/owners/999999/reset", ""), 404, adminNotFound)
+		wantAdminError(t, e.console(t, b, "POST", "/admin/owners/999999/reset", ""), 404, CodeNotFound)
 
 		// Search and top.
 		l := decode[SummaryList](t, e.console(t, b, "GET", "/admin/accounts?q=console", ""))
@@ -781,14 +781,14 @@ func TestConsoleSession(t *testing.T) {
 		if top := decode[TopList](t, e.console(t, b, "GET", "/admin/top?n=5", "")); top.Period != "2026-11" {
 			t.Errorf("top: %+v", top)
 		}
-		wantAdminError(t, e.console(t, b, "GET", "/admin/top?n=0", ""), 400, adminInvalidRequest)
+		wantAdminError(t, e.console(t, b, "GET", "/admin/top?n=0", ""), 400, CodeInvalidRequest)
 
 		// Signing out ends the cookie's power.
 		if r := e.console(t, b, "DELETE", "/admin/session", ""); r.Code != http.StatusNoContent {
 			t.Fatalf("sign out: %d %s", r.Code, r.Body)
 		}
-		wantAdminError(t, e.console(t, b, "GET", "/admin/accounts", ""), http.StatusUnauthorized, adminUnauthorized)
-		wantAdminError(t, e.console(t, b, "GET", "/admin/session", ""), http.StatusUnauthorized, adminUnauthorized)
+		wantAdminError(t, e.console(t, b, "GET", "/admin/accounts", ""), http.StatusUnauthorized, CodeUnauthorized)
+		wantAdminError(t, e.console(t, b, "GET", "/admin/session", ""), http.StatusUnauthorized, CodeUnauthorized)
 
 		for name, secret := range map[string]string{"the console cookie": b.cookie, "the CSRF token": b.csrf, "the link's token": token, "the password": testPassword} {
 			if strings.Contains(e.logs.String(), secret) {
@@ -806,13 +806,13 @@ func TestConsoleSessionExpiry(t *testing.T) {
 		t.Fatalf("within 30 minutes: %d %s", r.Code, r.Body)
 	}
 	e.clk.Advance(31 * time.Minute)
-	wantAdminError(t, e.console(t, b, "GET", "/admin/accounts", ""), http.StatusUnauthorized, adminUnauthorized)
+	wantAdminError(t, e.console(t, b, "GET", "/admin/accounts", ""), http.StatusUnauthorized, CodeUnauthorized)
 	// A portal cookie is no console cookie, and the reverse.
 	_, email := e.owner(t, "Mixed")
 	ob := e.signIn(t, email)
-	wantAdminError(t, e.doAdmin(t, req{method: "GET", path: "/admin/accounts", header: map[string]string{"Cookie": consoleCookie + "=" + ob.cookie}}), http.StatusUnauthorized, adminUnauthorized)
+	wantAdminError(t, e.doAdmin(t, req{method: "GET", path: "/admin/accounts", header: map[string]string{"Cookie": consoleCookie + "=" + ob.cookie}}), http.StatusUnauthorized, CodeUnauthorized)
 	cb := e.consoleSignIn(t)
-	wantAdminError(t, e.call(t, &browser{cookie: cb.cookie, csrf: cb.csrf}, "GET", "/account/api/me", ""), http.StatusUnauthorized, adminUnauthorized)
+	wantAdminError(t, e.call(t, &browser{cookie: cb.cookie, csrf: cb.csrf}, "GET", "/account/api/me", ""), http.StatusUnauthorized, CodeUnauthorized)
 }
 
 // TestSessionAcrossReplicas signs in on one server and uses the cookie on
@@ -832,7 +832,7 @@ func TestSessionAcrossReplicas(t *testing.T) {
 	if r := one.call(t, b, "POST", "/account/api/signout", ""); r.Code != http.StatusNoContent {
 		t.Fatal(r.Code)
 	}
-	wantAdminError(t, two.call(t, b, "GET", "/account/api/me", ""), http.StatusUnauthorized, adminUnauthorized)
+	wantAdminError(t, two.call(t, b, "GET", "/account/api/me", ""), http.StatusUnauthorized, CodeUnauthorized)
 
 	cb := one.consoleSignIn(t)
 	if r := two.console(t, cb, "GET", "/admin/accounts", ""); r.Code != 200 {

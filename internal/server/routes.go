@@ -3,8 +3,6 @@ package server
 import (
 	"net/http"
 	"net/http/pprof"
-	"slices"
-	"strings"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -13,160 +11,135 @@ import (
 // routeQuery is the metered location query; metrics count its outcomes.
 const routeQuery = "POST /api/ip-query"
 
-// routes is the whole public surface. A "GET" pattern also answers HEAD.
-func (s *Server) routes() http.Handler {
-	r := newRouter()
-	r.handle(routeQuery, s.handleQuery)                 // metered location query (Bearer key)
-	r.handle("POST /api/ip-query/batch", s.handleBatch) // up to 100 metered queries in one (Bearer key)
-	r.handle("GET /api/ip/myip", s.handleMyIP)          // Get my IP, auto detection (JSON)
-	r.handle("GET /ipv4", s.handleFamily(ipatlas.IPv4)) // Get my IP, IPv4 only (text), any host
-	r.handle("GET /ipv6", s.handleFamily(ipatlas.IPv6)) // Get my IP, IPv6 only (text), any host
-	r.handle("GET /{$}", s.handleRoot)                  // the same on the --ipv4-host / --ipv6-host hosts; elsewhere the web page (text for curl, JSON on request)
-	r.handle("GET "+mePath, s.handleMe)                 // the caller's own record, free, limited per address (the page's map)
-	r.handle("GET /assets/", s.page.ServeHTTP)          // the page's embedded scripts, styles and map
-	r.handle("GET /api/ping", s.handlePing)             // round-trip test (JSON)
-	r.handle("GET /api/usage", s.handleUsage)           // the calling key's quota and credits (Bearer key)
-	r.handle("GET /openapi.yaml", serveDoc(publicDoc))  // this API's OpenAPI 3 document
+// The whole surface, one table per audience. Each route names its limit
+// (limits.go): byKey routes have their bearer key authenticated once,
+// before the handler, which finds it in the exchange; byAddress routes
+// share the free endpoints' per-address bucket; cors routes answer CORS
+// preflights. A "GET" pattern also answers HEAD; a pattern without a
+// method answers every method.
 
-	// The owners' portal: its page, and its JSON API (session cookie; see
-	// portal.go and session.go).
-	r.handle("GET /account", s.handleAccountPage)
-	// Any method: a GET pattern here would conflict with the method-less
-	// 405 patterns of the API's paths; the handler answers 405 itself.
-	r.handleAny("/account/{rest...}", s.handleAccountPage)
+// routes is the public API: the location query, Get my IP and the web page.
+func (s *api) routes() []route {
+	return []route{
+		{pattern: routeQuery, limit: byKey, cors: true, h: s.handleQuery},                   // metered location query (Bearer key)
+		{pattern: "POST /api/ip-query/batch", limit: byKey, cors: true, h: s.handleBatch},   // up to 100 metered queries in one (Bearer key)
+		{pattern: "GET /api/ip/myip", limit: byAddress, cors: true, h: s.handleMyIP},        // Get my IP, auto detection (JSON)
+		{pattern: "GET /ipv4", limit: byAddressText, cors: true, h: s.family(ipatlas.IPv4)}, // Get my IP, IPv4 only (text), any host
+		{pattern: "GET /ipv6", limit: byAddressText, cors: true, h: s.family(ipatlas.IPv6)}, // Get my IP, IPv6 only (text), any host
+		{pattern: "GET /{$}", limit: byAddressText, h: s.handleRoot},                        // the same on the --ipv4-host / --ipv6-host hosts; elsewhere the web page (text for curl, JSON on request)
+		{pattern: "GET " + mePath, h: s.handleMe},                                           // the caller's own record, free, limited per address (the page's map)
+		{pattern: "GET /assets/", h: serveHTTP(s.page)},                                     // the page's embedded scripts, styles and map
+		{pattern: "GET /api/ping", limit: byAddress, cors: true, h: s.handlePing},           // round-trip test (JSON)
+		{pattern: "GET /api/usage", limit: byKey, cors: true, h: s.handleUsage},             // the calling key's quota and credits (Bearer key)
+		{pattern: "GET /openapi.yaml", h: serveDoc(publicDoc)},                              // this API's OpenAPI 3 document
+	}
+}
+
+// routes is the owners' portal on the public listener: its page, and its
+// JSON API (session cookie; see portal_api.go and session.go).
+func (s *portal) routes() []route {
 	o := s.owner
-	r.handle("POST /account/api/signin", s.portalSignIn)
-	r.handle("POST /account/api/password", s.portalSetPassword) // redeems a one-time link
-	r.handle("POST /account/api/signout", o(s.portalSignOut))
-	r.handle("POST /account/api/signout-everywhere", o(s.portalSignOutEverywhere))
-	r.handle("GET /account/api/me", o(s.portalMe))
-	r.handle("GET /account/api/keys", o(s.portalKeys))
-	r.handle("POST /account/api/keys", o(s.portalCreateKey))
-	r.handle("PATCH /account/api/keys/{key}", o(s.portalLabelKey))
-	r.handle("POST /account/api/keys/{key}/rotate", o(s.portalRotateKey))
-	r.handle("POST /account/api/keys/{key}/revoke", o(s.portalRevokeKey))
-	r.handle("GET /account/api/usage", o(s.portalUsage))
-	r.handle("GET /account/api/usage.csv", o(s.portalUsageCSV))
-	r.handle("GET /account/api/credits", o(s.portalCredits))
-	r.handle("GET /account/api/credits.csv", o(s.portalCreditsCSV))
-	r.handle("GET /account/api/subscription", o(s.portalSubscription))
-	r.handle("POST /account/api/subscription/requests", o(s.portalRequestTier))
-	return r.finish(s.notFound, s.methodNotAllowed)
-}
-
-// adminRoutes is the surface of the admin listener. Health, readiness and
-// metrics are open (they reveal nothing secret and probes carry no
-// tokens); the admin API and pprof need the admin token (pprof's cmdline
-// would show a token given as a flag).
-func (s *Server) adminRoutes() http.Handler {
-	r := newRouter()
-	r.handle("GET /healthz", s.handleHealthz)
-	r.handle("GET /readyz", s.handleReadyz)
-	r.handle("GET /metrics", promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{}).ServeHTTP)
-	r.handle("GET /openapi.yaml", serveDoc(adminDoc))
-
-	// The console's page (open: it holds no data) and its session, the
-	// admin token exchanged for a cookie.
-	r.handle("GET /console", s.handleConsolePage)
-	r.handle("GET /console/{rest...}", s.handleConsolePage)
-	r.handle("POST /admin/session", s.adminStartSession) // Bearer admin token only
-	r.handle("GET /admin/session", s.adminShowSession)   // the cookie's session, or 401
-
-	// The admin API: the admin token, or a console session's cookie.
-	a := s.requireAdmin
-	r.handle("DELETE /admin/session", a(s.adminEndSession))
-	r.handle("POST /admin/accounts", a(s.adminCreateAccount))
-	r.handle("GET /admin/accounts", a(s.adminSearchAccounts)) // ?q=&limit=, with this month's usage
-	r.handle("GET /admin/top", a(s.adminTop))                 // this month's top consumers
-	r.handle("POST /admin/accounts/{id}/invites", a(s.adminInvite))
-	r.handle("GET /admin/accounts/{id}/owners", a(s.adminOwners))
-	r.handle("POST /admin/owners/{id}/reset", a(s.adminResetLink))
-	r.handle("GET /admin/tier-requests", a(s.adminTierRequests))
-	r.handle("POST /admin/tier-requests/{id}/approve", a(s.adminDecide(true)))
-	r.handle("POST /admin/tier-requests/{id}/refuse", a(s.adminDecide(false)))
-	r.handle("GET /admin/audit", a(s.adminAudit))
-	r.handle("GET /admin/accounts/{id}", a(s.adminShowAccount))
-	r.handle("PATCH /admin/accounts/{id}", a(s.adminSetTier))
-	r.handle("POST /admin/accounts/{id}/keys", a(s.adminCreateKey))
-	r.handle("GET /admin/accounts/{id}/keys", a(s.adminListKeys))
-	r.handle("GET /admin/accounts/{id}/credits", a(s.adminShowCredits))
-	r.handle("POST /admin/accounts/{id}/credits", a(s.adminAddCredits))
-	r.handle("GET /admin/accounts/{id}/credits/history", a(s.adminCreditHistory))
-	r.handle("GET /admin/keys/{key}", a(s.adminShowKey))
-	r.handle("GET /admin/keys/{key}/usage", a(s.adminKeyUsage))
-	r.handle("POST /admin/keys/{key}/revoke", a(s.adminRevokeKey))
-	r.handle("POST /admin/keys/{key}/rotate", a(s.adminRotateKey))
-	r.handle("GET /admin/datasets", a(s.adminDatasets)) // files in service, their build dates, scheduled updates
-
-	// pprof's handlers take any method (symbol reads POST bodies).
-	r.handleAny("/debug/pprof/", a(pprof.Index)) // named profiles: heap, goroutine, allocs...
-	r.handleAny("/debug/pprof/cmdline", a(pprof.Cmdline))
-	r.handleAny("/debug/pprof/profile", a(pprof.Profile))
-	r.handleAny("/debug/pprof/symbol", a(pprof.Symbol))
-	r.handleAny("/debug/pprof/trace", a(pprof.Trace))
-	return r.finish(s.adminNotFound, s.adminMethodNotAllowed)
-}
-
-// router is a ServeMux that also answers, in our JSON format, what the mux
-// would answer in plain text: 404 for an unknown path, and 405 with an
-// Allow header for a known path asked with another method.
-type router struct {
-	mux     *http.ServeMux
-	methods map[string][]string // path pattern -> methods registered on it
-	order   []string
-}
-
-func newRouter() *router {
-	return &router{mux: http.NewServeMux(), methods: make(map[string][]string)}
-}
-
-func (r *router) handle(pattern string, h http.HandlerFunc) {
-	method, path, _ := strings.Cut(pattern, " ")
-	r.mux.Handle(pattern, h)
-	if _, ok := r.methods[path]; !ok {
-		r.order = append(r.order, path)
-	}
-	r.methods[path] = append(r.methods[path], method)
-	if method == http.MethodGet {
-		r.methods[path] = append(r.methods[path], http.MethodHead)
+	return []route{
+		{pattern: "GET /account", h: s.handlePage},
+		// Any method: a GET pattern here would conflict with the
+		// method-less 405 patterns of the API's paths; the handler
+		// answers the router's 404 and 405 itself.
+		{pattern: "/account/{rest...}", h: s.handlePage},
+		{pattern: "POST /account/api/signin", h: s.signIn},
+		{pattern: "POST /account/api/password", h: s.setPassword}, // redeems a one-time link
+		{pattern: "POST /account/api/signout", h: o(s.signOut)},
+		{pattern: "POST /account/api/signout-everywhere", h: o(s.signOutEverywhere)},
+		{pattern: "GET /account/api/me", h: o(s.me)},
+		{pattern: "GET /account/api/keys", h: o(s.keys)},
+		{pattern: "POST /account/api/keys", h: o(s.createKey)},
+		{pattern: "PATCH /account/api/keys/{key}", h: o(s.labelKey)},
+		{pattern: "POST /account/api/keys/{key}/rotate", h: o(s.rotateKey)},
+		{pattern: "POST /account/api/keys/{key}/revoke", h: o(s.revokeKey)},
+		{pattern: "GET /account/api/usage", h: o(s.usage)},
+		{pattern: "GET /account/api/usage.csv", h: o(s.usageCSV)},
+		{pattern: "GET /account/api/credits", h: o(s.credits)},
+		{pattern: "GET /account/api/credits.csv", h: o(s.creditsCSV)},
+		{pattern: "GET /account/api/subscription", h: o(s.subscription)},
+		{pattern: "POST /account/api/subscription/requests", h: o(s.requestTier)},
 	}
 }
 
-// handleAny registers a pattern without a method: it answers them all.
-func (r *router) handleAny(pattern string, h http.HandlerFunc) {
-	r.mux.Handle(pattern, h)
+// routes is the admin listener. Health, readiness and metrics are open
+// (they reveal nothing secret and probes carry no tokens); the admin API
+// and pprof need the admin token (pprof's cmdline would show a token given
+// as a flag).
+func (s *admin) routes() []route {
+	a := s.require
+	return []route{
+		{pattern: "GET /healthz", h: s.handleHealthz},
+		{pattern: "GET /readyz", h: s.handleReadyz},
+		{pattern: "GET /metrics", h: serveHTTP(promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{}))},
+		{pattern: "GET /openapi.yaml", h: serveDoc(adminDoc)},
+
+		// The console's page (open: it holds no data) and its session,
+		// the admin token exchanged for a cookie.
+		{pattern: "GET /console", h: serveHTTP(s.page)},
+		{pattern: "GET /console/{rest...}", h: serveHTTP(s.page)},
+		{pattern: "POST /admin/session", h: s.startSession}, // Bearer admin token only
+		{pattern: "GET /admin/session", h: s.showSession},   // the cookie's session, or 401
+
+		// The admin API: the admin token, or a console session's cookie.
+		{pattern: "DELETE /admin/session", h: a(s.endSession)},
+		{pattern: "POST /admin/accounts", h: a(s.createAccount)},
+		{pattern: "GET /admin/accounts", h: a(s.searchAccounts)}, // ?q=&limit=, with this month's usage
+		{pattern: "GET /admin/top", h: a(s.top)},                 // this month's top consumers
+		{pattern: "POST /admin/accounts/{id}/invites", h: a(s.invite)},
+		{pattern: "GET /admin/accounts/{id}/owners", h: a(s.owners)},
+		{pattern: "POST /admin/owners/{id}/reset", h: a(s.resetLink)},
+		{pattern: "GET /admin/tier-requests", h: a(s.tierRequests)},
+		{pattern: "POST /admin/tier-requests/{id}/approve", h: a(s.decide(true))},
+		{pattern: "POST /admin/tier-requests/{id}/refuse", h: a(s.decide(false))},
+		{pattern: "GET /admin/audit", h: a(s.audit)},
+		{pattern: "GET /admin/accounts/{id}", h: a(s.showAccount)},
+		{pattern: "PATCH /admin/accounts/{id}", h: a(s.setTier)},
+		{pattern: "POST /admin/accounts/{id}/keys", h: a(s.createKey)},
+		{pattern: "GET /admin/accounts/{id}/keys", h: a(s.listKeys)},
+		{pattern: "GET /admin/accounts/{id}/credits", h: a(s.showCredits)},
+		{pattern: "POST /admin/accounts/{id}/credits", h: a(s.addCredits)},
+		{pattern: "GET /admin/accounts/{id}/credits/history", h: a(s.creditHistory)},
+		{pattern: "GET /admin/keys/{key}", h: a(s.showKey)},
+		{pattern: "GET /admin/keys/{key}/usage", h: a(s.keyUsage)},
+		{pattern: "POST /admin/keys/{key}/revoke", h: a(s.revokeKey)},
+		{pattern: "POST /admin/keys/{key}/rotate", h: a(s.rotateKey)},
+		{pattern: "GET /admin/datasets", h: a(s.datasets)}, // files in service, their build dates, scheduled updates
+
+		// pprof's handlers take any method (symbol reads POST bodies).
+		{pattern: "/debug/pprof/", h: a(serveHTTP(http.HandlerFunc(pprof.Index)))}, // named profiles: heap, goroutine, allocs...
+		{pattern: "/debug/pprof/cmdline", h: a(serveHTTP(http.HandlerFunc(pprof.Cmdline)))},
+		{pattern: "/debug/pprof/profile", h: a(serveHTTP(http.HandlerFunc(pprof.Profile)))},
+		{pattern: "/debug/pprof/symbol", h: a(serveHTTP(http.HandlerFunc(pprof.Symbol)))},
+		{pattern: "/debug/pprof/trace", h: a(serveHTTP(http.HandlerFunc(pprof.Trace)))},
+	}
 }
 
-// finish registers a method-less pattern per path (less specific than the
-// method patterns, so it only catches the other methods) and the catch-all.
-func (r *router) finish(notFound http.HandlerFunc, notAllowed func(allow string) http.HandlerFunc) http.Handler {
-	for _, path := range r.order {
-		ms := r.methods[path]
-		slices.Sort(ms)
-		allow := strings.Join(slices.Compact(ms), ", ")
-		r.mux.Handle(path, notAllowed(allow))
-	}
-	if _, ok := r.methods["/"]; !ok {
-		r.mux.Handle("/", notFound)
-	}
-	return muxHandler{r.mux}
+// publicHandler is the public listener: the API and the portal. Requests
+// that match no route belong to the portal under /account/api/ and to the
+// API elsewhere.
+func (s *Server) publicHandler() *router {
+	rt := newRouter(s.limit)
+	rt.mount(s.api.routes(), s.renderAPI)
+	rt.mount(s.portal.routes(), s.renderCoded)
+	rt.finish(
+		area{match: isPortalAPI, render: s.renderCoded},
+		area{match: anyPath, render: s.renderAPI},
+	)
+	return rt
 }
 
-// muxHandler is a router's mux, which also answers CONNECT with a target
-// in authority form ("CONNECT example.com:443"): no pattern matches a
-// request without a path, and the mux would answer in plain text. It gets
-// what the path "/" gets for CONNECT: 405 or 404 in our format.
-type muxHandler struct{ *http.ServeMux }
-
-func (m muxHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodConnect && !strings.HasPrefix(r.URL.Path, "/") {
-		root := r.WithContext(r.Context())
-		u := *r.URL
-		u.Path, u.RawPath = "/", ""
-		root.URL = &u
-		h, _ := m.Handler(root)
-		h.ServeHTTP(w, r)
-		return
-	}
-	m.ServeMux.ServeHTTP(w, r)
+// adminHandler is the admin listener. Its unmatched requests under the
+// token-protected paths are answered to token holders only, so that
+// nobody else can map the API.
+func (s *Server) adminHandler() *router {
+	rt := newRouter(s.limit)
+	rt.mount(s.admin.routes(), s.renderCoded)
+	rt.finish(
+		area{match: protected, render: s.renderCoded, wrap: s.admin.require},
+		area{match: anyPath, render: s.renderCoded},
+	)
+	return rt
 }

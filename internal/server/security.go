@@ -49,7 +49,6 @@ var (
 
 	hdrAllowHeaders = []string{"Authorization, Content-Type, Accept-Language"}
 	hdrMaxAge       = []string{"7200"} // Chromium's cap; Firefox allows a day
-	hdrAllowPOST    = []string{"POST"}
 	hdrAllowGET     = []string{"GET, HEAD"}
 )
 
@@ -78,28 +77,18 @@ func securityHeaders(h http.Header, r *http.Request, admin bool) {
 }
 
 // preflight answers a CORS preflight (OPTIONS with
-// Access-Control-Request-Method) for a path of the public API: 204 with
-// the methods the path takes and the headers a browser may send. It
-// reports false for other paths, which the router then answers (404, or
-// 405 for OPTIONS on a known path without a preflight).
-func (s *Server) preflight(w http.ResponseWriter, r *http.Request) bool {
-	var methods []string
-	switch r.URL.Path {
-	case "/api/ip-query", "/api/ip-query/batch":
-		methods = hdrAllowPOST
-	case "/api/usage", "/api/ip/myip", "/api/ping", "/ipv4", "/ipv6":
-		methods = hdrAllowGET
-	default:
-		return false
-	}
+// Access-Control-Request-Method) for a route of the public API that takes
+// them (router.go): 204 with the methods the path takes and the headers a
+// browser may send. Other paths are routed as any request (404, or 405 for
+// OPTIONS on a known path).
+func preflight(w *exchange, r *http.Request, methods []string) {
 	h := w.Header()
 	h["Access-Control-Allow-Origin"] = hdrAnyOrig
 	h["Access-Control-Allow-Methods"] = methods
 	h["Access-Control-Allow-Headers"] = hdrAllowHeaders
 	h["Access-Control-Max-Age"] = hdrMaxAge
-	r.Pattern = "OPTIONS " + r.URL.Path // one of the paths above: a bounded label
+	r.Pattern = "OPTIONS " + r.URL.Path // a route's path: a bounded label
 	w.WriteHeader(http.StatusNoContent)
-	return true
 }
 
 // portalPath reports whether a path is the portal's (its page and API).

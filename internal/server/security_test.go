@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -304,7 +305,9 @@ func TestKeysHashedAtRest(t *testing.T) {
 // crypto/subtle.ConstantTimeCompare; the hashes have a fixed length, so
 // the comparison takes the same time for every wrong secret.)
 func TestWrongSecretRejected(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.AuthFailures = 1000 }) // the backoff is on, not reached
+	e := newEnv(t, func(c *Config) { // the backoff is on, not reached
+		c.AuthFailures, c.AuthFailureWindow, c.AuthMaxBackoff = 1000, DefaultAuthFailureWindow, DefaultAuthMaxBackoff
+	})
 	_, k := e.customer(t, account.Pro, 0, 100)
 	sep := strings.LastIndexByte(k.Secret, '_')
 	variants := func() []string {
@@ -357,7 +360,7 @@ func TestNoSecretsInLogs(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		c.KeyRate, c.KeyBurst = 1, 2
 		c.AddrRate, c.AddrBurst = 1, 2
-		c.AuthFailures = 2
+		c.AuthFailures, c.AuthFailureWindow, c.AuthMaxBackoff = 2, DefaultAuthFailureWindow, DefaultAuthMaxBackoff
 	})
 	acct := decode[account.Account](t, e.adminCall(t, "POST", "/admin/accounts", `{"name":"acme","tier":"pro"}`))
 	var secrets []string
@@ -457,12 +460,17 @@ func TestAdminNotOnPublicHandler(t *testing.T) {
 	if as, _ := e.svc.Accounts(t.Context()); len(as) != 0 {
 		t.Errorf("the public handler created accounts: %+v", as)
 	}
+	// Each from its own address: wrong tokens from one address are
+	// limited (TestAdminTokenLimit).
+	n := 0
 	for _, p := range paths {
 		if !protected(p.path) {
 			continue
 		}
 		for _, auth := range []string{"", "Bearer x", "Bearer " + testAdminToken[:len(testAdminToken)-1] + "X"} {
-			r := e.doAdmin(t, req{method: p.method, path: p.path, body: `{"name":"x","tier":"free"}`, header: map[string]string{"Authorization": auth}})
+			n++
+			remote := "198.51.100." + strconv.Itoa(n) + ":1000"
+			r := e.doAdmin(t, req{method: p.method, path: p.path, body: `{"name":"x","tier":"free"}`, header: map[string]string{"Authorization": auth}, remote: remote})
 			wantAdminError(t, r, http.StatusUnauthorized, "Unauthorized")
 		}
 	}

@@ -1,7 +1,11 @@
-// Package server is the HTTP face of ipatlas: the public API (location
-// query, Get my IP, ping, usage), its middleware (client address, limits,
-// logging, metrics), and the admin API on its own listener. routes.go lists
-// the whole surface.
+// Package server is the HTTP face of ipatlas, one surface per audience on
+// shared plumbing: the public API for callers (location query, Get my IP,
+// ping, usage, the web page: public_*.go), the portal for account owners
+// (portal_api.go) on the same listener, and the admin API and console for
+// operators (admin_*.go) on their own. routes.go lists every route once,
+// with its limit; router.go, render.go, exchange.go and middleware.go are
+// the plumbing they share (routing, limits, error bodies, request state,
+// logging and metrics).
 package server
 
 import (
@@ -12,6 +16,7 @@ import (
 	"math"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +28,13 @@ import (
 )
 
 // Config holds the server's settings.
+//
+// One rule for every number here: 0 turns its feature off, and no zero
+// stands for a default. A limit that is on needs each of its numbers
+// (its burst, window, backoff, and LimitTableSize), and New refuses one
+// left at 0 rather than guess. The Default* constants are the values
+// `ipatlas serve` passes unless told otherwise, so a Config literal gets
+// only the limits it sets.
 type Config struct {
 	TrustedProxies []netip.Prefix // peers whose X-Forwarded-For / Forwarded headers are believed
 	IPv4Host       string         // host name answering GET / with the caller's IPv4 address
@@ -38,16 +50,12 @@ type Config struct {
 	// API makes; empty, the links are bare paths for the operator to
 	// complete. Its origin is also accepted as a portal request's Origin.
 	PublicURL string
-	// OwnerSessions and OperatorSessions bound portal and console
-	// sessions (account.Service's fields of the same names); zero fields
-	// mean account.DefaultOwnerSessions's and DefaultOperatorSessions's.
-	OwnerSessions, OperatorSessions account.SessionPolicy
 	// SigninFailures failed portal sign-ins per client address (IPv6: its
-	// /64) are allowed per SigninWindow, refilled gradually; past them
-	// 429 with Retry-After. 0 means DefaultSigninFailures and
-	// DefaultSigninWindow; negative turns the limit off.
+	// /64) are allowed per SigninWindow, refilled gradually, and as many
+	// wrong admin tokens on the admin listener (counted apart); past them
+	// 429 with Retry-After. 0 turns the limit off.
 	SigninFailures int
-	SigninWindow   time.Duration
+	SigninWindow   time.Duration // required when SigninFailures is on
 	Version        string
 	Logger         *slog.Logger
 	Now            func() time.Time
@@ -80,7 +88,7 @@ type Config struct {
 	// count, so nobody can spend another key's bucket. A request over it
 	// gets 429 RateLimitExceeded ("burst rate exceeded, retry in N s")
 	// with Retry-After, before its body is read, and is never charged.
-	// KeyRate 0 turns it off; KeyBurst <= 0 means ceil(KeyRate).
+	// KeyRate 0 turns it off; KeyBurst is required when it is on.
 	KeyRate  float64
 	KeyBurst int
 
@@ -90,7 +98,7 @@ type Config struct {
 	// HEAD /api/ip/myip, /ipv4, /ipv6, /api/ping, and / on the IPv4 and
 	// IPv6 hosts. Over it: 429 with Retry-After, plain text on the
 	// plain-text endpoints, the JSON envelope on the others. AddrRate 0
-	// turns it off; AddrBurst <= 0 means ceil(AddrRate).
+	// turns it off; AddrBurst is required when it is on.
 	AddrRate  float64
 	AddrBurst int
 
@@ -106,13 +114,13 @@ type Config struct {
 	// address, never to a key. Failures are forgotten after
 	// AuthFailureWindow without one. 0 turns it off.
 	AuthFailures      int
-	AuthFailureWindow time.Duration // 0 means DefaultAuthFailureWindow
-	AuthMaxBackoff    time.Duration // 0 means DefaultAuthMaxBackoff
+	AuthFailureWindow time.Duration // required when AuthFailures is on
+	AuthMaxBackoff    time.Duration // required when AuthFailures is on
 
 	// MeRate and MeBurst are a token bucket per client address (IPv6: its
 	// /64) on GET /api/ip/me, which costs a lookup per request: MeRate
-	// lookups per second sustained, MeBurst at once. 0 means DefaultMeRate
-	// and DefaultMeBurst; this limit is never off.
+	// lookups per second sustained, MeBurst at once. MeRate 0 turns it
+	// off; MeBurst is required when it is on.
 	MeRate  float64
 	MeBurst int
 
@@ -120,7 +128,7 @@ type Config struct {
 	// addresses, keys seen to authenticate, the addresses of GET
 	// /api/ip/me); the least recently used entry
 	// is forgotten first and starts afresh when it returns. About 250
-	// bytes an entry. 0 means DefaultLimitTableSize.
+	// bytes an entry. Required when any limit is on.
 	LimitTableSize int
 }
 
@@ -153,7 +161,10 @@ type Deps struct {
 	DatasetSources DatasetSources
 }
 
-// Server holds both handlers.
+// Server is the shared plumbing of the three surfaces (the public API,
+// the owners' portal, the operators' admin API): settings, dependencies,
+// the client address, the limits, the metrics and the log. Each surface
+// is its own type (api, portal, admin) with its own routes (routes.go).
 type Server struct {
 	cfg     Config
 	deps    Deps
@@ -161,25 +172,16 @@ type Server struct {
 	now     func() time.Time
 	trusted proxies
 	metrics *metrics
-	limits  *limits // nil when every limit is off
-	mux     *http.ServeMux
-	ipv4    string // cfg.IPv4Host, lower case, without a port
-	ipv6    string
-	page    http.Handler                      // GET / for browsers, curl and JSON clients, and the page's assets
-	me      *table[netip.Addr, *rate.Limiter] // GET /api/ip/me's limiters, by client group
-	meRate  rate.Limit
-	meBurst int
+	limits  *limits // nil when every limit of the public API is off
+	// publicOrigin is Config.PublicURL's origin, lower case: a page of
+	// the portal or the console may come from there.
+	publicOrigin string
 
-	adminHash    [sha256.Size]byte                 // SHA-256 of cfg.AdminToken
-	publicOrigin string                            // cfg.PublicURL's origin, lower case
-	signin       *table[netip.Addr, *rate.Limiter] // sign-in failures by client group; nil when off
-	signins      *prometheus.CounterVec            // portal sign-ins by outcome
-	signinRate   rate.Limit
-	signinBurst  int
-	portalPage   http.Handler // GET /account and below
-	consolePage  http.Handler // GET /console and below
+	api    *api
+	portal *portal
+	admin  *admin
 
-	public, admin http.Handler
+	public, adminH http.Handler
 }
 
 // New builds the server. It refuses a setting it cannot use (an invalid
@@ -211,17 +213,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		}
 	}
 	s.trusted = newProxies(cfg.TrustedProxies)
-	s.ipv4, s.ipv6 = normalizeHost(cfg.IPv4Host), normalizeHost(cfg.IPv6Host)
-	if s.ipv4 != "" && s.ipv4 == s.ipv6 {
-		return nil, fmt.Errorf("server: Config.IPv4Host and IPv6Host are both %q; GET / there could answer neither", s.ipv4)
+	s.api = &api{Server: s, ipv4: normalizeHost(cfg.IPv4Host), ipv6: normalizeHost(cfg.IPv6Host)}
+	if s.api.ipv4 != "" && s.api.ipv4 == s.api.ipv6 {
+		return nil, fmt.Errorf("server: Config.IPv4Host and IPv6Host are both %q; GET / there could answer neither", s.api.ipv4)
 	}
-	for name, v := range map[string]float64{"KeyRate": cfg.KeyRate, "AddrRate": cfg.AddrRate, "MeRate": cfg.MeRate} {
-		if v < 0 || math.IsNaN(v) {
-			return nil, fmt.Errorf("server: Config.%s %v: want a rate of 0 or more", name, v)
-		}
-	}
-	if cfg.MeBurst < 0 {
-		return nil, fmt.Errorf("server: Config.MeBurst %d is negative", cfg.MeBurst)
+	if err := checkLimits(cfg); err != nil {
+		return nil, err
 	}
 	m, err := newMetrics(s.deps.Registry)
 	if err != nil {
@@ -233,45 +230,60 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			return nil, fmt.Errorf("server: Config.PublicURL %q: want an absolute URL such as https://ip.example.com", cfg.PublicURL)
 		}
 	}
-	s.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
-	if deps.Accounts != nil {
-		if deps.Accounts.AuditFailed == nil {
-			log := s.log
-			deps.Accounts.AuditFailed = func(e account.AuditEntry, err error) {
-				log.Error("audit: an entry could not be written after its change was made",
-					"action", e.Action, "actor", e.Actor, "account_id", e.AccountID, "target", e.Target, "detail", e.Detail, "err", err.Error())
-			}
-		}
-		if cfg.OwnerSessions != (account.SessionPolicy{}) {
-			deps.Accounts.OwnerSessions = cfg.OwnerSessions
-		}
-		if cfg.OperatorSessions != (account.SessionPolicy{}) {
-			deps.Accounts.OperatorSessions = cfg.OperatorSessions
-		}
-	}
-	if err := s.newSignin(); err != nil {
-		return nil, err
-	}
 	if s.limits, err = s.newLimits(); err != nil {
 		return nil, err
 	}
-	if err := s.newWeb(); err != nil {
+	if err := s.newSurfaces(); err != nil {
 		return nil, err
 	}
-	public := s.routes()
-	if m, ok := public.(muxHandler); ok {
-		s.mux = m.ServeMux
-	}
-	s.public = s.instrument(s.protect(public), false)
-	s.admin = s.instrument(s.adminRoutes(), true)
+	s.public = s.instrument(s.publicHandler(), false)
+	s.adminH = s.instrument(s.adminHandler(), true)
 	return s, nil
+}
+
+// checkLimits refuses a negative or NaN number, and a limit that is on
+// without each of its numbers (see Config).
+func checkLimits(c Config) error {
+	var errs []error
+	for name, v := range map[string]float64{
+		"KeyRate": c.KeyRate, "AddrRate": c.AddrRate, "MeRate": c.MeRate,
+		"KeyBurst": float64(c.KeyBurst), "AddrBurst": float64(c.AddrBurst), "MeBurst": float64(c.MeBurst),
+		"AuthFailures": float64(c.AuthFailures), "AuthFailureWindow": float64(c.AuthFailureWindow), "AuthMaxBackoff": float64(c.AuthMaxBackoff),
+		"SigninFailures": float64(c.SigninFailures), "SigninWindow": float64(c.SigninWindow), "LimitTableSize": float64(c.LimitTableSize),
+	} {
+		if v < 0 || math.IsNaN(v) {
+			errs = append(errs, fmt.Errorf("server: Config.%s %v: want 0 (off) or more", name, v))
+		}
+	}
+	need := func(on bool, limit, name string, v int64) {
+		if on && v == 0 {
+			errs = append(errs, fmt.Errorf("server: Config.%s is on but Config.%s is 0; set it (Default%s is the usual value) or turn the limit off", limit, name, name))
+		}
+	}
+	need(c.KeyRate > 0, "KeyRate", "KeyBurst", int64(c.KeyBurst))
+	need(c.AddrRate > 0, "AddrRate", "AddrBurst", int64(c.AddrBurst))
+	need(c.AuthFailures > 0, "AuthFailures", "AuthFailureWindow", int64(c.AuthFailureWindow))
+	need(c.AuthFailures > 0, "AuthFailures", "AuthMaxBackoff", int64(c.AuthMaxBackoff))
+	need(c.MeRate > 0, "MeRate", "MeBurst", int64(c.MeBurst))
+	need(c.SigninFailures > 0, "SigninFailures", "SigninWindow", int64(c.SigninWindow))
+	for _, on := range []struct {
+		name string
+		on   bool
+	}{{"KeyRate", c.KeyRate > 0}, {"AddrRate", c.AddrRate > 0}, {"AuthFailures", c.AuthFailures > 0}, {"MeRate", c.MeRate > 0}, {"SigninFailures", c.SigninFailures > 0}} {
+		if on.on && c.LimitTableSize == 0 {
+			need(true, on.name, "LimitTableSize", 0)
+			break
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
 }
 
 // Handler is the public API.
 func (s *Server) Handler() http.Handler { return s.public }
 
 // AdminHandler is the admin API, /metrics, /healthz, /readyz and pprof.
-func (s *Server) AdminHandler() http.Handler { return s.admin }
+func (s *Server) AdminHandler() http.Handler { return s.adminH }
 
 // normalizeHost lowers a host name and drops a port, the form requests'
 // hosts are compared in.
@@ -292,31 +304,37 @@ func normalizeHost(h string) string {
 	return h
 }
 
-// newWeb builds the web page and the limiters of GET /api/ip/me.
-func (s *Server) newWeb() error {
+// newSurfaces builds what each surface holds of its own: the web pages,
+// the limiters of GET /api/ip/me, of sign-ins and of admin tokens.
+func (s *Server) newSurfaces() error {
 	addr := func(r *http.Request) netip.Addr { return clientAddr(r, s.trusted, s.cfg.ForwardedHeader) }
 	page, err := web.Handler(web.Options{ClientAddr: addr, IPv4URL: s.cfg.PageIPv4URL, IPv6URL: s.cfg.PageIPv6URL, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("server: the web page (Config.PageIPv4URL and PageIPv6URL are its Options.IPv4URL and IPv6URL): %w", err)
 	}
-	s.page = page
-	if s.portalPage, err = web.PortalHandler(); err != nil {
+	size := s.cfg.LimitTableSize
+	a := s.api
+	a.page = page
+	if s.cfg.MeRate > 0 {
+		a.meRate, a.meBurst = rate.Limit(s.cfg.MeRate), s.cfg.MeBurst
+		a.me = newTable[netip.Addr, *rate.Limiter](size)
+	}
+
+	p := &portal{Server: s, origin: s.publicOrigin}
+	if p.page, err = web.PortalHandler(); err != nil {
 		return fmt.Errorf("server: the portal page: %w", err)
 	}
-	if s.consolePage, err = web.ConsoleHandler(); err != nil {
+	if p.signins, err = newSignins(s.deps.Registry); err != nil {
+		return err
+	}
+	n, window := s.cfg.SigninFailures, s.cfg.SigninWindow
+	p.signin = newFailureLimit(n, window, size)
+	s.portal = p
+
+	ad := &admin{Server: s, hash: sha256.Sum256([]byte(s.cfg.AdminToken)), failures: newFailureLimit(n, window, size)}
+	if ad.page, err = web.ConsoleHandler(); err != nil {
 		return fmt.Errorf("server: the console page: %w", err)
 	}
-	s.meRate, s.meBurst = rate.Limit(s.cfg.MeRate), s.cfg.MeBurst
-	if s.meRate == 0 {
-		s.meRate = DefaultMeRate
-	}
-	if s.meBurst == 0 {
-		s.meBurst = DefaultMeBurst
-	}
-	size := s.cfg.LimitTableSize
-	if size <= 0 {
-		size = DefaultLimitTableSize
-	}
-	s.me = newTable[netip.Addr, *rate.Limiter](size)
+	s.admin = ad
 	return nil
 }

@@ -30,6 +30,15 @@ func TestNewRefusesBadSettings(t *testing.T) {
 		{"NaN address rate", Config{AddrRate: math.NaN()}, nil, "AddrRate"},
 		{"negative me rate", Config{MeRate: -1}, nil, "MeRate"},
 		{"negative me burst", Config{MeBurst: -1}, nil, "MeBurst"},
+		// 0 is off, never a default: a limit that is on needs its numbers.
+		{"key rate without burst", Config{KeyRate: 1, LimitTableSize: 1}, nil, "KeyBurst"},
+		{"address rate without burst", Config{AddrRate: 1, LimitTableSize: 1}, nil, "AddrBurst"},
+		{"me rate without burst", Config{MeRate: 1, LimitTableSize: 1}, nil, "MeBurst"},
+		{"auth failures without window", Config{AuthFailures: 1, AuthMaxBackoff: 1, LimitTableSize: 1}, nil, "AuthFailureWindow"},
+		{"auth failures without backoff", Config{AuthFailures: 1, AuthFailureWindow: 1, LimitTableSize: 1}, nil, "AuthMaxBackoff"},
+		{"sign-in failures without window", Config{SigninFailures: 1, LimitTableSize: 1}, nil, "SigninWindow"},
+		{"negative sign-in failures", Config{SigninFailures: -1}, nil, "SigninFailures"},
+		{"a limit without a table", Config{KeyRate: 1, KeyBurst: 1}, nil, "LimitTableSize"},
 		{"page endpoint", Config{PageIPv4URL: "ftp://v4.example.test/"}, nil, "Options.IPv4URL"},
 		{"page endpoint with user", Config{PageIPv6URL: "https://user@v6.example.test/"}, nil, "Options.IPv6URL"},
 	} {

@@ -4,7 +4,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -36,19 +35,12 @@ const (
 	csrfHeader    = "X-CSRF-Token"
 )
 
-// Error codes of the portal and the console, beyond the admin API's.
-const (
-	codeForbidden    = "Forbidden"       // 403: CSRF token or origin refused
-	codeTooMany      = "TooManyRequests" // 429: sign-in failures, with Retry-After
-	codeSignInFailed = "SignInFailed"    // 401: any refused sign-in
-	codeBadToken     = "BadToken"        // 400: unknown, used or expired link
-	codeWeakPassword = "WeakPassword"    // 400: the error says why
-)
-
-// Sign-in failures per client address (IPv6: its /64): a token bucket of
-// DefaultSigninFailures tokens refilled over DefaultSigninWindow; each
-// failure spends one, and an address without a token is answered 429
-// before its password is checked. The per-owner backoff is the service's.
+// Defaults of Config.SigninFailures and SigninWindow, for `ipatlas
+// serve`'s flags. Sign-in failures per client address (IPv6: its /64)
+// are a token bucket of SigninFailures tokens refilled over SigninWindow;
+// each failure spends one, and an address without a token is answered
+// 429 before its password is checked. The per-owner backoff is the
+// service's.
 const (
 	DefaultSigninFailures = 10
 	DefaultSigninWindow   = 15 * time.Minute
@@ -61,84 +53,72 @@ const (
 	signinLimited = "limited" // the address was out of tries: 429
 )
 
-// newSignin registers the sign-in counter and builds the sign-in
-// limiter's table.
-func (s *Server) newSignin() error {
+// newSignins registers the sign-in counter.
+func newSignins(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
 	var errs []error
-	s.signins = register(s.deps.Registry, prometheus.NewCounterVec(prometheus.CounterOpts{
+	c := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "ipatlas", Subsystem: "portal", Name: "signins_total",
 		Help: "Portal sign-ins by outcome: ok, failed (wrong email or password, or a locked owner) or limited (the address must wait).",
 	}, []string{"outcome"}), &errs)
 	if len(errs) > 0 {
-		return fmt.Errorf("server: registering metrics: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("server: registering metrics: %w", errors.Join(errs...))
 	}
 	for _, v := range []string{signinOK, signinFailed, signinLimited} {
-		s.signins.WithLabelValues(v)
+		c.WithLabelValues(v)
 	}
-	n, window := s.cfg.SigninFailures, s.cfg.SigninWindow
-	if n < 0 {
-		return nil // off
-	}
-	if n == 0 {
-		n = DefaultSigninFailures
-	}
-	if window <= 0 {
-		window = DefaultSigninWindow
-	}
-	size := s.cfg.LimitTableSize
-	if size <= 0 {
-		size = DefaultLimitTableSize
-	}
-	s.signin = newTable[netip.Addr, *rate.Limiter](size)
-	s.signinRate, s.signinBurst = rate.Limit(float64(n)/window.Seconds()), n
-	return nil
+	return c, nil
 }
 
-// signinWait is how long the client must wait before its next sign-in
-// attempt; 0 when it may try now.
-func (s *Server) signinWait(w http.ResponseWriter, r *http.Request) time.Duration {
-	if s.signin == nil {
+// failureLimit allows each client address (IPv6: its /64) a number of
+// failures (wrong passwords, wrong admin tokens) per window: a token
+// bucket that each failure spends and time refills. An address without
+// a token is refused before its next attempt is checked. A nil
+// failureLimit is off.
+type failureLimit struct {
+	table *table[netip.Addr, *rate.Limiter]
+	rate  rate.Limit
+	burst int
+}
+
+// newFailureLimit allows n failures per window, or is nil (off) when n is 0.
+func newFailureLimit(n int, window time.Duration, size int) *failureLimit {
+	if n <= 0 {
+		return nil
+	}
+	return &failureLimit{table: newTable[netip.Addr, *rate.Limiter](size), rate: rate.Limit(float64(n) / window.Seconds()), burst: n}
+}
+
+// wait is how long the client must wait before its next attempt; 0 when
+// it may try now.
+func (f *failureLimit) wait(a netip.Addr, now time.Time) time.Duration {
+	if f == nil || !a.IsValid() {
 		return 0
 	}
-	a := s.clientOf(w, r)
-	if !a.IsValid() {
-		return 0
-	}
-	lim, ok := s.signin.peek(clientGroup(a))
+	lim, ok := f.table.peek(clientGroup(a))
 	if !ok {
 		return 0
 	}
-	now := s.now()
 	if t := lim.TokensAt(now); t < 1 {
 		return max(time.Second, time.Duration((1-t)/float64(lim.Limit())*float64(time.Second)))
 	}
 	return 0
 }
 
-// signinFailed spends one of the client's tokens.
-func (s *Server) signinFailed(w http.ResponseWriter, r *http.Request) {
-	if s.signin == nil {
-		return
+// fail spends one of the client's tokens; it reports whether the client
+// has none left (to log that once).
+func (f *failureLimit) fail(a netip.Addr, now time.Time) (exhausted bool) {
+	if f == nil || !a.IsValid() {
+		return false
 	}
-	a := s.clientOf(w, r)
-	if !a.IsValid() {
-		return
-	}
-	lim := s.signin.getOrAdd(clientGroup(a), func() *rate.Limiter { return rate.NewLimiter(s.signinRate, s.signinBurst) })
-	now := s.now()
+	lim := f.table.getOrAdd(clientGroup(a), func() *rate.Limiter { return rate.NewLimiter(f.rate, f.burst) })
 	lim.AllowN(now, 1)
-	if lim.TokensAt(now) < 1 {
-		// Logged when the address runs out: its next tries are refused
-		// before they get here.
-		s.log.LogAttrs(r.Context(), slog.LevelWarn, "portal: too many failed sign-ins from this address; it must wait",
-			slog.String("client", addrString(a)))
-	}
+	return lim.TokensAt(now) < 1
 }
 
-// tooMany answers 429 with Retry-After.
-func tooMany(w http.ResponseWriter, wait time.Duration, msg string) {
+// tooMany is 429 with Retry-After.
+func tooMany(w *exchange, wait time.Duration, msg string) error {
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(wait), 10)}
-	adminFail(w, http.StatusTooManyRequests, codeTooMany, msg)
+	return fail(CodeTooMany, msg)
 }
 
 // overHTTPS reports whether the browser reached us over HTTPS: TLS on the
@@ -193,12 +173,13 @@ func stateChanging(method string) bool {
 	return true
 }
 
-// sameOrigin refuses a request that a browser says comes from another
-// origin: Sec-Fetch-Site present and not same-origin, or Origin present
-// and neither this request's own origin nor PublicURL's. Clients that send
-// neither header (scripts, old browsers) pass: the CSRF token and
-// SameSite cover them.
-func (s *Server) sameOrigin(r *http.Request) bool {
+// sameOrigin reports whether a request that a browser marks as coming
+// from another origin is absent: Sec-Fetch-Site present and not
+// same-origin, or Origin present and neither this request's own origin
+// nor extra (PublicURL's origin on the public listener; "" on the admin
+// listener, which accepts only its own). Clients that send neither header
+// (scripts, old browsers) pass: the CSRF token and SameSite cover them.
+func (s *Server) sameOrigin(r *http.Request, extra string) bool {
 	if v, ok := r.Header["Sec-Fetch-Site"]; ok && (len(v) != 1 || v[0] != "same-origin") {
 		return false
 	}
@@ -216,61 +197,43 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 	if origin == "https://"+host || (origin == "http://"+host && !s.overHTTPS(r)) {
 		return true
 	}
-	return s.publicOrigin != "" && origin == s.publicOrigin
+	return extra != "" && origin == extra
 }
 
+// errCrossOrigin refuses a request from another origin.
+var errCrossOrigin = fail(CodeForbidden, "cross-origin request refused")
+
 // checkCSRF applies the rules of a cookie-authenticated change: same
-// origin, and the session's CSRF token in X-CSRF-Token.
-func (s *Server) checkCSRF(w http.ResponseWriter, r *http.Request, sess account.Session) bool {
-	if !s.sameOrigin(r) {
-		adminFail(w, http.StatusForbidden, codeForbidden, "cross-origin request refused")
-		return false
+// origin (extra as for sameOrigin), and the session's CSRF token in
+// X-CSRF-Token.
+func (s *Server) checkCSRF(r *http.Request, sess account.Session, extra string) error {
+	if !s.sameOrigin(r, extra) {
+		return errCrossOrigin
 	}
 	got := r.Header.Get(csrfHeader)
 	if got == "" || sess.CSRF == "" || subtle.ConstantTimeCompare([]byte(got), []byte(sess.CSRF)) != 1 {
-		adminFail(w, http.StatusForbidden, codeForbidden, "missing or wrong "+csrfHeader+" header")
-		return false
+		return fail(CodeForbidden, "missing or wrong "+csrfHeader+" header")
 	}
-	return true
+	return nil
 }
 
-// session finds the live session of the request's cookie; false means it
-// has answered (401, or 503 when the store fails).
-func (s *Server) session(w http.ResponseWriter, r *http.Request, cookie, kind string) (account.Session, bool) {
+// errNoSession is a request without a live session.
+var errNoSession = fail(CodeUnauthorized, account.ErrNoSession.Error())
+
+// session finds the live session of the request's cookie.
+func (s *Server) session(r *http.Request, cookie, kind string) (account.Session, error) {
 	c, err := r.Cookie(cookie)
 	if err != nil || c.Value == "" {
-		adminFail(w, http.StatusUnauthorized, adminUnauthorized, account.ErrNoSession.Error())
-		return account.Session{}, false
+		return account.Session{}, errNoSession
 	}
 	sess, err := s.deps.Accounts.CheckSession(r.Context(), c.Value, kind)
 	if err != nil {
 		if errors.Is(err, account.ErrNoSession) || errors.Is(err, account.ErrNotFound) {
-			adminFail(w, http.StatusUnauthorized, adminUnauthorized, account.ErrNoSession.Error())
-			return account.Session{}, false
+			return account.Session{}, errNoSession
 		}
-		s.adminStoreError(w, r, err)
-		return account.Session{}, false
+		return account.Session{}, err
 	}
-	return sess, true
-}
-
-// ownerHandler is a portal handler: it runs for a live owner session.
-type ownerHandler func(w http.ResponseWriter, r *http.Request, sess account.Session)
-
-// owner authenticates a portal request by its cookie, applies the CSRF
-// rules to changes, and names the owner's session as the audit actor.
-func (s *Server) owner(next ownerHandler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := s.session(w, r, ownerCookie, account.SessionOwner)
-		if !ok {
-			return
-		}
-		if stateChanging(r.Method) && !s.checkCSRF(w, r, sess) {
-			return
-		}
-		actor := "owner:" + strconv.FormatInt(sess.OwnerID, 10) + "/session:" + sess.ID
-		next(w, r.WithContext(account.WithActor(r.Context(), actor)), sess)
-	}
+	return sess, nil
 }
 
 // originOf is the origin ("https://host[:port]") of an absolute URL, or ""

@@ -67,7 +67,13 @@ func New(tb testing.TB, now func() time.Time) *Parts {
 		}
 	}
 
-	svc := &account.Service{Store: store, Now: now}
+	// Built as serve builds it, with the default settings.
+	opts := account.DefaultOptions()
+	opts.Now = now
+	svc, err := account.NewService(store, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	meter := account.NewMeter(store, account.MeterOptions{Now: now, MaxDelay: time.Millisecond})
 	tb.Cleanup(func() { meter.Close(context.Background()) })
 	return &Parts{Dir: dir, Store: store, Geo: engine, Accounts: svc, Meter: meter, Now: now}

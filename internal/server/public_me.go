@@ -10,7 +10,8 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults of Config.MeRate and MeBurst: a page load costs one lookup, so
+// Defaults of Config.MeRate and MeBurst, for `ipatlas serve`'s flags: a
+// page load costs one lookup, so
 // ten in a burst and then one every six seconds is generous for people and
 // useless for harvesting (a caller can only ever learn its own location).
 const (
@@ -35,35 +36,35 @@ var meMeta = ipatlas.Meta{}
 // RateLimitExceeded (429, with Retry-After) past the per-client limit
 // (Config.MeRate), InvalidRequest (400) for an unknown lang,
 // ServiceUnavailable (503) when the lookup fails.
-func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) {
+func (s *api) handleMe(w *exchange, r *http.Request) error {
 	w.Header()["Cache-Control"] = hdrNoStore
 	lang, ok := ipatlas.ParseLang(r.URL.Query().Get("lang"))
 	if !ok {
-		writeError(w, ipatlas.English, ipatlas.CodeInvalidRequest, `lang must be "en" or "zh"`, meMeta)
-		return
+		w.setLang(ipatlas.English)
+		return &apiError{code: ipatlas.CodeInvalidRequest, detail: `lang must be "en" or "zh"`, meta: meMeta}
 	}
-	addr := s.clientOf(w, r)
+	w.setLang(lang)
+	addr := w.client
 	if !addr.IsValid() {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "no client address", slog.String("remote", r.RemoteAddr))
-		writeError(w, lang, ipatlas.CodeInternal, "", meMeta)
-		return
+		return &apiError{code: ipatlas.CodeInternal, meta: meMeta}
 	}
 	addr = addr.Unmap().WithZone("")
 	if b, special := netaddr.Classify(addr); special {
-		writeError(w, lang, ipatlas.CodePrivateIP, b.Why(addr, lang), meMeta)
-		return
+		return &apiError{code: ipatlas.CodePrivateIP, detail: b.Why(addr, lang), meta: meMeta}
 	}
-	lim := s.me.getOrAdd(clientGroup(addr), func() *rate.Limiter { return rate.NewLimiter(s.meRate, s.meBurst) })
-	if d := take(lim, s.now()); d > 0 {
-		w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(d), 10)}
-		writeError(w, lang, ipatlas.CodeRateLimitExceeded, "", meMeta)
-		return
+	if s.me != nil {
+		lim := s.me.getOrAdd(clientGroup(addr), func() *rate.Limiter { return rate.NewLimiter(s.meRate, s.meBurst) })
+		if d := take(lim, s.now()); d > 0 {
+			w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(d), 10)}
+			return &apiError{code: ipatlas.CodeRateLimitExceeded, meta: meMeta}
+		}
 	}
 	rec, err := s.deps.Geo.Lookup(addr, lang)
 	if err != nil {
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "looking up the caller's address", errAttr(err))
-		writeError(w, lang, ipatlas.CodeServiceUnavailable, "", meMeta)
-		return
+		return &apiError{code: ipatlas.CodeServiceUnavailable, meta: meMeta}
 	}
 	writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: &rec, Meta: meMeta})
+	return nil
 }

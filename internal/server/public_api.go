@@ -4,29 +4,42 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/api"
+	apidoc "github.com/ipatlas/ipatlas/api"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"github.com/ipatlas/ipatlas/internal/web"
+	"golang.org/x/time/rate"
 )
 
 var (
-	publicDoc = api.OpenAPI
-	adminDoc  = api.AdminOpenAPI
+	publicDoc = apidoc.OpenAPI
+	adminDoc  = apidoc.AdminOpenAPI
 )
 
+// api is the public API's surface: the metered location query
+// (public_query.go, public_batch.go), Get my IP, ping, usage, the page's
+// own record (public_me.go) and the web page. Its failures are the
+// envelope (renderAPI).
+type api struct {
+	*Server
+	ipv4, ipv6 string                            // Config.IPv4Host and IPv6Host, lower case, without a port
+	page       http.Handler                      // GET / for browsers, curl and JSON clients, and the page's assets
+	me         *table[netip.Addr, *rate.Limiter] // GET /api/ip/me's limiters by client group; nil when off
+	meRate     rate.Limit
+	meBurst    int
+}
+
 // handleMyIP is GET /api/ip/myip: the caller's address, either family.
-func (s *Server) handleMyIP(w http.ResponseWriter, r *http.Request) {
-	a := s.clientOf(w, r)
+func (s *api) handleMyIP(w *exchange, r *http.Request) error {
 	freeHeaders(w)
+	a := w.client
 	if !a.IsValid() {
-		s.noAddress(w, r)
-		return
+		return s.noAddress(r)
 	}
 	writeJSON(w, http.StatusOK, &ipatlas.MyIPResponse{
 		Result:    true,
@@ -35,6 +48,7 @@ func (s *Server) handleMyIP(w http.ResponseWriter, r *http.Request) {
 		IP:        a.String(),
 		IPVersion: netaddr.Family(a),
 	})
+	return nil
 }
 
 // freeHeaders are the headers of the free, unauthenticated answers: never
@@ -47,35 +61,39 @@ func freeHeaders(w http.ResponseWriter) {
 	h["Access-Control-Allow-Origin"] = hdrAnyOrig
 }
 
-// noAddress answers when the connection has no IP peer (a Unix socket
-// without a trusted proxy in front): a deployment fault, not the client's.
-func (s *Server) noAddress(w http.ResponseWriter, r *http.Request) {
+// noAddress is the failure of a connection without an IP peer (a Unix
+// socket without a trusted proxy in front): a deployment fault, not the
+// client's.
+func (s *api) noAddress(r *http.Request) error {
 	s.log.LogAttrs(r.Context(), slog.LevelError, "no client address", slog.String("remote", r.RemoteAddr))
-	writeError(w, requestLang(r), ipatlas.CodeInternal, "", ipatlas.Meta{IsAPIRequest: true})
+	return errInternal
 }
 
-// handleFamily is GET /ipv4 and GET /ipv6.
-func (s *Server) handleFamily(family string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.answerFamily(w, r, family) }
+// errNoAddressText is noAddress on the plain-text endpoints.
+var errNoAddressText = &textError{status: http.StatusInternalServerError, body: "error: the server cannot see the client's address\n"}
+
+// family is GET /ipv4 and GET /ipv6.
+func (s *api) family(family string) handler {
+	return func(w *exchange, r *http.Request) error { return answerFamily(w, family) }
 }
 
 // answerFamily answers the caller's address as plain text when it is of
 // family. Otherwise it refuses with 421 Misdirected Request and a reason
 // that never contains the other family's address: a client that trims
 // the body and takes it as its IPv4 address must not get an IPv6 one.
-func (s *Server) answerFamily(w http.ResponseWriter, r *http.Request, family string) {
+func answerFamily(w *exchange, family string) error {
 	freeHeaders(w)
-	a := s.clientOf(w, r)
+	a := w.client
 	got := netaddr.Family(a)
 	switch {
 	case got == family:
 		writeText(w, http.StatusOK, a.String()+"\n")
+		return nil
 	case got == "":
-		writeText(w, http.StatusInternalServerError, "error: the server cannot see the client's address\n")
-	default:
-		writeText(w, http.StatusMisdirectedRequest,
-			"error: this endpoint answers "+family+" clients only; this request arrived over "+got+"\n")
+		return errNoAddressText
 	}
+	return &textError{status: http.StatusMisdirectedRequest,
+		body: "error: this endpoint answers " + family + " clients only; this request arrived over " + got + "\n"}
 }
 
 // handleRoot is GET / : on the configured IPv4 and IPv6 hosts it is the
@@ -83,68 +101,63 @@ func (s *Server) answerFamily(w http.ResponseWriter, r *http.Request, family str
 // (web.Wants): the caller's address in plain text for curl, wget and
 // HTTPie, the auto-detection body of GET /api/ip/myip for JSON clients,
 // and the web page for browsers.
-func (s *Server) handleRoot(w http.ResponseWriter, r *http.Request) {
+func (s *api) handleRoot(w *exchange, r *http.Request) error {
 	if s.ipv4 != "" || s.ipv6 != "" {
 		switch host := normalizeHost(r.Host); {
 		case host == s.ipv4 && host != "":
-			s.answerFamily(w, r, ipatlas.IPv4)
-			return
+			return answerFamily(w, ipatlas.IPv4)
 		case host == s.ipv6 && host != "":
-			s.answerFamily(w, r, ipatlas.IPv6)
-			return
+			return answerFamily(w, ipatlas.IPv6)
 		}
 	}
 	w.Header()["Vary"] = hdrVaryRoot
 	switch web.Wants(r) {
 	case web.FormatText:
 		freeHeaders(w)
-		if a := s.clientOf(w, r); a.IsValid() {
-			writeText(w, http.StatusOK, a.String()+"\n")
-		} else {
-			writeText(w, http.StatusInternalServerError, "error: the server cannot see the client's address\n")
+		if !w.client.IsValid() {
+			return errNoAddressText
 		}
+		writeText(w, http.StatusOK, w.client.String()+"\n")
 	case web.FormatJSON:
-		s.handleMyIP(w, r)
+		return s.handleMyIP(w, r)
 	default:
 		s.page.ServeHTTP(w, r)
 	}
+	return nil
 }
 
 // hdrVaryRoot is the Vary of GET /: caches must not mix its formats.
 var hdrVaryRoot = []string{"Accept, User-Agent"}
 
 // handlePing is GET and HEAD /api/ping.
-func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) {
+func (s *api) handlePing(w *exchange, r *http.Request) error {
 	freeHeaders(w)
 	writeJSON(w, http.StatusOK, &ipatlas.PingResponse{
 		Code:    ipatlas.PingCode,
 		Time:    s.now().UTC().Format(time.RFC3339Nano),
-		IP:      addrString(s.clientOf(w, r)),
+		IP:      addrString(w.client),
 		Version: s.cfg.Version,
 	})
+	return nil
 }
 
 // handleUsage is GET /api/usage: free, and read fresh from the store.
-func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	lang := requestLang(r)
+func (s *api) handleUsage(w *exchange, r *http.Request) error {
 	w.Header()["Cache-Control"] = hdrNoStore
-	c := s.authenticate(ctx, r)
+	c := &w.caller
 	if !c.identified() {
-		s.keyError(w, r, lang, c.err)
-		return
+		return s.keyError(w, r, c.err)
 	}
-	u, err := s.deps.Accounts.Usage(ctx, c.key.ID)
+	u, err := s.deps.Accounts.Usage(r.Context(), c.key.ID)
 	if errors.Is(err, account.ErrNotFound) {
-		s.keyError(w, r, lang, account.ErrBadKey) // deleted since authentication
-		return
+		return s.keyError(w, r, account.ErrBadKey) // deleted since authentication
 	}
 	if err != nil {
-		s.keyError(w, r, lang, err)
-		return
+		return s.keyError(w, r, err)
 	}
 	s.rateHeaders(w, u.Limit, u.Remaining, u.Reset)
 	writeJSON(w, http.StatusOK, s.wireUsage(u))
+	return nil
 }
 
 // wireUsage is the public form of a key's usage.
@@ -167,34 +180,15 @@ func (s *Server) wireUsage(u account.Usage) *ipatlas.Usage {
 	}
 }
 
-// notFound answers an unknown path with the JSON envelope.
-func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	writeError(w, requestLang(r), ipatlas.CodeNotFound, "", ipatlas.Meta{IsAPIRequest: true})
-}
-
-// methodNotAllowed answers a known path asked with another method, in
-// the portal API's error body under /account/api/ and in the public
-// API's envelope elsewhere.
-func (s *Server) methodNotAllowed(allow string) http.HandlerFunc {
-	hdr := []string{allow}
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["Allow"] = hdr
-		if strings.HasPrefix(r.URL.Path, "/account/api/") {
-			adminFail(w, http.StatusMethodNotAllowed, adminNotAllowed, r.Method+" is not allowed here; allowed: "+allow)
-			return
-		}
-		writeError(w, requestLang(r), ipatlas.CodeMethodNotAllowed, "", ipatlas.Meta{IsAPIRequest: true})
-	}
-}
-
 // serveDoc serves an embedded OpenAPI document.
-func serveDoc(doc []byte) http.HandlerFunc {
+func serveDoc(doc []byte) handler {
 	ctype := []string{"application/yaml"}
 	length := []string{strconv.Itoa(len(doc))}
-	return func(w http.ResponseWriter, r *http.Request) {
+	return func(w *exchange, r *http.Request) error {
 		h := w.Header()
 		h["Content-Type"] = ctype
 		h["Content-Length"] = length
 		w.Write(doc)
+		return nil
 	}
 }

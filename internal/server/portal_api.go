@@ -3,12 +3,14 @@ package server
 import (
 	"encoding/csv"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The portal's JSON API, /account/api on the public listener: an owner
@@ -104,107 +106,142 @@ const (
 	maxPageSize        = 1000
 )
 
-// handleAccountPage serves the portal's page; unknown API paths get the
-// API's JSON 404, never the page, and other methods a JSON 405.
-func (s *Server) handleAccountPage(w http.ResponseWriter, r *http.Request) {
+// portal is the owners' surface on the public listener: the portal's
+// page and its JSON API. Its failures are renderCoded's {code, error}.
+type portal struct {
+	*Server
+	page    http.Handler           // GET /account and below
+	signin  *failureLimit          // failed sign-ins by client address; nil when off
+	signins *prometheus.CounterVec // sign-ins by outcome
+	origin  string                 // Config.PublicURL's origin, lower case: a portal page's origin too
+}
+
+// ownerHandler is a portal handler: it runs for a live owner session.
+type ownerHandler func(w *exchange, r *http.Request, sess account.Session) error
+
+// owner authenticates a portal request by its cookie, refuses any that a
+// browser marks as coming from another origin (a cross-site GET could
+// otherwise read nothing, but a script's no-cors request could still
+// make a download happen, and the answer to GET /account/api/me holds
+// the CSRF token), applies the CSRF rules to changes, and names the
+// owner's session as the audit actor.
+func (s *portal) owner(next ownerHandler) handler {
+	return func(w *exchange, r *http.Request) error {
+		if !s.sameOrigin(r, s.origin) {
+			return errCrossOrigin
+		}
+		sess, err := s.session(r, ownerCookie, account.SessionOwner)
+		if err != nil {
+			return err
+		}
+		if stateChanging(r.Method) {
+			if err := s.checkCSRF(r, sess, s.origin); err != nil {
+				return err
+			}
+		}
+		actor := "owner:" + strconv.FormatInt(sess.OwnerID, 10) + "/session:" + sess.ID
+		return next(w, r.WithContext(account.WithActor(r.Context(), actor)), sess)
+	}
+}
+
+// hdrAllowPage is the Allow of the portal's page.
+var hdrAllowPage = []string{"GET, HEAD"}
+
+// handlePage serves the portal's page; unknown API paths get the router's
+// 404, never the page, and other methods its 405.
+func (s *portal) handlePage(w *exchange, r *http.Request) error {
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/account/api/"):
-		adminFail(w, http.StatusNotFound, adminNotFound, "no such path: "+r.URL.Path)
+		return notFound(r)
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
-		w.Header()["Allow"] = []string{"GET, HEAD"}
-		adminFail(w, http.StatusMethodNotAllowed, adminNotAllowed, r.Method+" is not allowed here; allowed: GET, HEAD")
-	default:
-		s.portalPage.ServeHTTP(w, r)
+		return notAllowed(w, hdrAllowPage)
 	}
+	s.page.ServeHTTP(w, r)
+	return nil
 }
 
 // startSession sets the owner's cookie and answers a sign-in.
-func (s *Server) startSession(w http.ResponseWriter, r *http.Request, ns account.NewSession, o account.Owner) {
+func (s *portal) startSession(w *exchange, r *http.Request, ns account.NewSession, o account.Owner) error {
 	s.setCookie(w, r, ownerCookie, ownerPath, ns.Secret, ns.ExpiresAt)
-	writeJSON(w, http.StatusOK, &SignedIn{Owner: o, AccountID: o.AccountID, CSRF: ns.CSRF})
+	return reply(w, http.StatusOK, &SignedIn{Owner: o, AccountID: o.AccountID, CSRF: ns.CSRF})
 }
 
-func (s *Server) portalSignIn(w http.ResponseWriter, r *http.Request) {
-	if !s.sameOrigin(r) {
-		adminFail(w, http.StatusForbidden, codeForbidden, "cross-origin request refused")
-		return
+func (s *portal) signIn(w *exchange, r *http.Request) error {
+	if !s.sameOrigin(r, s.origin) {
+		return errCrossOrigin
 	}
-	if wait := s.signinWait(w, r); wait > 0 {
+	if wait := s.signin.wait(w.client, s.now()); wait > 0 {
 		s.signins.WithLabelValues(signinLimited).Inc()
-		tooMany(w, wait, "too many failed sign-ins from this address; try again later")
-		return
+		return tooMany(w, wait, "too many failed sign-ins from this address; try again later")
 	}
 	var req SignInRequest
-	if !adminDecode(w, r, &req, []string{"email", "password"}, false) {
-		return
+	if err := decodeBody(w, r, &req, []string{"email", "password"}, false); err != nil {
+		return err
 	}
 	ns, o, err := s.deps.Accounts.SignIn(r.Context(), req.Email, req.Password)
 	if err != nil {
 		// A locked owner (a ThrottledError, which wraps ErrSignIn) is
 		// answered as any other failure: telling it apart would confirm
 		// to a stranger that the email has an account.
-		switch {
-		case errors.Is(err, account.ErrSignIn):
-			s.signins.WithLabelValues(signinFailed).Inc()
-			s.signinFailed(w, r)
-			adminFail(w, http.StatusUnauthorized, codeSignInFailed, account.ErrSignIn.Error())
-		default:
-			s.adminStoreError(w, r, err)
+		if !errors.Is(err, account.ErrSignIn) {
+			return err
 		}
-		return
+		s.signins.WithLabelValues(signinFailed).Inc()
+		if s.signin.fail(w.client, s.now()) {
+			// Logged when the address runs out: its next tries are
+			// refused before they get here.
+			s.log.LogAttrs(r.Context(), slog.LevelWarn, "portal: too many failed sign-ins from this address; it must wait",
+				slog.String("client", addrString(w.client)))
+		}
+		return fail(CodeSignInFailed, account.ErrSignIn.Error())
 	}
 	s.signins.WithLabelValues(signinOK).Inc()
-	s.startSession(w, r, ns, o)
+	return s.startSession(w, r, ns, o)
 }
 
-func (s *Server) portalSetPassword(w http.ResponseWriter, r *http.Request) {
-	if !s.sameOrigin(r) {
-		adminFail(w, http.StatusForbidden, codeForbidden, "cross-origin request refused")
-		return
+func (s *portal) setPassword(w *exchange, r *http.Request) error {
+	if !s.sameOrigin(r, s.origin) {
+		return errCrossOrigin
 	}
 	var req SetPasswordRequest
-	if !adminDecode(w, r, &req, []string{"token", "password"}, false) {
-		return
+	if err := decodeBody(w, r, &req, []string{"token", "password"}, false); err != nil {
+		return err
 	}
 	// The actor is the owner, which the service names once the token
 	// says who that is.
 	ctx := r.Context()
 	o, ended, err := s.deps.Accounts.SetPassword(ctx, req.Token, req.Password)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	// The password is set: sign this browser in with it.
 	ns, o, err := s.deps.Accounts.SignIn(ctx, o.Email, req.Password)
 	if err != nil {
 		if errors.Is(err, account.ErrSignIn) {
-			adminFail(w, http.StatusUnauthorized, codeSignInFailed, account.ErrSignIn.Error())
-			return
+			return fail(CodeSignInFailed, account.ErrSignIn.Error())
 		}
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	s.setCookie(w, r, ownerCookie, ownerPath, ns.Secret, ns.ExpiresAt)
-	writeJSON(w, http.StatusOK, &SignedIn{Owner: o, AccountID: o.AccountID, CSRF: ns.CSRF, SignedOut: ended})
+	return reply(w, http.StatusOK, &SignedIn{Owner: o, AccountID: o.AccountID, CSRF: ns.CSRF, SignedOut: ended})
 }
 
-func (s *Server) portalSignOut(w http.ResponseWriter, r *http.Request, sess account.Session) {
+func (s *portal) signOut(w *exchange, r *http.Request, sess account.Session) error {
 	if err := s.deps.Accounts.SignOut(r.Context(), sess.ID); err != nil && !errors.Is(err, account.ErrNotFound) {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	s.clearCookie(w, r, ownerCookie, ownerPath)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Server) portalSignOutEverywhere(w http.ResponseWriter, r *http.Request, sess account.Session) {
+func (s *portal) signOutEverywhere(w *exchange, r *http.Request, sess account.Session) error {
 	n, err := s.deps.Accounts.SignOutEverywhere(r.Context(), sess.OwnerID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	s.clearCookie(w, r, ownerCookie, ownerPath)
-	writeJSON(w, http.StatusOK, &Revoked{Revoked: n})
+	return reply(w, http.StatusOK, &Revoked{Revoked: n})
 }
 
 // period is the month (UTC) of now and the start of the next.
@@ -214,27 +251,23 @@ func (s *Server) period() (string, time.Time) {
 	return start.Format("2006-01"), start.AddDate(0, 1, 0)
 }
 
-func (s *Server) portalMe(w http.ResponseWriter, r *http.Request, sess account.Session) {
+func (s *portal) me(w *exchange, r *http.Request, sess account.Session) error {
 	ctx := r.Context()
 	o, err := s.deps.Accounts.Store.Owner(ctx, sess.OwnerID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	a, err := s.deps.Accounts.Account(ctx, o.AccountID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	ks, err := s.deps.Accounts.KeyViews(ctx, a.ID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	pending, err := s.deps.Accounts.TierRequests(ctx, a.ID, account.RequestPending)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	me := &Me{Owner: o, Account: a, CSRF: sess.CSRF}
 	me.Period, me.Reset = s.period()
@@ -244,138 +277,128 @@ func (s *Server) portalMe(w http.ResponseWriter, r *http.Request, sess account.S
 	if len(pending) > 0 {
 		me.PendingRequest = &pending[0]
 	}
-	writeJSON(w, http.StatusOK, me)
+	return reply(w, http.StatusOK, me)
 }
 
-func (s *Server) portalKeys(w http.ResponseWriter, r *http.Request, sess account.Session) {
+func (s *portal) keys(w *exchange, r *http.Request, sess account.Session) error {
 	ks, err := s.deps.Accounts.KeyViews(r.Context(), sess.AccountID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	if ks == nil {
 		ks = []account.KeyView{}
 	}
-	writeJSON(w, http.StatusOK, &KeyViews{Keys: ks})
+	return reply(w, http.StatusOK, &KeyViews{Keys: ks})
 }
 
-func (s *Server) portalCreateKey(w http.ResponseWriter, r *http.Request, sess account.Session) {
+func (s *portal) createKey(w *exchange, r *http.Request, sess account.Session) error {
 	var req LabelRequest
-	if !adminDecode(w, r, &req, []string{"label"}, true) {
-		return
+	if err := decodeBody(w, r, &req, []string{"label"}, true); err != nil {
+		return err
 	}
 	nk, err := s.deps.Accounts.CreateLabeledKey(r.Context(), sess.AccountID, req.Label)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	w.Header()["Location"] = []string{"/account/api/keys/" + nk.ID}
-	writeJSON(w, http.StatusCreated, &CreatedKey{Key: nk.Key, Secret: nk.Secret})
+	return reply(w, http.StatusCreated, &CreatedKey{Key: nk.Key, Secret: nk.Secret})
 }
 
 // ownKey finds the key of the path if it belongs to the session's
 // account; another account's key is answered as missing.
-func (s *Server) ownKey(w http.ResponseWriter, r *http.Request, sess account.Session) (account.Key, bool) {
+func (s *portal) ownKey(r *http.Request, sess account.Session) (account.Key, error) {
 	k, err := s.deps.Accounts.Key(r.Context(), r.PathValue("key"))
 	if err == nil && k.AccountID != sess.AccountID {
 		err = account.ErrNotFound
 	}
-	if err != nil {
-		if errors.Is(err, account.ErrNotFound) {
-			adminFail(w, http.StatusNotFound, adminNotFound, "no such key")
-			return account.Key{}, false
-		}
-		s.adminStoreError(w, r, err)
-		return account.Key{}, false
+	if errors.Is(err, account.ErrNotFound) {
+		return account.Key{}, fail(CodeNotFound, "no such key")
 	}
-	return k, true
+	return k, err
 }
 
-func (s *Server) portalLabelKey(w http.ResponseWriter, r *http.Request, sess account.Session) {
-	k, ok := s.ownKey(w, r, sess)
-	if !ok {
-		return
+func (s *portal) labelKey(w *exchange, r *http.Request, sess account.Session) error {
+	k, err := s.ownKey(r, sess)
+	if err != nil {
+		return err
 	}
 	var req LabelRequest
-	if !adminDecode(w, r, &req, []string{"label"}, false) {
-		return
+	if err := decodeBody(w, r, &req, []string{"label"}, false); err != nil {
+		return err
 	}
-	k, err := s.deps.Accounts.SetKeyLabel(r.Context(), k.ID, req.Label)
+	k, err = s.deps.Accounts.SetKeyLabel(r.Context(), k.ID, req.Label)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, k)
+	return reply(w, http.StatusOK, k)
 }
 
-func (s *Server) portalRotateKey(w http.ResponseWriter, r *http.Request, sess account.Session) {
-	k, ok := s.ownKey(w, r, sess)
-	if !ok {
-		return
+func (s *portal) rotateKey(w *exchange, r *http.Request, sess account.Session) error {
+	k, err := s.ownKey(r, sess)
+	if err != nil {
+		return err
 	}
 	var none struct{}
-	if !adminDecode(w, r, &none, []string{}, true) {
-		return
+	if err := decodeBody(w, r, &none, []string{}, true); err != nil {
+		return err
 	}
 	nk, err := s.deps.Accounts.RotateKey(r.Context(), k.ID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, &CreatedKey{Key: nk.Key, Secret: nk.Secret})
+	return reply(w, http.StatusOK, &CreatedKey{Key: nk.Key, Secret: nk.Secret})
 }
 
-func (s *Server) portalRevokeKey(w http.ResponseWriter, r *http.Request, sess account.Session) {
-	k, ok := s.ownKey(w, r, sess)
-	if !ok {
-		return
+func (s *portal) revokeKey(w *exchange, r *http.Request, sess account.Session) error {
+	k, err := s.ownKey(r, sess)
+	if err != nil {
+		return err
 	}
 	var none struct{}
-	if !adminDecode(w, r, &none, []string{}, true) {
-		return
+	if err := decodeBody(w, r, &none, []string{}, true); err != nil {
+		return err
 	}
-	k, err := s.deps.Accounts.RevokeKey(r.Context(), k.ID)
+	k, err = s.deps.Accounts.RevokeKey(r.Context(), k.ID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, k)
+	return reply(w, http.StatusOK, k)
 }
 
 // intParam reads an optional integer query parameter within [lo, hi].
-func intParam(w http.ResponseWriter, r *http.Request, name string, def, lo, hi int64) (int64, bool) {
+func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {
-		return def, true
+		return def, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < lo || n > hi {
-		adminFail(w, http.StatusBadRequest, adminInvalidRequest, name+" must be an integer from "+strconv.FormatInt(lo, 10)+" to "+strconv.FormatInt(hi, 10))
-		return 0, false
+		return 0, fail(CodeInvalidRequest, name+" must be an integer from "+strconv.FormatInt(lo, 10)+" to "+strconv.FormatInt(hi, 10))
 	}
-	return n, true
+	return n, nil
 }
 
-func (s *Server) history(w http.ResponseWriter, r *http.Request, sess account.Session) (account.History, bool) {
-	days, ok := intParam(w, r, "days", defaultHistoryDays, 1, 366)
-	if !ok {
-		return account.History{}, false
+func (s *portal) history(r *http.Request, sess account.Session) (account.History, error) {
+	days, err := intParam(r, "days", defaultHistoryDays, 1, 366)
+	if err != nil {
+		return account.History{}, err
 	}
 	h, err := s.deps.Accounts.History(r.Context(), sess.AccountID, int(days))
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return account.History{}, false
+		return account.History{}, err
 	}
 	if h.Days == nil {
 		h.Days = []account.DayUsage{}
 	}
-	return h, true
+	return h, nil
 }
 
-func (s *Server) portalUsage(w http.ResponseWriter, r *http.Request, sess account.Session) {
-	if h, ok := s.history(w, r, sess); ok {
-		writeJSON(w, http.StatusOK, &h)
+func (s *portal) usage(w *exchange, r *http.Request, sess account.Session) error {
+	h, err := s.history(r, sess)
+	if err != nil {
+		return err
 	}
+	return reply(w, http.StatusOK, &h)
 }
 
 // csvHeaders prepares a CSV download named name.
@@ -396,15 +419,14 @@ func csvCell(s string) string {
 	return s
 }
 
-func (s *Server) portalUsageCSV(w http.ResponseWriter, r *http.Request, sess account.Session) {
-	h, ok := s.history(w, r, sess)
-	if !ok {
-		return
+func (s *portal) usageCSV(w *exchange, r *http.Request, sess account.Session) error {
+	h, err := s.history(r, sess)
+	if err != nil {
+		return err
 	}
 	ks, err := s.deps.Accounts.KeyViews(r.Context(), sess.AccountID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	labels := make(map[string]string, len(ks))
 	for _, k := range ks {
@@ -422,26 +444,25 @@ func (s *Server) portalUsageCSV(w http.ResponseWriter, r *http.Request, sess acc
 		}
 	}
 	cw.Flush()
+	return nil
 }
 
-func (s *Server) portalCredits(w http.ResponseWriter, r *http.Request, sess account.Session) {
-	before, ok := intParam(w, r, "before", 0, 0, 1<<62)
-	if !ok {
-		return
+func (s *portal) credits(w *exchange, r *http.Request, sess account.Session) error {
+	before, err := intParam(r, "before", 0, 0, 1<<62)
+	if err != nil {
+		return err
 	}
-	limit, ok := intParam(w, r, "limit", defaultPageSize, 1, maxPageSize)
-	if !ok {
-		return
+	limit, err := intParam(r, "limit", defaultPageSize, 1, maxPageSize)
+	if err != nil {
+		return err
 	}
 	a, err := s.deps.Accounts.Account(r.Context(), sess.AccountID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	es, err := s.deps.Accounts.LedgerPage(r.Context(), a.ID, before, int(limit))
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	p := &CreditPage{Credits: a.Credits, Entries: es}
 	if p.Entries == nil {
@@ -450,18 +471,17 @@ func (s *Server) portalCredits(w http.ResponseWriter, r *http.Request, sess acco
 	if int64(len(es)) == limit {
 		p.NextBefore = es[len(es)-1].ID
 	}
-	writeJSON(w, http.StatusOK, p)
+	return reply(w, http.StatusOK, p)
 }
 
-func (s *Server) portalCreditsCSV(w http.ResponseWriter, r *http.Request, sess account.Session) {
+func (s *portal) creditsCSV(w *exchange, r *http.Request, sess account.Session) error {
 	// Read everything before answering, so that a store failure is a 503
 	// and not a truncated file.
 	var all []account.LedgerEntry
 	for before := int64(0); ; {
 		es, err := s.deps.Accounts.LedgerPage(r.Context(), sess.AccountID, before, maxPageSize)
 		if err != nil {
-			s.adminStoreError(w, r, err)
-			return
+			return err
 		}
 		all = append(all, es...)
 		if len(es) < maxPageSize {
@@ -478,6 +498,7 @@ func (s *Server) portalCreditsCSV(w http.ResponseWriter, r *http.Request, sess a
 		})
 	}
 	cw.Flush()
+	return nil
 }
 
 // tierOffers are the tiers an owner may ask for; Enterprise's limit is
@@ -488,36 +509,32 @@ var tierOffers = []TierOffer{
 	{Tier: account.Enterprise, MonthlyLimit: 0},
 }
 
-func (s *Server) portalSubscription(w http.ResponseWriter, r *http.Request, sess account.Session) {
+func (s *portal) subscription(w *exchange, r *http.Request, sess account.Session) error {
 	a, err := s.deps.Accounts.Account(r.Context(), sess.AccountID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	rs, err := s.deps.Accounts.TierRequests(r.Context(), a.ID, "")
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	if rs == nil {
 		rs = []account.TierRequest{}
 	}
-	writeJSON(w, http.StatusOK, &Subscription{Tier: a.Tier, MonthlyLimit: a.MonthlyLimit, Tiers: tierOffers, Requests: rs})
+	return reply(w, http.StatusOK, &Subscription{Tier: a.Tier, MonthlyLimit: a.MonthlyLimit, Tiers: tierOffers, Requests: rs})
 }
 
-func (s *Server) portalRequestTier(w http.ResponseWriter, r *http.Request, sess account.Session) {
+func (s *portal) requestTier(w *exchange, r *http.Request, sess account.Session) error {
 	var req TierChangeRequest
-	if !adminDecode(w, r, &req, []string{"tier", "monthly_limit", "note"}, false) {
-		return
+	if err := decodeBody(w, r, &req, []string{"tier", "monthly_limit", "note"}, false); err != nil {
+		return err
 	}
 	if req.Tier == "" {
-		adminFail(w, http.StatusBadRequest, adminInvalidRequest, `the field "tier" is required`)
-		return
+		return fail(CodeInvalidRequest, `the field "tier" is required`)
 	}
 	tr, err := s.deps.Accounts.RequestTier(r.Context(), sess.AccountID, sess.OwnerID, account.Tier(req.Tier), req.MonthlyLimit, req.Note)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusCreated, tr)
+	return reply(w, http.StatusCreated, tr)
 }

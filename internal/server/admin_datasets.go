@@ -33,7 +33,7 @@ type DatasetSources func() ([]dataset.Package, *dataset.UpdateStatus)
 // datasetLister is the part of the engine that lists the files in service.
 type datasetLister interface{ Datasets() []geo.SourceInfo }
 
-func (s *Server) adminDatasets(w http.ResponseWriter, r *http.Request) {
+func (s *admin) datasets(w *exchange, r *http.Request) error {
 	body := Datasets{Files: []DatasetFile{}, Packages: []dataset.Package{}}
 	if l, ok := s.deps.Geo.(datasetLister); ok {
 		now := s.now()
@@ -50,5 +50,5 @@ func (s *Server) adminDatasets(w http.ResponseWriter, r *http.Request) {
 		}
 		body.Update = upd
 	}
-	writeJSON(w, http.StatusOK, &body)
+	return reply(w, http.StatusOK, &body)
 }

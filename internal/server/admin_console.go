@@ -57,218 +57,200 @@ type (
 	}
 )
 
-// handleConsolePage serves the console's page.
-func (s *Server) handleConsolePage(w http.ResponseWriter, r *http.Request) {
-	s.consolePage.ServeHTTP(w, r)
-}
-
 // adminStartSession exchanges the admin token (and only the token: a
 // console cookie cannot extend itself) for a console session.
-func (s *Server) adminStartSession(w http.ResponseWriter, r *http.Request) {
-	if !s.adminToken(r) {
-		w.Header()["Www-Authenticate"] = []string{`Bearer realm="ipatlas-admin"`}
-		adminFail(w, http.StatusUnauthorized, adminUnauthorized, "missing or wrong admin token")
-		return
+func (s *admin) startSession(w *exchange, r *http.Request) error {
+	if err := s.checkToken(w, r); err != nil {
+		return err
 	}
 	var none struct{}
-	if !adminDecode(w, r, &none, []string{}, true) {
-		return
+	if err := decodeBody(w, r, &none, []string{}, true); err != nil {
+		return err
 	}
 	ns, err := s.deps.Accounts.OperatorSession(account.WithActor(r.Context(), "token"))
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	// No Expires: the console's cookie ends with the browser's session,
 	// or earlier with the session's own expiry.
 	s.setCookie(w, r, consoleCookie, consolePath, ns.Secret, time.Time{})
-	writeJSON(w, http.StatusOK, &ConsoleSession{CSRF: ns.CSRF, ExpiresAt: ns.ExpiresAt})
+	return reply(w, http.StatusOK, &ConsoleSession{CSRF: ns.CSRF, ExpiresAt: ns.ExpiresAt})
 }
 
-func (s *Server) adminShowSession(w http.ResponseWriter, r *http.Request) {
-	sess, ok := s.session(w, r, consoleCookie, account.SessionOperator)
-	if !ok {
-		return
+func (s *admin) showSession(w *exchange, r *http.Request) error {
+	sess, err := s.session(r, consoleCookie, account.SessionOperator)
+	if err != nil {
+		return err
 	}
-	writeJSON(w, http.StatusOK, &ConsoleSession{CSRF: sess.CSRF, ExpiresAt: sess.ExpiresAt})
+	return reply(w, http.StatusOK, &ConsoleSession{CSRF: sess.CSRF, ExpiresAt: sess.ExpiresAt})
 }
 
-// adminEndSession signs the console out (through requireAdmin, so the
+// endSession signs the console out (through require, so the
 // CSRF rules apply); with the bearer token and no cookie it has nothing
 // to end and still answers 204.
-func (s *Server) adminEndSession(w http.ResponseWriter, r *http.Request) {
+func (s *admin) endSession(w *exchange, r *http.Request) error {
 	if c, err := r.Cookie(consoleCookie); err == nil && c.Value != "" {
 		if sess, err := s.deps.Accounts.CheckSession(r.Context(), c.Value, account.SessionOperator); err == nil {
 			if err := s.deps.Accounts.SignOut(r.Context(), sess.ID); err != nil {
-				s.adminStoreError(w, r, err)
-				return
+				return err
 			}
 		}
 	}
 	s.clearCookie(w, r, consoleCookie, consolePath)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Server) adminSearchAccounts(w http.ResponseWriter, r *http.Request) {
-	limit, ok := intParam(w, r, "limit", maxPageSize, 1, maxPageSize)
-	if !ok {
-		return
+func (s *admin) searchAccounts(w *exchange, r *http.Request) error {
+	limit, err := intParam(r, "limit", maxPageSize, 1, maxPageSize)
+	if err != nil {
+		return err
 	}
 	as, err := s.deps.Accounts.SearchAccounts(r.Context(), strings.TrimSpace(r.URL.Query().Get("q")), int(limit))
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	if as == nil {
 		as = []account.AccountSummary{}
 	}
-	writeJSON(w, http.StatusOK, &SummaryList{Accounts: as})
+	return reply(w, http.StatusOK, &SummaryList{Accounts: as})
 }
 
-func (s *Server) adminTop(w http.ResponseWriter, r *http.Request) {
-	n, ok := intParam(w, r, "n", 10, 1, 100)
-	if !ok {
-		return
+func (s *admin) top(w *exchange, r *http.Request) error {
+	n, err := intParam(r, "n", 10, 1, 100)
+	if err != nil {
+		return err
 	}
 	as, err := s.deps.Accounts.TopConsumers(r.Context(), int(n))
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	if as == nil {
 		as = []account.AccountSummary{}
 	}
 	period, _ := s.period()
-	writeJSON(w, http.StatusOK, &TopList{Period: period, Accounts: as})
+	return reply(w, http.StatusOK, &TopList{Period: period, Accounts: as})
 }
 
 // ownerLink answers a one-time link: the token travels in the fragment,
 // which browsers never send to a server nor put in a Referer.
-func (s *Server) ownerLink(w http.ResponseWriter, l account.Link) {
+func (s *admin) ownerLink(w *exchange, l account.Link) error {
 	path := "/account/password#token=" + url.QueryEscape(l.Token)
 	w.Header()["Cache-Control"] = hdrNoStore // the body holds a secret
-	writeJSON(w, http.StatusCreated, &OwnerLink{Owner: l.Owner, Link: strings.TrimRight(s.cfg.PublicURL, "/") + path, ExpiresAt: l.ExpiresAt})
+	return reply(w, http.StatusCreated, &OwnerLink{Owner: l.Owner, Link: strings.TrimRight(s.cfg.PublicURL, "/") + path, ExpiresAt: l.ExpiresAt})
 }
 
-func (s *Server) adminInvite(w http.ResponseWriter, r *http.Request) {
-	a, ok := s.requireAccount(w, r)
-	if !ok {
-		return
+func (s *admin) invite(w *exchange, r *http.Request) error {
+	a, err := s.requireAccount(r)
+	if err != nil {
+		return err
 	}
 	var req InviteRequest
-	if !adminDecode(w, r, &req, []string{"email"}, false) {
-		return
+	if err := decodeBody(w, r, &req, []string{"email"}, false); err != nil {
+		return err
 	}
 	l, err := s.deps.Accounts.Invite(r.Context(), a.ID, req.Email)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
-	s.ownerLink(w, l)
+	return s.ownerLink(w, l)
 }
 
-func (s *Server) adminOwners(w http.ResponseWriter, r *http.Request) {
-	a, ok := s.requireAccount(w, r)
-	if !ok {
-		return
+func (s *admin) owners(w *exchange, r *http.Request) error {
+	a, err := s.requireAccount(r)
+	if err != nil {
+		return err
 	}
 	os, err := s.deps.Accounts.Owners(r.Context(), a.ID)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	if os == nil {
 		os = []account.Owner{}
 	}
-	writeJSON(w, http.StatusOK, &OwnerList{Owners: os})
+	return reply(w, http.StatusOK, &OwnerList{Owners: os})
 }
 
 // pathID reads the positive integer id of the path.
-func pathID(w http.ResponseWriter, r *http.Request, what string) (int64, bool) {
+func pathID(r *http.Request, what string) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		adminFail(w, http.StatusBadRequest, adminInvalidRequest, "the "+what+" id must be a positive integer")
-		return 0, false
+		return 0, fail(CodeInvalidRequest, "the "+what+" id must be a positive integer")
 	}
-	return id, true
+	return id, nil
 }
 
-func (s *Server) adminResetLink(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r, "owner")
-	if !ok {
-		return
+func (s *admin) resetLink(w *exchange, r *http.Request) error {
+	id, err := pathID(r, "owner")
+	if err != nil {
+		return err
 	}
 	var none struct{}
-	if !adminDecode(w, r, &none, []string{}, true) {
-		return
+	if err := decodeBody(w, r, &none, []string{}, true); err != nil {
+		return err
 	}
 	l, err := s.deps.Accounts.ResetLink(r.Context(), id)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
-	s.ownerLink(w, l)
+	return s.ownerLink(w, l)
 }
 
-func (s *Server) adminTierRequests(w http.ResponseWriter, r *http.Request) {
+func (s *admin) tierRequests(w *exchange, r *http.Request) error {
 	status := r.URL.Query().Get("status")
 	switch status {
 	case "", account.RequestPending, account.RequestApproved, account.RequestRefused:
 	default:
-		adminFail(w, http.StatusBadRequest, adminInvalidRequest, "status must be pending, approved or refused")
-		return
+		return fail(CodeInvalidRequest, "status must be pending, approved or refused")
 	}
-	acct, ok := intParam(w, r, "account", 0, 0, 1<<62)
-	if !ok {
-		return
+	acct, err := intParam(r, "account", 0, 0, 1<<62)
+	if err != nil {
+		return err
 	}
 	rs, err := s.deps.Accounts.TierRequests(r.Context(), acct, status)
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	if rs == nil {
 		rs = []account.TierRequest{}
 	}
-	writeJSON(w, http.StatusOK, &TierRequestList{Requests: rs})
+	return reply(w, http.StatusOK, &TierRequestList{Requests: rs})
 }
 
-func (s *Server) adminDecide(approve bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := pathID(w, r, "request")
-		if !ok {
-			return
+func (s *admin) decide(approve bool) handler {
+	return func(w *exchange, r *http.Request) error {
+		id, err := pathID(r, "request")
+		if err != nil {
+			return err
 		}
 		var none struct{}
-		if !adminDecode(w, r, &none, []string{}, true) {
-			return
+		if err := decodeBody(w, r, &none, []string{}, true); err != nil {
+			return err
 		}
 		tr, err := s.deps.Accounts.DecideTierRequest(r.Context(), id, approve)
 		if err != nil {
-			s.adminStoreError(w, r, err)
-			return
+			return err
 		}
-		writeJSON(w, http.StatusOK, tr)
+		return reply(w, http.StatusOK, tr)
 	}
 }
 
-func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
-	acct, ok := intParam(w, r, "account", 0, 0, 1<<62)
-	if !ok {
-		return
+func (s *admin) audit(w *exchange, r *http.Request) error {
+	acct, err := intParam(r, "account", 0, 0, 1<<62)
+	if err != nil {
+		return err
 	}
-	before, ok := intParam(w, r, "before", 0, 0, 1<<62)
-	if !ok {
-		return
+	before, err := intParam(r, "before", 0, 0, 1<<62)
+	if err != nil {
+		return err
 	}
-	limit, ok := intParam(w, r, "limit", defaultPageSize, 1, maxPageSize)
-	if !ok {
-		return
+	limit, err := intParam(r, "limit", defaultPageSize, 1, maxPageSize)
+	if err != nil {
+		return err
 	}
 	es, err := s.deps.Accounts.AuditLog(r.Context(), acct, before, int(limit))
 	if err != nil {
-		s.adminStoreError(w, r, err)
-		return
+		return err
 	}
 	p := &AuditPage{Entries: es}
 	if p.Entries == nil {
@@ -277,5 +259,5 @@ func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
 	if int64(len(es)) == limit {
 		p.NextBefore = es[len(es)-1].ID
 	}
-	writeJSON(w, http.StatusOK, p)
+	return reply(w, http.StatusOK, p)
 }

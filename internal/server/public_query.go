@@ -19,7 +19,8 @@ import (
 // queryFields are the keys of the query body this server reads.
 var queryFields = []string{"ip", "lang", "fields"}
 
-// caller is who a metered request authenticated as.
+// caller is who a request to a route that takes a key authenticated as;
+// the router authenticates the key once per request (Server.limit).
 type caller struct {
 	key  account.Key
 	acct account.Account
@@ -30,7 +31,9 @@ var errNoKey = errors.New("no bearer key")
 
 var queryPool = sync.Pool{New: func() any { return new(ipatlas.QueryRequest) }}
 
-func (c *caller) identified() bool { return c.err == nil }
+// identified reports whether the key was accepted. The zero caller (a
+// route that takes no key) is not identified.
+func (c *caller) identified() bool { return c.err == nil && c.key.ID != "" }
 
 // bearer extracts the key of an "Authorization: Bearer <key>" header. The
 // scheme is case-insensitive (RFC 9110 section 11.1).
@@ -43,62 +46,49 @@ func bearer(r *http.Request) (string, bool) {
 	return k, k != ""
 }
 
-// identify authenticates a metered request and starts its meta: logged
-// in with the cached balance when the key was accepted.
-func (s *Server) identify(ctx context.Context, r *http.Request) (caller, ipatlas.Meta) {
-	c := s.authenticate(ctx, r)
+// identify starts a metered request's meta: logged in with the cached
+// balance when the router accepted the key.
+func identify(w *exchange) ipatlas.Meta {
 	meta := ipatlas.Meta{IsAPIRequest: true}
-	if c.identified() {
+	if w.caller.identified() {
 		meta.IsLoggedIn = true
-		meta.CurrentCredits = c.acct.Credits
+		meta.CurrentCredits = w.caller.acct.Credits
 	}
-	return c, meta
+	return meta
 }
 
-// failUncharged answers a metered request's failure before its charge. An
+// uncharged is a metered request's failure before its charge. An
 // identified caller gets its fresh standing (balance and quota headers)
 // from the store: two indexed reads, only on this path.
-func (s *Server) failUncharged(ctx context.Context, w http.ResponseWriter, c *caller, meta *ipatlas.Meta, lang ipatlas.Lang, code ipatlas.ErrorCode, detail string) {
-	if c.identified() {
-		s.standing(ctx, w, c, meta)
+func (s *api) uncharged(ctx context.Context, w *exchange, meta *ipatlas.Meta, code ipatlas.ErrorCode, detail string) error {
+	if w.caller.identified() {
+		s.standing(ctx, w, &w.caller, meta)
 	}
-	writeError(w, lang, code, detail, *meta)
+	return &apiError{code: code, detail: detail, meta: *meta}
 }
 
-// bodyLang reads the lang a body names, and tells the recorder (for a 500
+// bodyLang reads the lang a body names, and tells the exchange (for a 500
 // after a panic).
-func bodyLang(w http.ResponseWriter, raw string) (ipatlas.Lang, *bodyError) {
+func bodyLang(w *exchange, raw string) (ipatlas.Lang, *bodyError) {
 	l, ok := ipatlas.ParseLang(raw)
 	if !ok {
 		return l, &bodyError{ipatlas.CodeInvalidRequest,
 			"lang " + strconv.Quote(truncate(raw, 32)) + " is not supported; use \"en\" or \"zh\"",
 			"不支持语言 " + strconv.Quote(truncate(raw, 32)) + "，请使用 \"en\" 或 \"zh\""}
 	}
-	if st, ok := w.(*recorder); ok {
-		st.lang, st.langKnown = l, true
-	}
+	w.setLang(l)
 	return l, nil
 }
 
-func (s *Server) authenticate(ctx context.Context, r *http.Request) caller {
-	secret, ok := bearer(r)
-	if !ok {
-		return caller{err: errNoKey}
-	}
-	k, a, err := s.deps.Accounts.Authenticate(ctx, secret)
-	return caller{key: k, acct: a, err: err}
-}
-
-// keyError answers a request whose key was not accepted: 401 for a
-// missing or bad key, 503 when the store could not say.
-func (s *Server) keyError(w http.ResponseWriter, r *http.Request, lang ipatlas.Lang, err error) {
+// keyError is the failure of a request whose key was not accepted: 401
+// for a missing or bad key, 503 when the store could not say.
+func (s *api) keyError(w *exchange, r *http.Request, err error) error {
 	if errors.Is(err, errNoKey) || errors.Is(err, account.ErrBadKey) {
 		w.Header()["Www-Authenticate"] = hdrBearer
-		writeError(w, lang, ipatlas.CodeInvalidAPIKey, "", ipatlas.Meta{IsAPIRequest: true})
-		return
+		return apiFail(ipatlas.CodeInvalidAPIKey, "")
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelWarn, "authenticating", errAttr(err))
-	writeError(w, lang, ipatlas.CodeServiceUnavailable, "", ipatlas.Meta{IsAPIRequest: true})
+	return apiFail(ipatlas.CodeServiceUnavailable, "")
 }
 
 // meteredBody says how a metered route reads its body: the size limit and
@@ -114,7 +104,6 @@ type meteredBody struct {
 
 // metered is a metered request that passed the checks of admit.
 type metered struct {
-	caller caller
 	meta   ipatlas.Meta
 	lang   ipatlas.Lang
 	fields ipatlas.FieldSet // all, unless the body names some
@@ -123,13 +112,13 @@ type metered struct {
 // admit runs the checks every metered route shares, each once and in this
 // order: the body (type, size, JSON), its lang, its fields, the route's
 // own check (check, of the decoded body; raw is the body as sent), then
-// the key. A request that fails one has been answered,
-// uncharged, and ok is false. The addresses are checked afterwards, one
+// the key (authenticated by the router). A request that fails one gets
+// its error, uncharged. The addresses are checked afterwards, one
 // by one, with locate.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, b meteredBody, check func(raw []byte) *bodyError) (m metered, ok bool) {
+func (s *api) admit(w *exchange, r *http.Request, b meteredBody, check func(raw []byte) *bodyError) (m metered, err error) {
 	ctx := r.Context()
 	m.lang = requestLang(r) // until the body names one
-	m.caller, m.meta = s.identify(ctx, r)
+	m.meta = identify(w)
 	buf, berr := readBodyLimit(w, r, b.limit, b.tooLarge)
 	if berr == nil {
 		berr = decodeJSON(buf.Bytes(), b.dst, nil)
@@ -146,20 +135,18 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, b meteredBody, ch
 		putBuf(buf)
 	}
 	if berr != nil {
-		s.failUncharged(ctx, w, &m.caller, &m.meta, m.lang, berr.code, berr.detail(m.lang))
-		return m, false
+		return m, s.uncharged(ctx, w, &m.meta, berr.code, berr.detail(m.lang))
 	}
-	if !m.caller.identified() {
-		s.keyError(w, r, m.lang, m.caller.err)
-		return m, false
+	if !w.caller.identified() {
+		return m, s.keyError(w, r, w.caller.err)
 	}
-	return m, true
+	return m, nil
 }
 
 // locate checks one address of a metered request and looks it up. A
 // failure comes back as its code and detail (code "" on success), for
 // the route to answer alone or as one item of a batch.
-func (s *Server) locate(ctx context.Context, ip string, lang ipatlas.Lang) (ipatlas.Record, ipatlas.ErrorCode, string) {
+func (s *api) locate(ctx context.Context, ip string, lang ipatlas.Lang) (ipatlas.Record, ipatlas.ErrorCode, string) {
 	addr, err := netaddr.Parse(ip)
 	if err != nil {
 		var pe *netaddr.ParseError
@@ -188,13 +175,13 @@ var errIPMissing = &bodyError{ipatlas.CodeInvalidRequest, `the field "ip" is req
 // body and the key (admit), then the address, then the quota, then the
 // credits. Only the meter's commit makes a success, and every failure
 // before it is free.
-func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
+func (s *api) handleQuery(w *exchange, r *http.Request) error {
 	ctx := r.Context()
 	// The request escapes to the heap through the decoder; reusing it
 	// keeps the "fields" list from costing the common path anything.
 	req := queryPool.Get().(*ipatlas.QueryRequest)
 	defer func() { *req = ipatlas.QueryRequest{}; queryPool.Put(req) }()
-	m, ok := s.admit(w, r, meteredBody{
+	m, err := s.admit(w, r, meteredBody{
 		limit: maxBodyBytes, tooLarge: errTooLarge,
 		dst: req, lang: &req.Lang, fields: &req.Fields,
 	}, func(raw []byte) *bodyError {
@@ -203,15 +190,14 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		}
 		return nil
 	})
-	if !ok {
-		return
+	if err != nil {
+		return err
 	}
-	c, meta, lang, fields := m.caller, m.meta, m.lang, m.fields
+	c, meta, lang, fields := &w.caller, m.meta, m.lang, m.fields
 
 	rec, code, detail := s.locate(ctx, req.IP, lang)
 	if code != "" {
-		s.failUncharged(ctx, w, &c, &meta, lang, code, detail)
-		return
+		return s.uncharged(ctx, w, &meta, code, detail)
 	}
 
 	out, err := s.deps.Meter.Charge(ctx, c.key)
@@ -221,8 +207,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		}
 		// Nothing is known to be charged; the cached balance is the best
 		// cheap answer and the store is likely down anyway.
-		writeError(w, lang, ipatlas.CodeServiceUnavailable, "", meta)
-		return
+		return &apiError{code: ipatlas.CodeServiceUnavailable, meta: meta}
 	}
 	switch out.Deny {
 	case account.DenyNone:
@@ -231,28 +216,24 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		}
 		s.rateHeaders(w, out.Limit, out.Remaining, out.Reset)
 		meta.CurrentCredits = out.Credits
-		if st, ok := w.(*recorder); ok {
-			st.success = true
-		}
+		w.success = true
 		if fields.All() {
 			writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: &rec, Meta: meta})
 		} else {
 			writeJSON(w, http.StatusOK, &partialEnvelope{Success: true, Data: fields.Partial(&rec), Meta: meta})
 		}
-		return
+		return nil
 	case account.DenyKey:
 		// Revoked or rotated between authentication and charge.
-		s.keyError(w, r, lang, account.ErrBadKey)
-		return
+		return s.keyError(w, r, account.ErrBadKey)
 	}
 	s.rateHeaders(w, out.Limit, out.Remaining, out.Reset)
 	meta.CurrentCredits = out.Credits
 	if out.Deny == account.DenyCredits {
-		writeError(w, lang, ipatlas.CodeInsufficientCredits, "", meta)
-		return
+		return &apiError{code: ipatlas.CodeInsufficientCredits, meta: meta}
 	}
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(out.Reset), 10)}
-	writeError(w, lang, ipatlas.CodeRateLimitExceeded, quotaSpent(lang, out.Limit, out.Reset), meta)
+	return &apiError{code: ipatlas.CodeRateLimitExceeded, detail: quotaSpent(lang, out.Limit, out.Reset), meta: meta}
 }
 
 // quotaSpent is the detail of a 429 for a spent monthly quota. It keeps
@@ -273,7 +254,7 @@ func quotaSpent(lang ipatlas.Lang, limit int64, reset time.Time) string {
 // standing refreshes an identified caller's balance and sets the quota
 // headers from the store. On a store failure it leaves the cached balance
 // and sends no quota headers rather than failing the answer.
-func (s *Server) standing(ctx context.Context, w http.ResponseWriter, c *caller, meta *ipatlas.Meta) {
+func (s *api) standing(ctx context.Context, w http.ResponseWriter, c *caller, meta *ipatlas.Meta) {
 	store := s.deps.Accounts.Store
 	now := s.now()
 	a, err := store.Account(ctx, c.acct.ID)

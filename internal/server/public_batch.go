@@ -51,17 +51,17 @@ type batchEnvelope struct {
 // charged, or when no address needed a charge (all invalid). When valid
 // addresses exist but not one could be charged, the batch gets the error
 // the first of them would get alone: 429 with Retry-After, or 402.
-func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
+func (s *api) handleBatch(w *exchange, r *http.Request) error {
 	ctx := r.Context()
 	var req ipatlas.BatchRequest
-	m, ok := s.admit(w, r, meteredBody{
+	m, err := s.admit(w, r, meteredBody{
 		limit: maxBatchBodyBytes, tooLarge: errBatchTooLarge,
 		dst: &req, lang: &req.Lang, fields: &req.Fields,
 	}, func([]byte) *bodyError { return checkBatchSize(len(req.IPs), req.IPs == nil) })
-	if !ok {
-		return
+	if err != nil {
+		return err
 	}
-	c, meta, lang, fields := m.caller, m.meta, m.lang, m.fields
+	c, meta, lang, fields := &w.caller, m.meta, m.lang, m.fields
 
 	items := make([]batchItem, len(req.IPs))
 	recs := make([]ipatlas.Record, len(req.IPs))
@@ -81,21 +81,19 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if len(valid) == 0 {
-		s.standing(ctx, w, &c, &meta)
+		s.standing(ctx, w, c, &meta)
 		writeJSON(w, http.StatusOK, &batchEnvelope{Success: true, Data: items, Meta: ipatlas.BatchMeta{Meta: meta}})
-		return
+		return nil
 	}
 	out, err := s.deps.Meter.ChargeN(ctx, c.key, int64(len(valid)))
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "charging", errAttr(err))
 		}
-		writeError(w, lang, ipatlas.CodeServiceUnavailable, "", meta)
-		return
+		return &apiError{code: ipatlas.CodeServiceUnavailable, meta: meta}
 	}
 	if out.Deny == account.DenyKey {
-		s.keyError(w, r, lang, account.ErrBadKey) // revoked or rotated since authentication
-		return
+		return s.keyError(w, r, account.ErrBadKey) // revoked or rotated since authentication
 	}
 	s.rateHeaders(w, out.Limit, out.Remaining, out.Reset)
 	meta.CurrentCredits = out.Credits
@@ -108,8 +106,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 			w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(out.Reset), 10)}
 			detail = quotaSpent(lang, out.Limit, out.Reset)
 		}
-		writeError(w, lang, code, detail, meta)
-		return
+		return &apiError{code: code, detail: detail, meta: meta}
 	}
 	for j, i := range valid {
 		if j < granted {
@@ -125,6 +122,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	s.metrics.queries.WithLabelValues("success").Add(float64(granted))
 	writeJSON(w, http.StatusOK, &batchEnvelope{Success: true, Data: items,
 		Meta: ipatlas.BatchMeta{Meta: meta, Charged: granted}})
+	return nil
 }
 
 // checkBatchSize refuses a missing, empty or too long "ips" list.
