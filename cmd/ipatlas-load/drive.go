@@ -38,6 +38,7 @@ type target struct {
 	url    string
 	header http.Header
 	bodies [][]byte // a random one per request; nil for GET
+	urls   []string // when set, a random one per request instead of url
 }
 
 func (t target) request(ctx context.Context, r *rand.Rand) (*http.Request, error) {
@@ -45,7 +46,11 @@ func (t target) request(ctx context.Context, r *rand.Rand) (*http.Request, error
 	if len(t.bodies) > 0 {
 		body = bytes.NewReader(t.bodies[r.IntN(len(t.bodies))])
 	}
-	req, err := http.NewRequestWithContext(ctx, t.method, t.url, body)
+	u := t.url
+	if len(t.urls) > 0 {
+		u = t.urls[r.IntN(len(t.urls))]
+	}
+	req, err := http.NewRequestWithContext(ctx, t.method, u, body)
 	if err != nil {
 		return nil, err
 	}
