@@ -203,7 +203,7 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 					if o.profileDir != "" && i == 0 && round == 0 {
 						profiled = make(chan error, 1)
 						path := filepath.Join(o.profileDir, fmt.Sprintf("ipatlas-%s-c%d.pprof", strings.TrimSpace(ep), conns))
-						go func() { profiled <- fetchProfile(ctx, "http://"+srv.admin, token, d, path) }()
+						go func() { profiled <- fetchPprof(ctx, "http://"+srv.admin, token, "profile", d, path) }()
 					}
 					c0, _ := processCPU(servers[i].pid)
 					s0, _ := processCPU(os.Getpid())
@@ -281,7 +281,26 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 				}
 			}
 		}
-		fmt.Fprintf(stdout, "\n\n")
+		fmt.Fprintln(stdout)
+		// Where each process's PSS goes, and ipatlas's Go heap: what
+		// memory there is to cut is read here.
+		for _, s := range servers {
+			if parts, err := processPSSParts(s.pid); err == nil {
+				fmt.Fprintf(stdout, "  %-8s PSS: %s\n", s.name, parts)
+			}
+		}
+		if o.profileDir != "" {
+			path := filepath.Join(o.profileDir, fmt.Sprintf("ipatlas-heap-c%d.pprof", conns))
+			if err := fetchPprof(ctx, "http://"+srv.admin, token, "heap", 0, path); err != nil {
+				logf("heap profile: %v", err)
+			}
+		}
+		if hs, err := heapStats(ctx, setup, "http://"+srv.admin, token); err == nil {
+			fmt.Fprintf(stdout, "  ipatlas  Go heap: %s\n", hs)
+		} else {
+			logf("heap stats: %v", err)
+		}
+		fmt.Fprintln(stdout)
 	}
 
 	if len(summary) > 0 {
@@ -675,11 +694,14 @@ func usageCounter(ctx context.Context, client *http.Client, base, key string) (i
 	return u.Used, nil
 }
 
-// fetchProfile saves a CPU profile of the server over d, taken through the
-// admin API's pprof.
-func fetchProfile(ctx context.Context, adminBase, token string, d time.Duration, path string) error {
-	secs := max(1, int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", adminBase, secs), nil)
+// fetchPprof saves a profile of the server taken through the admin API's
+// pprof: "profile" (CPU) over d, or "heap" now.
+func fetchPprof(ctx context.Context, adminBase, token, kind string, d time.Duration, path string) error {
+	u := fmt.Sprintf("%s/debug/pprof/%s", adminBase, kind)
+	if kind == "profile" {
+		u += fmt.Sprintf("?seconds=%d", max(1, int(d.Seconds())))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
@@ -741,4 +763,42 @@ func perRequest(cpu time.Duration, n int) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.0fµs", float64(cpu.Microseconds())/float64(n))
+}
+
+// heapStats reads the Go runtime's memory statistics that the admin
+// API's heap profile carries (debug=1): the live heap, what the heap
+// holds from the OS, the next GC's goal, and all the runtime's memory.
+func heapStats(ctx context.Context, client *http.Client, adminBase, token string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adminBase+"/debug/pprof/heap?debug=1", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s", resp.Status)
+	}
+	v := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, val, ok := strings.Cut(strings.TrimPrefix(line, "# "), " = ")
+		if !ok || !strings.HasPrefix(line, "# ") {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64); err == nil {
+			v[name] = n
+		}
+	}
+	if v["Sys"] == 0 {
+		return "", errors.New("no runtime statistics in the heap profile")
+	}
+	return fmt.Sprintf("live %s (HeapAlloc), in use %s, held from the OS %s (released %s), next GC at %s, runtime total %s, %d GCs",
+		mib(v["HeapAlloc"]), mib(v["HeapInuse"]), mib(v["HeapSys"]-v["HeapReleased"]), mib(v["HeapReleased"]), mib(v["NextGC"]), mib(v["Sys"]), v["NumGC"]), nil
 }

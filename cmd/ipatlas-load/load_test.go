@@ -221,7 +221,7 @@ func TestCompareShort(t *testing.T) {
 	smoke(t, []string{"-short", "-echoip", src},
 		"echoip placed", "POST /api/ip-query       4 echoip", "POST /api/ip-query      16 echoip",
 		"POST /api/ip-query      16 ipatlas", "POST /api/ip-query      16 lookup",
-		"against echoip: req/s", "PSS ratio to echoip", "ipatlas / echoip", "usage counter", "daily counters", "(exact)")
+		"against echoip: req/s", "PSS ratio to echoip", "ipatlas / echoip", "echoip   PSS: binary", "ipatlas  Go heap: live", "usage counter", "daily counters", "(exact)")
 }
 
 // The echoip files written from a dataset answer what ipatlas answers for

@@ -50,6 +50,7 @@ type options struct {
 	profileDir  string
 	keep        bool
 	serverArgs  string
+	serverEnv   string
 	reference   string
 	echoip      string
 	echoipBin   string
@@ -100,6 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.profileDir, "profile", "", "directory to save CPU profiles of ipatlas in (first round of each endpoint), for go tool pprof")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (store, dataset, server log)")
 	fs.StringVar(&o.serverArgs, "server-args", "", "extra flags for ipatlas serve, space-separated")
+	fs.StringVar(&o.serverEnv, "server-env", "", "extra environment for ipatlas serve only, space-separated NAME=value (e.g. GOGC=50)")
 	fs.StringVar(&o.reference, "reference", refLookup, "what -mode compare measures ipatlas against: lookup (the same engine and data, unmetered) or minimal (fixed answers)")
 	fs.StringVar(&o.echoip, "echoip", "", "echoip's source tree, built and measured beside the reference in -mode compare (default $IPATLAS_ECHOIP_SRC, else "+defaultEchoipSource+"); off leaves it out")
 	fs.StringVar(&o.echoipBin, "echoip-bin", "", "an echoip binary to run instead of building one from -echoip")
