@@ -368,7 +368,7 @@ func prepareEchoip(ctx context.Context, o options, src string, ws *workspace) (*
 		}
 	}
 	var err error
-	e.data, err = echoipData(ws.dataDir, ws.tmp, ws.inside != nil, ws.logf)
+	e.data, err = echoipData(ctx, ws.dataDir, ws.tmp, ws.inside != nil, ws.logf)
 	return e, err
 }
 

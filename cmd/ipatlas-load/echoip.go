@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -125,7 +126,7 @@ const (
 // take a minute or more to write, so they are kept in the user's cache
 // directory, keyed by the dataset's description and file sizes; those of
 // a generated one go into tmp.
-func echoipData(dataDir, tmp string, generated bool, logf func(string, ...any)) (string, error) {
+func echoipData(ctx context.Context, dataDir, tmp string, generated bool, logf func(string, ...any)) (string, error) {
 	out := filepath.Join(tmp, "echoip-data")
 	if !generated {
 		key, err := datasetKey(dataDir)
@@ -143,8 +144,11 @@ func echoipData(dataDir, tmp string, generated bool, logf func(string, ...any)) 
 		return "", err
 	}
 	logf("writing echoip's GeoLite2-schema files from %s into %s", dataDir, out)
+	if !generated {
+		logf("a real dataset is millions of networks: on a 2-core machine this takes tens of minutes and several GB, once (the files are kept)")
+	}
 	start := time.Now()
-	n, err := writeEchoipData(dataDir, out)
+	n, err := writeEchoipData(ctx, dataDir, out)
 	if err != nil {
 		return "", fmt.Errorf("writing echoip's data: %w", err)
 	}
@@ -195,8 +199,11 @@ type echoipCounts struct{ city, asn int }
 // for each network of the dataset's city files (the engine's composed
 // English record, so both servers answer the same names, coordinates and
 // time zones), and the ASN file from the dataset's ASN file.
-func writeEchoipData(dataDir, out string) (echoipCounts, error) {
+func writeEchoipData(ctx context.Context, dataDir, out string) (echoipCounts, error) {
 	var n echoipCounts
+	// mmdbwriter's tree of a whole dataset is gigabytes, and each insert
+	// leaves garbage: collecting more often keeps the peak nearer the tree.
+	defer debug.SetGCPercent(debug.SetGCPercent(25))
 	eng, err := geo.Open(dataDir, geo.Options{})
 	if err != nil {
 		return n, err
@@ -219,6 +226,10 @@ func writeEchoipData(dataDir, out string) (echoipCounts, error) {
 			if err := res.Err(); err != nil {
 				r.Close()
 				return n, fmt.Errorf("%s: %w", ds.File, err)
+			}
+			if (n.city+len(asn))%65536 == 0 && ctx.Err() != nil {
+				r.Close()
+				return n, ctx.Err()
 			}
 			p := res.Prefix()
 			if p.Addr().Is6() && aliased(p) {

@@ -232,7 +232,7 @@ func TestEchoipData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := writeEchoipData(filepath.Join(dir, "data"), dir)
+	n, err := writeEchoipData(context.Background(), filepath.Join(dir, "data"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
