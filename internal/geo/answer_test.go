@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/netip"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
@@ -95,4 +96,50 @@ func TestRealAppendJSONMatchesLookup(t *testing.T) {
 	}
 	addrs := randomPublicIPv4(2000)
 	checkAppendJSON(t, dir, addrs)
+}
+
+// Concurrent lookups through a cache small enough to evict all the time
+// answer what one lookup alone does (run with -race).
+func TestAppendJSONConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	geotest.WriteFixture(t, dir)
+	e, err := geo.Open(dir, geo.Options{CacheEntries: 2, ASNCacheEntries: 2, AnswerCacheEntries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	want := map[netip.Addr][2][]byte{}
+	var addrs []netip.Addr
+	for _, k := range geotest.Places {
+		a := netip.MustParsePrefix(k.Network).Addr()
+		addrs = append(addrs, a)
+		var w [2][]byte
+		for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
+			rec, err := e.Lookup(a, lang)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w[lang] = encodeRecord(t, rec)
+		}
+		want[a] = w
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			var buf []byte
+			for i := range 2000 {
+				a, lang := addrs[(i+g)%len(addrs)], ipatlas.Lang((i/len(addrs))%2)
+				var err error
+				if buf, err = e.AppendJSON(buf[:0], a, lang); err != nil {
+					t.Error(err)
+					return
+				}
+				if !bytes.Equal(buf, want[a][lang]) {
+					t.Errorf("%s %s: %s, want %s", a, lang, buf, want[a][lang])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
