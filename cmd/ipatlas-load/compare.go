@@ -31,9 +31,11 @@ const queryRoute = "POST /api/ip-query"
 // key: far more than any run can use.
 const hugeQuota = 100_000_000_000
 
-// runCompare measures ipatlas against a reference server, endpoint by
-// endpoint: throughput, latency, CPU per request, and at the end the
-// memory of both processes.
+// runCompare measures ipatlas against the reference servers, at each
+// concurrency and endpoint: throughput, latency and CPU per answer, and
+// after each concurrency the memory of every process. The references are
+// the project's own (-reference: the same engine unmetered, or fixed
+// answers) and echoip, when its source is at hand.
 func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	ws, cleanup, err := newWorkspace(o, "ipatlas-load-", stderr)
 	if err != nil {
@@ -45,6 +47,19 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 	}
 	tmp, dataDesc, inside, logf := ws.tmp, ws.dataDesc, ws.inside, ws.logf
 
+	// echoip first: building it and writing its data take the longest, and
+	// a missing source is said before any server starts.
+	var echoip *echoipRun
+	src, why := echoipSource(o.echoip, os.Getenv)
+	if src == "" {
+		fmt.Fprintf(stdout, "echoip: not in this run: %s\n", why)
+	} else {
+		echoip, err = prepareEchoip(ctx, o, src, ws)
+		if err != nil {
+			return err
+		}
+	}
+
 	srv, err := ws.startServer(ctx, "ipatlas.log", "sqlite:"+filepath.Join(tmp, "ipatlas.db"), noAbuseLimits...)
 	if err != nil {
 		return err
@@ -55,19 +70,23 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		}
 	}()
 	token := ws.token
-	client := newClient(o.concurrency)
+	setup := newClient(1)
 	base := "http://" + srv.public
-	key, err := makeKey(ctx, client, "http://"+srv.admin, token)
+	key, err := makeKey(ctx, setup, "http://"+srv.admin, token)
 	if err != nil {
 		return err
 	}
 
-	bodies, err := queryBodies(o, inside)
+	addrs, err := queryAddrs(o, inside)
+	if err != nil {
+		return err
+	}
+	bodies, err := encodeQueries(addrs, o.lang)
 	if err != nil {
 		return err
 	}
 	queryHeader := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + key}}
-	answer, err := sampleAnswer(ctx, client, base, queryHeader, bodies)
+	answer, err := sampleAnswer(ctx, setup, base, queryHeader, bodies)
 	if err != nil {
 		return err
 	}
@@ -99,111 +118,201 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 	}
 	minBase := "http://" + maddrs.Public
 
-	fmt.Fprintf(stdout, "ipatlas-load -mode compare: %d connections, %v per server and endpoint in %d rounds, each after %v of warm-up\n",
-		o.concurrency, o.duration, o.rounds, o.warmup)
+	var charged int // 2xx answers to the metered query: what the usage counter must show
+	charged += sampleCount
+	servers := []*measured{
+		{name: "ipatlas", pid: srv.cmd.Process.Pid},
+		{name: o.reference, pid: minProc.cmd.Process.Pid},
+	}
+	if echoip != nil {
+		p, addr, err := startEchoip(ctx, echoip.bin, echoip.data, filepath.Join(tmp, "echoip.log"))
+		if err != nil {
+			return err
+		}
+		defer p.stop(10 * time.Second)
+		echoipBase := "http://" + addr
+		servers = append(servers, &measured{name: "echoip", pid: p.cmd.Process.Pid})
+		sample := addrs[:min(len(addrs), 200)]
+		found, ours, err := sampleCountries(ctx, setup, echoipBase, base, queryHeader, sample, o.lang)
+		charged += len(sample)
+		if err != nil {
+			return err
+		}
+		if found == 0 {
+			return fmt.Errorf("echoip placed none of %d sample addresses in a country (ipatlas: %d): its data is not the queried one", len(sample), ours)
+		}
+		echoip.sample = fmt.Sprintf("of %d queried addresses, echoip placed %d in a country, ipatlas %d", len(sample), found, ours)
+		echoip.query = &target{method: http.MethodGet, urls: echoipURLs(echoipBase, addrs)}
+	}
+
+	fmt.Fprintf(stdout, "ipatlas-load -mode compare: %s connections, %v per server, endpoint and concurrency in %d rounds, each after %v of warm-up\n",
+		joinInts(o.conns), o.duration, o.rounds, o.warmup)
 	fmt.Fprintf(stdout, "machine: %s\n", machine())
 	fmt.Fprintf(stdout, "data: %s; query answer %d bytes\n", dataDesc, len(answer))
 	fmt.Fprintf(stdout, "reference: %s\n", referenceDesc[o.reference])
-	fmt.Fprintf(stdout, "cpu/req: CPU time of the server process per answered request (less sensitive to other load on the machine);\n")
+	if echoip != nil {
+		fmt.Fprintf(stdout, "echoip: %s, GET /json?ip= for the same addresses, GeoLite2-schema files written from the same data (%s); %s\n",
+			echoip.src, echoip.data, echoip.sample)
+	}
+	fmt.Fprintf(stdout, "cpu/req: CPU time of the server process per answered request, from /proc/PID/stat (less sensitive to other load on the machine);\n")
 	fmt.Fprintf(stdout, "client: the same for this harness, which sends the requests and reads the answers\n\n")
-	fmt.Fprintf(stdout, "%-20s %-8s %10s %10s %9s %9s %9s %9s  %s\n", "endpoint", "server", "requests", "req/s", "p50", "p99", "cpu/req", "client", "failures")
+	fmt.Fprintf(stdout, "%-20s %5s %-8s %10s %10s %9s %9s %9s %9s  %s\n", "endpoint", "conns", "server", "requests", "req/s", "p50", "p99", "cpu/req", "client", "failures")
 
-	var charged int // 2xx answers to the metered query: what the usage counter must show
-	charged += sampleCount
-	for _, ep := range strings.Split(o.endpoints, ",") {
-		var ours, minimal target
-		var name string
-		var goal float64
-		switch strings.TrimSpace(ep) {
-		case "query":
-			name = queryRoute
-			ours = target{method: http.MethodPost, url: base + "/api/ip-query", header: queryHeader, bodies: bodies}
-			minimal = target{method: http.MethodPost, url: minBase + "/api/ip-query", header: queryHeader, bodies: bodies}
-		case "myip":
-			name, goal = "GET /api/ip/myip", 0.80
-			ours = target{method: http.MethodGet, url: base + "/api/ip/myip"}
-			minimal = target{method: http.MethodGet, url: minBase + "/api/ip/myip"}
-		default:
-			return fmt.Errorf("unknown endpoint %q in -endpoints", ep)
-		}
-		// The measured time is split into rounds that alternate which server
-		// goes first, so that a change in the machine's other load weighs
-		// on both alike.
-		var res [2]result
-		var cpu, self [2]time.Duration
-		var roundRatios []float64 // ipatlas over minimal, per round
-		pids := [2]int{srv.cmd.Process.Pid, minProc.cmd.Process.Pid}
-		for round := range o.rounds {
-			var rps [2]float64
-			for j := range 2 {
-				i := (j + round) % 2
-				t := []target{ours, minimal}[i]
-				w := drive(ctx, client, t, o.concurrency, o.warmup, o.seed+100+uint64(round))
-				d := o.duration / time.Duration(o.rounds)
-				var profiled chan error
-				if o.profileDir != "" && i == 0 && round == 0 {
-					profiled = make(chan error, 1)
-					path := filepath.Join(o.profileDir, "ipatlas-"+strings.TrimSpace(ep)+".pprof")
-					go func() { profiled <- fetchProfile(ctx, "http://"+srv.admin, token, d, path) }()
+	var summary []echoipRatios
+	for _, conns := range o.conns {
+		client := newClient(conns)
+		for _, ep := range strings.Split(o.endpoints, ",") {
+			var name string
+			var goal float64
+			var targets []*target // per server; nil: not measured on this endpoint
+			switch strings.TrimSpace(ep) {
+			case "query":
+				name = queryRoute
+				targets = []*target{
+					{method: http.MethodPost, url: base + "/api/ip-query", header: queryHeader, bodies: bodies},
+					{method: http.MethodPost, url: minBase + "/api/ip-query", header: queryHeader, bodies: bodies},
 				}
-				c0, _ := processCPU(pids[i])
-				s0, _ := processCPU(os.Getpid())
-				r := drive(ctx, client, t, o.concurrency, d, o.seed+uint64(round))
-				s1, _ := processCPU(os.Getpid())
-				c1, _ := processCPU(pids[i])
-				if profiled != nil {
-					if err := <-profiled; err != nil {
-						logf("profile: %v", err)
+				if echoip != nil {
+					targets = append(targets, echoip.query)
+				}
+			case "myip":
+				name, goal = "GET /api/ip/myip", 0.80
+				targets = []*target{
+					{method: http.MethodGet, url: base + "/api/ip/myip"},
+					{method: http.MethodGet, url: minBase + "/api/ip/myip"},
+				}
+			default:
+				return fmt.Errorf("unknown endpoint %q in -endpoints", ep)
+			}
+			// The measured time is split into rounds that rotate which
+			// server goes first, so that a change in the machine's other
+			// load weighs on all alike.
+			n := len(targets)
+			res := make([]result, n)
+			cpu := make([]time.Duration, n)
+			selfCPU := make([]time.Duration, n)
+			roundRatios := make([][]float64, n) // ipatlas over server i, per round
+			for round := range o.rounds {
+				rps := make([]float64, n)
+				for j := range n {
+					i := (j + round) % n
+					t := *targets[i]
+					w := drive(ctx, client, t, conns, o.warmup, o.seed+100+uint64(round))
+					d := o.duration / time.Duration(o.rounds)
+					var profiled chan error
+					if o.profileDir != "" && i == 0 && round == 0 {
+						profiled = make(chan error, 1)
+						path := filepath.Join(o.profileDir, fmt.Sprintf("ipatlas-%s-c%d.pprof", strings.TrimSpace(ep), conns))
+						go func() { profiled <- fetchPprof(ctx, "http://"+srv.admin, token, "profile", d, path) }()
+					}
+					c0, _ := processCPU(servers[i].pid)
+					s0, _ := processCPU(os.Getpid())
+					r := drive(ctx, client, t, conns, d, o.seed+uint64(round))
+					s1, _ := processCPU(os.Getpid())
+					c1, _ := processCPU(servers[i].pid)
+					if profiled != nil {
+						if err := <-profiled; err != nil {
+							logf("profile: %v", err)
+						}
+					}
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					if i == 0 && name == queryRoute {
+						charged += w.ok + r.ok
+					}
+					res[i] = res[i].merge(r)
+					rps[i] = r.rps()
+					cpu[i] += c1 - c0
+					selfCPU[i] += s1 - s0
+				}
+				for i := 1; i < n; i++ {
+					if rps[i] > 0 {
+						roundRatios[i] = append(roundRatios[i], rps[0]/rps[i])
 					}
 				}
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if i == 0 && name == queryRoute {
-					charged += w.ok + r.ok
-				}
-				res[i] = res[i].merge(r)
-				rps[i] = r.rps()
-				cpu[i] += c1 - c0
-				self[i] += s1 - s0
 			}
-			if rps[1] > 0 {
-				roundRatios = append(roundRatios, rps[0]/rps[1])
+			for i, r := range res {
+				fmt.Fprintf(stdout, "%-20s %5d %-8s %10d %10.0f %9s %9s %9s %9s  %s\n", name, conns, servers[i].name,
+					r.ok, r.rps(), round(r.percentile(0.50)), round(r.percentile(0.99)), perRequest(cpu[i], r.ok), perRequest(selfCPU[i], r.ok), r.failures())
+			}
+			ratio := res[0].rps() / res[1].rps()
+			fmt.Fprintf(stdout, "%-20s %5s ratio %.1f%% of the %s reference's req/s", "", "", 100*ratio, o.reference)
+			if goal > 0 {
+				fmt.Fprintf(stdout, " (goal >= %.0f%%)", 100*goal)
+			}
+			if len(roundRatios[1]) > 1 {
+				// The spread says how far to trust a difference between
+				// runs: on a shared machine it is often several points.
+				fmt.Fprintf(stdout, ", rounds %.1f-%.1f%%", 100*slices.Min(roundRatios[1]), 100*slices.Max(roundRatios[1]))
+			}
+			fmt.Fprintln(stdout)
+			if n > 2 {
+				e := echoipRatios{
+					conns:      conns,
+					throughput: res[0].rps() / res[2].rps(),
+					rounds:     roundRatios[2],
+					cpu:        cpuRatio(cpu[0], res[0].ok, cpu[2], res[2].ok),
+					p99:        float64(res[0].percentile(0.99)) / float64(res[2].percentile(0.99)),
+				}
+				fmt.Fprintf(stdout, "%-20s %5s against echoip: %s\n", "", "", e.String())
+				summary = append(summary, e)
 			}
 		}
-		for i, r := range res {
-			fmt.Fprintf(stdout, "%-20s %-8s %10d %10.0f %9s %9s %9s %9s  %s\n", name, []string{"ipatlas", o.reference}[i],
-				r.ok, r.rps(), round(r.percentile(0.50)), round(r.percentile(0.99)), perRequest(cpu[i], r.ok), perRequest(self[i], r.ok), r.failures())
+
+		// Memory after the load at this concurrency: every process has
+		// served the same requests.
+		mem := make([]procMemory, len(servers))
+		for i, s := range servers {
+			mem[i], err = processMemory(s.pid)
+			if err != nil {
+				logf("memory of %s (%d): %v", s.name, s.pid, err)
+			}
 		}
-		ratio := res[0].rps() / res[1].rps()
-		fmt.Fprintf(stdout, "%-20s ratio %.1f%% of the %s reference's req/s", "", 100*ratio, o.reference)
-		if goal > 0 {
-			fmt.Fprintf(stdout, " (goal >= %.0f%%)", 100*goal)
+		fmt.Fprintf(stdout, "memory after the runs at %d connections:", conns)
+		for i, s := range servers {
+			fmt.Fprintf(stdout, " %s PSS %s (RSS %s, anonymous %s);", s.name, mib(mem[i].pss), mib(mem[i].rss), mib(mem[i].anon))
 		}
-		if len(roundRatios) > 1 {
-			// The spread says how far to trust a difference between runs:
-			// on a shared machine it is often several points.
-			fmt.Fprintf(stdout, ", rounds %.1f-%.1f%%", 100*slices.Min(roundRatios), 100*slices.Max(roundRatios))
+		for i := 1; i < len(servers); i++ {
+			if mem[0].pss > 0 && mem[i].pss > 0 {
+				fmt.Fprintf(stdout, " PSS ratio to %s %.2f;", servers[i].name, float64(mem[0].pss)/float64(mem[i].pss))
+				if servers[i].name == "echoip" && len(summary) > 0 && summary[len(summary)-1].conns == conns {
+					summary[len(summary)-1].pss = float64(mem[0].pss) / float64(mem[i].pss)
+				}
+			}
+		}
+		fmt.Fprintln(stdout)
+		// Where each process's PSS goes, and ipatlas's Go heap: what
+		// memory there is to cut is read here.
+		for _, s := range servers {
+			if parts, err := processPSSParts(s.pid); err == nil {
+				fmt.Fprintf(stdout, "  %-8s PSS: %s\n", s.name, parts)
+			}
+		}
+		if o.profileDir != "" {
+			path := filepath.Join(o.profileDir, fmt.Sprintf("ipatlas-heap-c%d.pprof", conns))
+			if err := fetchPprof(ctx, "http://"+srv.admin, token, "heap", 0, path); err != nil {
+				logf("heap profile: %v", err)
+			}
+		}
+		if hs, err := heapStats(ctx, setup, "http://"+srv.admin, token); err == nil {
+			fmt.Fprintf(stdout, "  ipatlas  Go heap: %s\n", hs)
+		} else {
+			logf("heap stats: %v", err)
 		}
 		fmt.Fprintln(stdout)
 	}
 
-	// Memory after the load: both processes have served the same requests.
-	var mem [2]procMemory
-	for i, pid := range [2]int{srv.cmd.Process.Pid, minProc.cmd.Process.Pid} {
-		mem[i], err = processMemory(pid)
-		if err != nil {
-			logf("memory of %d: %v", pid, err)
+	if len(summary) > 0 {
+		fmt.Fprintf(stdout, "ipatlas / echoip, metered POST /api/ip-query against GET /json?ip= (throughput above 1 is better, the rest below 1):\n")
+		fmt.Fprintf(stdout, "%5s %10s %14s %10s %8s %8s\n", "conns", "req/s", "rounds", "cpu/req", "p99", "PSS")
+		for _, e := range summary {
+			fmt.Fprintf(stdout, "%5d %9.3fx %14s %9.3fx %7.2fx %7.2fx\n", e.conns, e.throughput, e.spread(), e.cpu, e.p99, e.pss)
 		}
-	}
-	if mem[0].pss > 0 && mem[1].pss > 0 {
-		fmt.Fprintf(stdout, "\nmemory after the runs: ipatlas PSS %s (RSS %s, anonymous %s), %s PSS %s (RSS %s, anonymous %s); PSS ratio %.2f\n",
-			mib(mem[0].pss), mib(mem[0].rss), mib(mem[0].anon), o.reference, mib(mem[1].pss), mib(mem[1].rss), mib(mem[1].anon),
-			float64(mem[0].pss)/float64(mem[1].pss))
 	}
 
 	if strings.Contains(o.endpoints, "query") {
-		used, err := usageCounter(ctx, client, base, key)
+		used, err := usageCounter(ctx, setup, base, key)
 		if err != nil {
 			return err
 		}
@@ -219,7 +328,7 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 			dverdict = "MISMATCH"
 		}
 		fmt.Fprintf(stdout, "\nmetering: %d successful queries answered, usage counter %d (%s), daily counters %d (%s)", charged, used, verdict, daily, dverdict)
-		if m, err := scrape(ctx, client, "http://"+srv.admin+"/metrics"); err == nil && m["ipatlas_meter_batches_total"] > 0 {
+		if m, err := scrape(ctx, setup, "http://"+srv.admin+"/metrics"); err == nil && m["ipatlas_meter_batches_total"] > 0 {
 			charges, batches := m["ipatlas_meter_charges_total"], m["ipatlas_meter_batches_total"]
 			fmt.Fprintf(stdout, "; group commit: %.0f charges in %.0f batches, %.1f per batch; a charge waited %.2f ms for its batch, a commit took %.2f ms",
 				charges, batches, charges/batches,
@@ -234,6 +343,128 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		}
 	}
 	return nil
+}
+
+// measured is one server process of a compare run.
+type measured struct {
+	name string
+	pid  int
+}
+
+// echoipRun is echoip, built and with its data, for one compare run.
+type echoipRun struct {
+	src, bin, data string
+	sample         string  // how many sample addresses each server found
+	query          *target // GET /json?ip= for the queried addresses
+}
+
+func prepareEchoip(ctx context.Context, o options, src string, ws *workspace) (*echoipRun, error) {
+	e := &echoipRun{src: src, bin: o.echoipBin}
+	if e.bin == "" {
+		ws.logf("building echoip from %s", src)
+		var err error
+		if e.bin, err = buildEchoip(ctx, src, ws.tmp); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	e.data, err = echoipData(ctx, ws.dataDir, ws.tmp, ws.inside != nil, ws.logf)
+	return e, err
+}
+
+// echoipRatios are ipatlas's figures over echoip's at one concurrency.
+type echoipRatios struct {
+	conns                     int
+	throughput, cpu, p99, pss float64
+	rounds                    []float64
+}
+
+func (e echoipRatios) spread() string {
+	if len(e.rounds) < 2 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f-%.3f", slices.Min(e.rounds), slices.Max(e.rounds))
+}
+
+func (e echoipRatios) String() string {
+	return fmt.Sprintf("req/s %.3fx (rounds %s), cpu/req %.3fx, p99 %.2fx", e.throughput, e.spread(), e.cpu, e.p99)
+}
+
+func cpuRatio(a time.Duration, an int, b time.Duration, bn int) float64 {
+	if an == 0 || bn == 0 || b == 0 {
+		return math.NaN()
+	}
+	return (float64(a) / float64(an)) / (float64(b) / float64(bn))
+}
+
+// sampleCountries asks echoip and ipatlas about the same addresses and
+// counts those each places in a country: a check that echoip was fed the
+// same data. Every address is a metered query to ipatlas, answered 200.
+func sampleCountries(ctx context.Context, client *http.Client, echoipBase, base string, h http.Header, addrs []netip.Addr, lang string) (echoipFound, oursFound int, err error) {
+	for i, u := range echoipURLs(echoipBase, addrs) {
+		var v struct {
+			Country string `json:"country_iso"`
+		}
+		if err := getJSON(ctx, client, u, &v); err != nil {
+			return 0, 0, fmt.Errorf("echoip: %w", err)
+		}
+		if v.Country != "" {
+			echoipFound++
+		}
+		body, err := json.Marshal(ipatlas.QueryRequest{IP: addrs[i].String(), Lang: lang})
+		if err != nil {
+			return 0, 0, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/ip-query", bytes.NewReader(body))
+		if err != nil {
+			return 0, 0, err
+		}
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, 0, err
+		}
+		var env ipatlas.Envelope
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || json.Unmarshal(b, &env) != nil || !env.Success {
+			return 0, 0, fmt.Errorf("a sample query failed: %s %s %v", resp.Status, b, err)
+		}
+		if env.Data != nil && env.Data.CountryCode != "" {
+			oursFound++
+		}
+	}
+	return echoipFound, oursFound, nil
+}
+
+func getJSON(ctx context.Context, client *http.Client, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return json.Unmarshal(b, v)
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 func round(d time.Duration) time.Duration {
@@ -292,9 +523,9 @@ func adminPost(ctx context.Context, client *http.Client, url, token string, body
 	return json.Unmarshal(out, v)
 }
 
-// queryBodies pre-encodes the location queries: random public addresses,
-// drawn inside the given networks when there are some.
-func queryBodies(o options, inside []netip.Prefix) ([][]byte, error) {
+// queryAddrs draws the queried addresses: random public ones, inside the
+// given networks when there are some.
+func queryAddrs(o options, inside []netip.Prefix) ([]netip.Addr, error) {
 	r := mrand.New(mrand.NewPCG(o.seed, 42))
 	var v4, v6 []netip.Prefix
 	for _, p := range inside {
@@ -304,8 +535,8 @@ func queryBodies(o options, inside []netip.Prefix) ([][]byte, error) {
 			v6 = append(v6, p)
 		}
 	}
-	bodies := make([][]byte, 0, 1<<16)
-	for len(bodies) < cap(bodies) {
+	addrs := make([]netip.Addr, 0, 1<<16)
+	for len(addrs) < cap(addrs) {
 		var a netip.Addr
 		if r.Float64() < o.v6Share {
 			a = randomAddr(r, v6, 16)
@@ -315,11 +546,30 @@ func queryBodies(o options, inside []netip.Prefix) ([][]byte, error) {
 		if _, special := netaddr.Classify(a); special {
 			continue
 		}
-		b, err := json.Marshal(ipatlas.QueryRequest{IP: a.String(), Lang: o.lang})
+		addrs = append(addrs, a)
+	}
+	return addrs, nil
+}
+
+// queryBodies pre-encodes the location queries of random public
+// addresses, drawn inside the given networks when there are some.
+func queryBodies(o options, inside []netip.Prefix) ([][]byte, error) {
+	addrs, err := queryAddrs(o, inside)
+	if err != nil {
+		return nil, err
+	}
+	return encodeQueries(addrs, o.lang)
+}
+
+// encodeQueries pre-encodes the location queries of addrs.
+func encodeQueries(addrs []netip.Addr, lang string) ([][]byte, error) {
+	bodies := make([][]byte, len(addrs))
+	for i, a := range addrs {
+		b, err := json.Marshal(ipatlas.QueryRequest{IP: a.String(), Lang: lang})
 		if err != nil {
 			return nil, err
 		}
-		bodies = append(bodies, b)
+		bodies[i] = b
 	}
 	return bodies, nil
 }
@@ -444,11 +694,14 @@ func usageCounter(ctx context.Context, client *http.Client, base, key string) (i
 	return u.Used, nil
 }
 
-// fetchProfile saves a CPU profile of the server over d, taken through the
-// admin API's pprof.
-func fetchProfile(ctx context.Context, adminBase, token string, d time.Duration, path string) error {
-	secs := max(1, int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", adminBase, secs), nil)
+// fetchPprof saves a profile of the server taken through the admin API's
+// pprof: "profile" (CPU) over d, or "heap" now.
+func fetchPprof(ctx context.Context, adminBase, token, kind string, d time.Duration, path string) error {
+	u := fmt.Sprintf("%s/debug/pprof/%s", adminBase, kind)
+	if kind == "profile" {
+		u += fmt.Sprintf("?seconds=%d", max(1, int(d.Seconds())))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
@@ -510,4 +763,42 @@ func perRequest(cpu time.Duration, n int) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.0fµs", float64(cpu.Microseconds())/float64(n))
+}
+
+// heapStats reads the Go runtime's memory statistics that the admin
+// API's heap profile carries (debug=1): the live heap, what the heap
+// holds from the OS, the next GC's goal, and all the runtime's memory.
+func heapStats(ctx context.Context, client *http.Client, adminBase, token string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adminBase+"/debug/pprof/heap?debug=1", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s", resp.Status)
+	}
+	v := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, val, ok := strings.Cut(strings.TrimPrefix(line, "# "), " = ")
+		if !ok || !strings.HasPrefix(line, "# ") {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64); err == nil {
+			v[name] = n
+		}
+	}
+	if v["Sys"] == 0 {
+		return "", errors.New("no runtime statistics in the heap profile")
+	}
+	return fmt.Sprintf("live %s (HeapAlloc), in use %s, held from the OS %s (released %s), next GC at %s, runtime total %s, %d GCs",
+		mib(v["HeapAlloc"]), mib(v["HeapInuse"]), mib(v["HeapSys"]-v["HeapReleased"]), mib(v["HeapReleased"]), mib(v["NextGC"]), mib(v["Sys"]), v["NumGC"]), nil
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,12 +33,16 @@ func newClient(concurrency int) *http.Client {
 	}
 }
 
+// maxRequestsPerRun bounds the requests of one measured run (drive).
+const maxRequestsPerRun = 10_000_000
+
 // target is one endpoint of one server.
 type target struct {
 	method string
 	url    string
 	header http.Header
 	bodies [][]byte // a random one per request; nil for GET
+	urls   []string // when set, a random one per request instead of url
 }
 
 func (t target) request(ctx context.Context, r *rand.Rand) (*http.Request, error) {
@@ -45,7 +50,11 @@ func (t target) request(ctx context.Context, r *rand.Rand) (*http.Request, error
 	if len(t.bodies) > 0 {
 		body = bytes.NewReader(t.bodies[r.IntN(len(t.bodies))])
 	}
-	req, err := http.NewRequestWithContext(ctx, t.method, t.url, body)
+	u := t.url
+	if len(t.urls) > 0 {
+		u = t.urls[r.IntN(len(t.urls))]
+	}
+	req, err := http.NewRequestWithContext(ctx, t.method, u, body)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +120,10 @@ func (r result) failures() string {
 // so that every request sent has its answer counted (the metering check
 // depends on it). Latency is measured around the whole exchange, body read
 // included, for answered requests only.
+//
+// A run is bounded in count as well as in time: it sends at most
+// maxRequestsPerRun requests, far more than any run of this harness
+// reaches on loopback, so that a mistake in its timing cannot flood.
 func drive(ctx context.Context, client *http.Client, t target, concurrency int, d time.Duration, seed uint64) result {
 	type worker struct {
 		ok        int
@@ -122,6 +135,7 @@ func drive(ctx context.Context, client *http.Client, t target, concurrency int, 
 	workers := make([]worker, concurrency)
 	start := time.Now()
 	end := start.Add(d)
+	var sent atomic.Int64
 	var wg sync.WaitGroup
 	for i := range workers {
 		w := &workers[i]
@@ -129,7 +143,7 @@ func drive(ctx context.Context, client *http.Client, t target, concurrency int, 
 		w.latencies = make([]time.Duration, 0, 1<<14)
 		r := rand.New(rand.NewPCG(seed, uint64(i)))
 		wg.Go(func() {
-			for ctx.Err() == nil && time.Now().Before(end) {
+			for ctx.Err() == nil && time.Now().Before(end) && sent.Add(1) <= maxRequestsPerRun {
 				req, err := t.request(ctx, r)
 				if err != nil {
 					w.errs[err.Error()]++

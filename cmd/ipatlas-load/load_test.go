@@ -188,13 +188,85 @@ func lookup(t *testing.T, path string, a netip.Addr, v any) {
 // metering check and both processes' memory must all be there, and the
 // usage counter and the daily counters must match the successes answered.
 func TestCompareSmoke(t *testing.T) {
-	smoke(t, []string{"-duration", "1s", "-rounds", "2", "-warmup", "200ms", "-c", "4", "-networks", "300"},
-		"POST /api/ip-query   ipatlas", "POST /api/ip-query   lookup", "GET /api/ip/myip     lookup", "client",
-		"% of the lookup reference's req/s", ", rounds ", "usage counter", "daily counters", "(exact)", "memory after the runs: ipatlas PSS", "PSS ratio")
+	smoke(t, []string{"-duration", "1s", "-rounds", "2", "-warmup", "200ms", "-c", "4", "-networks", "300", "-echoip", "off"},
+		"echoip: not in this run: turned off", "POST /api/ip-query       4 ipatlas", "POST /api/ip-query       4 lookup", "GET /api/ip/myip         4 lookup", "client",
+		"% of the lookup reference's req/s", ", rounds ", "usage counter", "daily counters", "(exact)", "memory after the runs at 4 connections: ipatlas PSS", "PSS ratio to lookup")
 }
 
 // TestCompareMinimalSmoke: the fixed-answer reference still runs.
 func TestCompareMinimalSmoke(t *testing.T) {
-	smoke(t, []string{"-duration", "500ms", "-rounds", "1", "-warmup", "100ms", "-c", "2", "-networks", "300", "-endpoints", "query", "-reference", "minimal"},
-		"POST /api/ip-query   minimal", "% of the minimal reference's req/s", "(exact)")
+	smoke(t, []string{"-duration", "500ms", "-rounds", "1", "-warmup", "100ms", "-c", "2", "-networks", "300", "-endpoints", "query", "-reference", "minimal", "-echoip", "off"},
+		"POST /api/ip-query       2 minimal", "% of the minimal reference's req/s", "(exact)")
+}
+
+// TestCompareShort runs the short mode CI runs, echoip included when its
+// source is at hand: every server's figures at both concurrencies, the
+// ratios against echoip, and exact metering. Without the source (and
+// without IPATLAS_ECHOIP_SRC naming one, which makes it required) the run
+// says so in one line and goes on without echoip.
+func TestCompareShort(t *testing.T) {
+	src := os.Getenv("IPATLAS_ECHOIP_SRC")
+	required := src != ""
+	if src == "" {
+		src = filepath.Join("..", "..", defaultEchoipSource) // from cmd/ipatlas-load to the repository root
+	}
+	if _, err := os.Stat(filepath.Join(src, "cmd", "echoip")); err != nil {
+		if required {
+			t.Fatalf("IPATLAS_ECHOIP_SRC=%s: %v", src, err)
+		}
+		smoke(t, []string{"-short", "-echoip", src, "-endpoints", "query"},
+			"echoip: not in this run: no echoip source in", "POST /api/ip-query      16 ipatlas", "(exact)")
+		return
+	}
+	smoke(t, []string{"-short", "-echoip", src},
+		"echoip placed", "POST /api/ip-query       4 echoip", "POST /api/ip-query      16 echoip",
+		"POST /api/ip-query      16 ipatlas", "POST /api/ip-query      16 lookup",
+		"against echoip: req/s", "PSS ratio to echoip", "ipatlas / echoip", "echoip   PSS: binary", "ipatlas  Go heap: live", "usage counter", "daily counters", "(exact)")
+}
+
+// The echoip files written from a dataset answer what ipatlas answers for
+// the same address: country, city and AS number.
+func TestEchoipData(t *testing.T) {
+	dir := t.TempDir()
+	nets, err := makeFixture(filepath.Join(dir, "data"), 300, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := writeEchoipData(context.Background(), filepath.Join(dir, "data"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.city != 600 || n.asn != 600 {
+		t.Errorf("wrote %d city and %d ASN networks, want 600 each", n.city, n.asn)
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, p := range append(nets[:5:5], nets[len(nets)-5:]...) {
+		a := randomAddr(r, []netip.Prefix{p}, p.Addr().BitLen()/8)
+		var c struct {
+			Country struct {
+				ISO   string            `maxminddb:"iso_code"`
+				Names map[string]string `maxminddb:"names"`
+			} `maxminddb:"country"`
+			City struct {
+				Names map[string]string `maxminddb:"names"`
+			} `maxminddb:"city"`
+		}
+		var asn struct {
+			ASN uint32 `maxminddb:"autonomous_system_number"`
+		}
+		lookup(t, filepath.Join(dir, echoipCityFile), a, &c)
+		lookup(t, filepath.Join(dir, echoipASNFile), a, &asn)
+		if c.Country.ISO == "" || c.Country.Names["en"] == "" || !strings.HasPrefix(c.City.Names["en"], "City ") || asn.ASN == 0 {
+			t.Errorf("%s in %s: %+v, ASN %d", a, p, c, asn.ASN)
+		}
+	}
+}
+
+func TestAliased(t *testing.T) {
+	for s, want := range map[string]bool{"2002::/16": true, "2002:c000::/24": true, "::ffff:1.2.3.0/120": true, "2001::/32": true,
+		"2000::/3": false, "2001:db8::/32": false, "2400:cb00::/32": false} {
+		if got := aliased(netip.MustParsePrefix(s)); got != want {
+			t.Errorf("aliased(%s) = %v", s, got)
+		}
+	}
 }

@@ -27,6 +27,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -35,7 +37,8 @@ type options struct {
 	mode        string
 	duration    time.Duration
 	warmup      time.Duration
-	concurrency int
+	concurrency int   // the first of conns: the concurrency of the modes that use one
+	conns       []int // -c: the concurrencies -mode compare measures at
 	dataDir     string
 	networks    int
 	binary      string
@@ -47,7 +50,11 @@ type options struct {
 	profileDir  string
 	keep        bool
 	serverArgs  string
+	serverEnv   string
 	reference   string
+	echoip      string
+	echoipBin   string
+	short       bool
 
 	replicas replicaOptions // -mode replicas
 	soak     soakOptions    // -mode soak
@@ -82,7 +89,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each measured run")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each run")
 	fs.IntVar(&o.rounds, "rounds", 2, "rounds the measured time is split into, alternating which server goes first")
-	fs.IntVar(&o.concurrency, "c", 64, "concurrent connections")
+	conns := "64,256"
+	fs.StringVar(&conns, "c", conns, "concurrent connections, comma-separated: compare measures at each; the other modes use the first")
 	fs.StringVar(&o.dataDir, "data-dir", "", "real dataset to serve (read only); default: a generated one")
 	fs.IntVar(&o.networks, "networks", 50000, "networks per address family in the generated dataset")
 	fs.StringVar(&o.binary, "ipatlas", "", "ipatlas binary to run; default: go build ./cmd/ipatlas (run from the repository)")
@@ -93,14 +101,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.profileDir, "profile", "", "directory to save CPU profiles of ipatlas in (first round of each endpoint), for go tool pprof")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (store, dataset, server log)")
 	fs.StringVar(&o.serverArgs, "server-args", "", "extra flags for ipatlas serve, space-separated")
+	fs.StringVar(&o.serverEnv, "server-env", "", "extra environment for ipatlas serve only, space-separated NAME=value (e.g. GOGC=50)")
 	fs.StringVar(&o.reference, "reference", refLookup, "what -mode compare measures ipatlas against: lookup (the same engine and data, unmetered) or minimal (fixed answers)")
+	fs.StringVar(&o.echoip, "echoip", "", "echoip's source tree, built and measured beside the reference in -mode compare (default $IPATLAS_ECHOIP_SRC, else "+defaultEchoipSource+"); off leaves it out")
+	fs.StringVar(&o.echoipBin, "echoip-bin", "", "an echoip binary to run instead of building one from -echoip")
+	fs.BoolVar(&o.short, "short", false, "a run of a few seconds that checks the harness end to end, figures and metering (CI): sets -duration 1s -rounds 2 -warmup 200ms -c 4,16 -networks 2000 unless given")
 	o.replicas.flags(fs)
 	o.soak.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.concurrency < 1 || o.duration <= 0 || o.rounds < 1 || o.v6Share < 0 || o.v6Share > 1 {
-		return errors.New("-c and -rounds must be at least 1, -duration positive, -v6 in [0,1]")
+	if o.short {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]string{"duration": "1s", "rounds": "2", "warmup": "200ms", "c": "4,16", "networks": "2000"} {
+			if !set[name] {
+				if err := fs.Set(name, v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, f := range strings.Split(conns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-c %q: want positive numbers, comma-separated", conns)
+		}
+		o.conns = append(o.conns, n)
+	}
+	o.concurrency = o.conns[0]
+	if o.duration <= 0 || o.rounds < 1 || o.v6Share < 0 || o.v6Share > 1 {
+		return errors.New("-rounds must be at least 1, -duration positive, -v6 in [0,1]")
 	}
 	switch o.mode {
 	case "compare":

@@ -197,3 +197,55 @@ func processMemory(pid int) (procMemory, error) {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+
+// pssParts splits a process's PSS by what its pages hold: the program's
+// own file (text and data), the MMDB files it maps, other files (shared
+// libraries), and anonymous memory (Go heap, stacks, runtime); read from
+// /proc/PID/smaps.
+type pssParts struct {
+	binary, mmdb, files, anon int64
+}
+
+func processPSSParts(pid int) (pssParts, error) {
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return pssParts{}, err
+	}
+	var p pssParts
+	var cur *int64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(f[0], ":") || strings.Contains(f[0], "-") {
+			// A mapping's header: address range, perms, offset, dev, inode, path.
+			path := ""
+			if len(f) >= 6 {
+				path = f[5]
+			}
+			switch {
+			case path == exe && exe != "":
+				cur = &p.binary
+			case strings.HasSuffix(path, ".mmdb"):
+				cur = &p.mmdb
+			case strings.HasPrefix(path, "/"):
+				cur = &p.files
+			default:
+				cur = &p.anon
+			}
+			continue
+		}
+		if f[0] == "Pss:" && len(f) == 3 && cur != nil {
+			if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				*cur += n << 10
+			}
+		}
+	}
+	return p, nil
+}
+
+func (p pssParts) String() string {
+	return fmt.Sprintf("binary %s, MMDB files %s, other files %s, anonymous %s", mib(p.binary), mib(p.mmdb), mib(p.files), mib(p.anon))
+}

@@ -24,6 +24,7 @@ type workspace struct {
 	inside   []netip.Prefix // the generated networks, queried inside them; nil for a real dataset
 	token    string         // the admin token of every server this run starts
 	extra    []string       // -server-args
+	env      []string       // -server-env
 	logf     func(format string, args ...any)
 }
 
@@ -35,6 +36,7 @@ func newWorkspace(o options, prefix string, stderr io.Writer) (*workspace, func(
 	w := &workspace{
 		token: hex.EncodeToString(tok),
 		extra: strings.Fields(o.serverArgs),
+		env:   strings.Fields(o.serverEnv),
 		logf:  func(format string, args ...any) { fmt.Fprintf(stderr, "ipatlas-load: "+format+"\n", args...) },
 	}
 	tmp, err := os.MkdirTemp("", prefix)
@@ -90,7 +92,7 @@ func (w *workspace) startServer(ctx context.Context, logName, store string, args
 	all := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--addr-file", addrFile,
 		"--data-dir", w.dataDir, "--store", store, "--no-fetch"}
 	all = append(append(all, args...), w.extra...)
-	p, err := startProc(filepath.Join(w.tmp, logName), append(os.Environ(), "IPATLAS_ADMIN_TOKEN="+w.token), w.bin, all...)
+	p, err := startProc(filepath.Join(w.tmp, logName), append(append(os.Environ(), w.env...), "IPATLAS_ADMIN_TOKEN="+w.token), w.bin, all...)
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,9 @@ type Options struct {
 	// ASNCacheEntries does the same for ASN records; 0 means
 	// DefaultASNCacheEntries.
 	ASNCacheEntries int
+	// AnswerCacheEntries bounds AppendJSON's cache of encoded records; 0
+	// means DefaultAnswerCacheEntries, negative disables it.
+	AnswerCacheEntries int
 	// Debounce is how long Watch waits after the last change in the data
 	// directory before reloading; 0 means one second.
 	Debounce time.Duration
@@ -367,6 +370,7 @@ type generation struct {
 
 	cityCache *cache[cityData]
 	asnCache  *cache[asnData]
+	answers   answerCache // AppendJSON's encoded records
 	countries countryTable
 
 	closeErr error
@@ -376,6 +380,7 @@ func newGeneration(opts Options) *generation {
 	g := &generation{
 		cityCache: newCache[cityData](cacheSize(opts.CacheEntries, DefaultCacheEntries)),
 		asnCache:  newCache[asnData](cacheSize(opts.ASNCacheEntries, DefaultASNCacheEntries)),
+		answers:   newAnswerCache(cacheSize(opts.AnswerCacheEntries, DefaultAnswerCacheEntries)),
 	}
 	g.refs.Store(1)
 	return g

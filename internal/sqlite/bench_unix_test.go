@@ -31,6 +31,26 @@ func BenchmarkChargeBatch(b *testing.B) {
 	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
+// BenchmarkChargeQueries is a batch as the meter forms it under load: 32
+// single queries of one key, each its own request.
+func BenchmarkChargeQueries(b *testing.B) {
+	st, nk := benchStore(b)
+	ctx := context.Background()
+	reqs := make([]account.ChargeRequest, 32)
+	for i := range reqs {
+		reqs[i] = account.ChargeRequest{KeyID: nk.ID, Hash: nk.Hash, N: 1, Cost: 1}
+	}
+	cpu0 := processCPU(b)
+	for b.Loop() {
+		now := time.Now()
+		g, err := st.Charge(ctx, account.Period(now), now, reqs)
+		if err != nil || g[31].Granted != 1 {
+			b.Fatalf("charge: %+v, %v", g, err)
+		}
+	}
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
 // processCPU is this process's user and system CPU time so far.
 func processCPU(tb testing.TB) time.Duration {
 	var ru syscall.Rusage

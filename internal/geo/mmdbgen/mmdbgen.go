@@ -129,55 +129,79 @@ func WriteASN(path, dbType string, rows []ASNRow) error {
 // WriteGeoIP2 writes a GeoIP2-schema file of type dbType ("GeoIP2-City",
 // "GeoLite2-City", "GeoIP2-Country", ...) with names in en and zh-CN.
 func WriteGeoIP2(path, dbType string, rows []GeoIP2Row) error {
-	w, err := mmdbwriter.New(mmdbwriter.Options{
+	w, err := NewGeoIP2Writer(dbType)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := w.Insert(r); err != nil {
+			return err
+		}
+	}
+	return w.WriteFile(path)
+}
+
+// GeoIP2Writer writes a GeoIP2-schema file network by network, for data
+// too large to hold as rows first (a whole real dataset converted).
+type GeoIP2Writer struct{ t *mmdbwriter.Tree }
+
+// NewGeoIP2Writer starts a file of type dbType in an IPv6 tree, IPv4
+// networks in its IPv4 subtree and aliased where MaxMind's files alias
+// them (::ffff:0:0/96, 2002::/16).
+func NewGeoIP2Writer(dbType string) (*GeoIP2Writer, error) {
+	t, err := mmdbwriter.New(mmdbwriter.Options{
 		DatabaseType: dbType, IPVersion: 6, RecordSize: 28, IncludeReservedNetworks: true,
 		Languages:   []string{"en", "zh-CN"},
 		Description: map[string]string{"en": "mmdbgen " + dbType},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, r := range rows {
-		m := mmdbtype.Map{}
-		if r.ContinentCode != "" {
-			m["continent"] = mmdbtype.Map{"code": mmdbtype.String(r.ContinentCode), "names": namesMap(r.Continent)}
-		}
-		if r.CountryCode != "" {
-			country := mmdbtype.Map{"iso_code": mmdbtype.String(r.CountryCode), "names": namesMap(r.Country)}
-			m["country"] = country
-			m["registered_country"] = country
-		}
-		if len(r.Subdivisions) > 0 {
-			subs := mmdbtype.Slice{}
-			for _, s := range r.Subdivisions {
-				subs = append(subs, mmdbtype.Map{"names": namesMap(s)})
-			}
-			m["subdivisions"] = subs
-		}
-		if r.City.EN != "" || r.City.ZH != "" {
-			m["city"] = mmdbtype.Map{"names": namesMap(r.City)}
-		}
-		loc := mmdbtype.Map{}
-		if !r.NoLocation {
-			loc["latitude"] = mmdbtype.Float64(r.Latitude)
-			loc["longitude"] = mmdbtype.Float64(r.Longitude)
-			loc["accuracy_radius"] = mmdbtype.Uint16(100)
-		}
-		if r.TimeZone != "" {
-			loc["time_zone"] = mmdbtype.String(r.TimeZone)
-		}
-		if len(loc) > 0 {
-			m["location"] = loc
-		}
-		if r.Postal != "" {
-			m["postal"] = mmdbtype.Map{"code": mmdbtype.String(r.Postal)}
-		}
-		if err := insert(w, r.Network, m); err != nil {
-			return err
-		}
-	}
-	return writeTree(w, path)
+	return &GeoIP2Writer{t: t}, nil
 }
+
+// Insert adds one network. A network inside an aliased one (IPv6 space
+// that maps to IPv4) is a *mmdbwriter.AliasedNetworkError.
+func (w *GeoIP2Writer) Insert(r GeoIP2Row) error {
+	m := mmdbtype.Map{}
+	if r.ContinentCode != "" {
+		m["continent"] = mmdbtype.Map{"code": mmdbtype.String(r.ContinentCode), "names": namesMap(r.Continent)}
+	}
+	if r.CountryCode != "" {
+		country := mmdbtype.Map{"iso_code": mmdbtype.String(r.CountryCode), "names": namesMap(r.Country)}
+		m["country"] = country
+		m["registered_country"] = country
+	}
+	if len(r.Subdivisions) > 0 {
+		subs := mmdbtype.Slice{}
+		for _, s := range r.Subdivisions {
+			subs = append(subs, mmdbtype.Map{"names": namesMap(s)})
+		}
+		m["subdivisions"] = subs
+	}
+	if r.City.EN != "" || r.City.ZH != "" {
+		m["city"] = mmdbtype.Map{"names": namesMap(r.City)}
+	}
+	loc := mmdbtype.Map{}
+	if !r.NoLocation {
+		loc["latitude"] = mmdbtype.Float64(r.Latitude)
+		loc["longitude"] = mmdbtype.Float64(r.Longitude)
+		loc["accuracy_radius"] = mmdbtype.Uint16(100)
+	}
+	if r.TimeZone != "" {
+		loc["time_zone"] = mmdbtype.String(r.TimeZone)
+	}
+	if len(loc) > 0 {
+		m["location"] = loc
+	}
+	if r.Postal != "" {
+		m["postal"] = mmdbtype.Map{"code": mmdbtype.String(r.Postal)}
+	}
+	return insert(w.t, r.Network, m)
+}
+
+// WriteFile writes the file (to a temporary name, then renamed).
+func (w *GeoIP2Writer) WriteFile(path string) error { return writeTree(w.t, path) }
 
 func namesMap(n Name) mmdbtype.Map {
 	m := mmdbtype.Map{}
