@@ -1,0 +1,287 @@
+package privacy
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// Table is every loaded list compiled into one sorted range table per
+// address family: the address space cut into intervals, each with the
+// flags and service of every list range that covers it, so that a lookup
+// is one binary search whatever the number of lists. It is immutable.
+type Table struct {
+	v4    []uint32 // interval starts, ascending; v4[0] == 0
+	v4val []uint16 // index into attrs, per interval
+	v6    []u128
+	v6val []uint16
+	attrs []attr // attrs[0] is "on no list"
+
+	dcASNs []uint32 // sorted: ASes whose every address is Hosting
+
+	lists []ListInfo
+	torAt time.Time // when the Tor list in the table was fetched; zero when none
+}
+
+type attr struct {
+	flags   Flags
+	service string
+}
+
+// ListInfo describes one list in a table, for `db info` and the datasets
+// listing.
+type ListInfo struct {
+	Name    string
+	File    string // in the data dir; "" for the snapshot's copy
+	URL     string // where it was fetched from
+	Source  string
+	License string
+	Date    time.Time // the upstream's date of this copy (Last-Modified, the snapshot's commit), else when it was fetched
+	Size    int64     // bytes
+	Entries int
+	Builtin bool // the binary's snapshot, not a fetched copy
+}
+
+// Loaded is one parsed list with what is known of its copy.
+type Loaded struct {
+	List    List
+	Entries Entries
+	Info    ListInfo
+}
+
+// Compile builds a table from parsed lists. The service of an address is
+// the one named by the most specific range that covers it and names one;
+// between equal ranges, the list earlier in Lists wins. Every flag of
+// every covering range is set.
+func Compile(lists []Loaded) *Table {
+	t := &Table{attrs: []attr{{}}}
+	index := map[attr]uint16{{}: 0}
+	attrOf := func(a attr) uint16 {
+		if i, ok := index[a]; ok {
+			return i
+		}
+		i := uint16(len(t.attrs))
+		t.attrs = append(t.attrs, a)
+		index[a] = i
+		return i
+	}
+	prio := map[string]int{}
+	for i, l := range Lists {
+		prio[l.Name] = i
+	}
+	var spans4, spans6 []span
+	for _, l := range lists {
+		for _, p := range l.Entries.Prefixes {
+			s := span{bits: p.Bits(), flags: l.List.Flags, service: l.List.Service, prio: prio[l.List.Name]}
+			s.start, s.end = rangeOf(p)
+			if p.Addr().Is4() {
+				spans4 = append(spans4, s)
+			} else {
+				spans6 = append(spans6, s)
+			}
+		}
+		if l.List.Format == FormatASN {
+			t.dcASNs = append(t.dcASNs, l.Entries.ASNs...)
+		}
+		if l.List.Name == TorList {
+			t.torAt = l.Info.Date
+		}
+		t.lists = append(t.lists, l.Info)
+	}
+	slices.Sort(t.dcASNs)
+	t.dcASNs = slices.Compact(t.dcASNs)
+	starts, vals := sweep(spans4, u128{0, 1<<32 - 1}, attrOf)
+	t.v4 = make([]uint32, len(starts))
+	for i, s := range starts {
+		t.v4[i] = uint32(s.lo)
+	}
+	t.v4val = vals
+	t.v6, t.v6val = sweep(spans6, u128{^uint64(0), ^uint64(0)}, attrOf)
+	return t
+}
+
+// span is one list range.
+type span struct {
+	start, end u128
+	bits       int
+	flags      Flags
+	service    string
+	prio       int
+}
+
+// sweep cuts the space [0, max] into intervals by the spans, which are
+// CIDR ranges and so either nested or disjoint: in start order, outer
+// before inner, a stack holds the ranges covering the current point.
+func sweep(spans []span, max u128, attrOf func(attr) uint16) ([]u128, []uint16) {
+	slices.SortFunc(spans, func(a, b span) int {
+		if c := a.start.cmp(b.start); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.bits, b.bits)
+	})
+	starts := []u128{{}}
+	vals := []uint16{0}
+	var stack []span
+	emit := func(at u128) {
+		v := attrOf(combine(stack))
+		n := len(starts)
+		if starts[n-1] == at {
+			vals[n-1] = v
+			if n > 1 && vals[n-2] == v {
+				starts, vals = starts[:n-1], vals[:n-1]
+			}
+			return
+		}
+		if vals[n-1] == v {
+			return
+		}
+		starts, vals = append(starts, at), append(vals, v)
+	}
+	pop := func() {
+		top := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if top.end != max {
+			emit(top.end.add1())
+		}
+	}
+	for _, s := range spans {
+		for len(stack) > 0 && stack[len(stack)-1].end.cmp(s.start) < 0 {
+			pop()
+		}
+		stack = append(stack, s)
+		emit(s.start)
+	}
+	for len(stack) > 0 {
+		pop()
+	}
+	return starts, vals
+}
+
+// combine is the attribute of a point covered by the spans of stack.
+func combine(stack []span) attr {
+	var a attr
+	best := -1
+	for i, s := range stack {
+		a.flags |= s.flags
+		if s.service == "" {
+			continue
+		}
+		if best < 0 || s.bits > stack[best].bits || (s.bits == stack[best].bits && s.prio < stack[best].prio) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		a.service = stack[best].service
+	}
+	return a
+}
+
+// Lookup returns the flags and service of an address (IPv4-mapped
+// addresses are looked up as IPv4), and Hosting also when asn, the AS
+// announcing the address (0 when unknown), is on a datacenter AS list.
+func (t *Table) Lookup(a netip.Addr, asn uint32) (Flags, string) {
+	var v uint16
+	if a.Is4() || a.Is4In6() {
+		b := a.Unmap().As4()
+		x := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		lo, hi := 0, len(t.v4)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if t.v4[m] <= x {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		v = t.v4val[lo-1]
+	} else {
+		x := u128of(a)
+		lo, hi := 0, len(t.v6)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if t.v6[m].cmp(x) <= 0 {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		v = t.v6val[lo-1]
+	}
+	at := &t.attrs[v]
+	f := at.flags
+	if asn != 0 && f&Hosting == 0 && t.HostingAS(asn) {
+		f |= Hosting
+	}
+	return f, at.service
+}
+
+// HostingAS reports whether an AS is on a datacenter AS list.
+func (t *Table) HostingAS(asn uint32) bool {
+	_, ok := slices.BinarySearch(t.dcASNs, asn)
+	return ok
+}
+
+// TorFetched is when the Tor exit list in the table was fetched; the zero
+// time when the table has none.
+func (t *Table) TorFetched() time.Time { return t.torAt }
+
+// Lists describes the lists in the table, in the order of Lists.
+func (t *Table) Lists() []ListInfo { return slices.Clone(t.lists) }
+
+// Intervals is the number of intervals of the IPv4 and IPv6 tables, for
+// measurements.
+func (t *Table) Intervals() (v4, v6 int) { return len(t.v4), len(t.v6) }
+
+// u128 is an IPv6 address (or an IPv4 address in lo) as a number.
+type u128 struct{ hi, lo uint64 }
+
+func (a u128) cmp(b u128) int {
+	if c := cmp.Compare(a.hi, b.hi); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.lo, b.lo)
+}
+
+func (a u128) add1() u128 {
+	lo := a.lo + 1
+	hi := a.hi
+	if lo == 0 {
+		hi++
+	}
+	return u128{hi, lo}
+}
+
+func u128of(a netip.Addr) u128 {
+	b := a.As16()
+	var x u128
+	for i := range 8 {
+		x.hi = x.hi<<8 | uint64(b[i])
+		x.lo = x.lo<<8 | uint64(b[8+i])
+	}
+	return x
+}
+
+// rangeOf is the first and last address of a masked prefix, as numbers
+// (IPv4 in the low 32 bits).
+func rangeOf(p netip.Prefix) (u128, u128) {
+	if p.Addr().Is4() {
+		b := p.Addr().As4()
+		x := uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
+		host := uint64(1)<<(32-p.Bits()) - 1
+		return u128{0, x}, u128{0, x | host}
+	}
+	start := u128of(p.Addr())
+	end := start
+	host := 128 - p.Bits()
+	switch {
+	case host >= 128:
+		end = u128{^uint64(0), ^uint64(0)}
+	case host >= 64:
+		end.lo = ^uint64(0)
+		end.hi |= 1<<(host-64) - 1
+	default:
+		end.lo |= 1<<host - 1
+	}
+	return start, end
+}
