@@ -23,21 +23,35 @@ import (
 // record-ns/op (mean of en and zh) and their ratio.
 func BenchmarkRecordVsRaw(b *testing.B) {
 	dir, addrs := fixtureDir(b)
-	benchRatio(b, dir, addrs)
+	benchRatio(b, dir, addrs, geo.Options{})
+}
+
+// BenchmarkRecordPrivacyVsRaw compares the record with the privacy
+// lists loaded (every flag looked up, Tor included).
+func BenchmarkRecordPrivacyVsRaw(b *testing.B) {
+	dir, addrs := fixtureDir(b)
+	benchRatio(b, dir, addrs, privacyOptions(b, dir))
 }
 
 func BenchmarkRealRecordVsRaw(b *testing.B) {
 	dir, addrs := realDir(b)
-	benchRatio(b, dir, addrs)
+	benchRatio(b, dir, addrs, geo.Options{})
 }
 
-func benchRatio(b *testing.B, dir string, addrs []netip.Addr) {
+// BenchmarkRealRecordPrivacyVsRaw loads the built-in privacy snapshot
+// over the real dataset (a real data dir is not written into).
+func BenchmarkRealRecordPrivacyVsRaw(b *testing.B) {
+	dir, addrs := realDir(b)
+	benchRatio(b, dir, addrs, geo.Options{BuiltinPrivacy: true})
+}
+
+func benchRatio(b *testing.B, dir string, addrs []netip.Addr, opts geo.Options) {
 	db, err := maxminddb.Open(filepath.Join(dir, geotest.CityV4File))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	e, err := geo.Open(dir, geo.Options{})
+	e, err := geo.Open(dir, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func buildLists() []List {
 		{"apple-proxy", "iCloud Private Relay", Relay, 500, 2000},
 		{"protonvpn", "Proton VPN", VPN | Hosting, 100, 0},
 		{"amazon", "Amazon AWS", Hosting, 300, 400},
-		{"google", "Google Cloud", Hosting, 20, 3},
+		{"google", "Google", Hosting, 20, 3}, // goog.json and cloud.json: all of Google, not only its cloud
 		{"microsoft", "Microsoft Azure", Hosting, 90, 12},
 		{"oracle", "Oracle Cloud", Hosting, 150, 0},
 		{"cloudflare", "Cloudflare", Hosting, 3, 1},
@@ -161,8 +161,8 @@ func (e Entries) Len() int { return len(e.Prefixes) + len(e.ASNs) }
 var ErrMalformed = errors.New("malformed list")
 
 // Parse reads a list in its format, strictly: every line must be an
-// entry, a comment ("#") or blank; the file must end with a newline (a
-// download cut mid-line does not), and hold at least MinEntries entries.
+// entry, a comment ("#") or blank, and the file must end with a newline (a
+// download cut mid-line does not).
 func (l List) Parse(b []byte) (Entries, error) {
 	var e Entries
 	if len(b) == 0 {
@@ -185,10 +185,24 @@ func (l List) Parse(b []byte) (Entries, error) {
 	if err := sc.Err(); err != nil {
 		return Entries{}, fmt.Errorf("%s: %w: %v", l.Name, ErrMalformed, err)
 	}
-	if e.Len() < l.MinEntries {
-		return Entries{}, fmt.Errorf("%s: %w: %d entries, fewer than the %d a real copy has", l.Name, ErrMalformed, e.Len(), l.MinEntries)
+	if e.Len() == 0 {
+		return Entries{}, fmt.Errorf("%s: %w: no entries", l.Name, ErrMalformed)
 	}
 	return e, nil
+}
+
+// Plausible reports whether a new copy of the list with n entries may
+// replace one with prev entries (0 when there is none): it must hold at
+// least MinEntries, and at least half as many as the copy it replaces, so
+// that a copy cut at a line boundary or a placeholder never wins.
+func (l List) Plausible(n, prev int) error {
+	if n < l.MinEntries {
+		return fmt.Errorf("%s: %w: %d entries, fewer than the %d a real copy has", l.Name, ErrMalformed, n, l.MinEntries)
+	}
+	if n < prev/2 {
+		return fmt.Errorf("%s: %w: %d entries, fewer than half of the %d of the copy in service", l.Name, ErrMalformed, n, prev)
+	}
+	return nil
 }
 
 func (l List) parseLine(line string, e *Entries) error {

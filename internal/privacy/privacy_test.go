@@ -52,8 +52,13 @@ func TestParseRejects(t *testing.T) {
 		{privacy.TorList, exits + "185.220.1.0/24\n", false},
 		{privacy.TorList, exits + "fe80::1%eth0\n", false},
 		{privacy.TorList, "<!doctype html>\n", false},
+		{privacy.TorList, "# nothing\n", false},
 	} {
-		_, err := list(t, c.list).Parse([]byte(c.body))
+		l := list(t, c.list)
+		e, err := l.Parse([]byte(c.body))
+		if err == nil {
+			err = l.Plausible(e.Len(), 0)
+		}
 		if c.ok && err != nil {
 			t.Errorf("%s: %v", c.list, err)
 		}
@@ -71,7 +76,6 @@ func compile(t *testing.T, lists map[string]string) *privacy.Table {
 		if !ok {
 			continue
 		}
-		l.MinEntries = 0
 		e, err := l.Parse([]byte(body))
 		if err != nil {
 			t.Fatal(err)
@@ -152,8 +156,20 @@ func TestSnapshot(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if _, err := l.Parse(b); err != nil {
+		e, err := l.Parse(b)
+		if err == nil {
+			err = l.Plausible(e.Len(), 0)
+		}
+		if err != nil {
 			t.Error(err)
+		}
+	}
+	for _, l := range privacy.Lists {
+		if err := l.Plausible(l.MinEntries, 2*l.MinEntries); err != nil {
+			t.Errorf("%s: %v", l.Name, err)
+		}
+		if err := l.Plausible(l.MinEntries+10, 2*l.MinEntries+22); err == nil {
+			t.Errorf("%s: a copy of fewer than half the entries of the one in service is plausible", l.Name)
 		}
 	}
 	tab, err := privacy.Load(t.TempDir(), true)

@@ -16,6 +16,13 @@ type Table struct {
 	v4val []uint16 // index into attrs, per interval
 	v6    []u128
 	v6val []uint16
+	// v4idx[h] is the interval that holds the address h<<16, so that the
+	// interval of any address of the /16 h lies in v4idx[h]..v4idx[h+1]:
+	// a lookup searches a handful of intervals rather than all of them,
+	// and touches a few cache lines rather than one per halving. v6idx
+	// does the same for the top 16 bits of IPv6 addresses.
+	v4idx []uint32
+	v6idx []uint32
 	attrs []attr // attrs[0] is "on no list"
 
 	dcASNs []uint32 // sorted: ASes whose every address is Hosting
@@ -98,7 +105,24 @@ func Compile(lists []Loaded) *Table {
 	}
 	t.v4val = vals
 	t.v6, t.v6val = sweep(spans6, u128{^uint64(0), ^uint64(0)}, attrOf)
+	t.v4idx = buckets(len(t.v4), func(i, h int) bool { return t.v4[i] <= uint32(h)<<16 })
+	t.v6idx = buckets(len(t.v6), func(i, h int) bool { return t.v6[i].cmp(u128{uint64(h) << 48, 0}) <= 0 })
 	return t
+}
+
+// buckets builds v4idx or v6idx: atOrBefore(i, h) reports whether
+// interval i starts at or before the first address of bucket h.
+func buckets(n int, atOrBefore func(i, h int) bool) []uint32 {
+	idx := make([]uint32, 1<<16+1)
+	i := 0
+	for h := range 1 << 16 {
+		for i+1 < n && atOrBefore(i+1, h) {
+			i++
+		}
+		idx[h] = uint32(i)
+	}
+	idx[1<<16] = uint32(n - 1)
+	return idx
 }
 
 // span is one list range.
@@ -185,7 +209,7 @@ func (t *Table) Lookup(a netip.Addr, asn uint32) (Flags, string) {
 	if a.Is4() || a.Is4In6() {
 		b := a.Unmap().As4()
 		x := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-		lo, hi := 0, len(t.v4)
+		lo, hi := int(t.v4idx[x>>16])+1, int(t.v4idx[x>>16+1])+1
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
 			if t.v4[m] <= x {
@@ -197,7 +221,7 @@ func (t *Table) Lookup(a netip.Addr, asn uint32) (Flags, string) {
 		v = t.v4val[lo-1]
 	} else {
 		x := u128of(a)
-		lo, hi := 0, len(t.v6)
+		lo, hi := int(t.v6idx[x.hi>>48])+1, int(t.v6idx[x.hi>>48+1])+1
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
 			if t.v6[m].cmp(x) <= 0 {
