@@ -48,13 +48,15 @@ const (
 
 // List is one upstream list.
 type List struct {
-	Name    string // key in settings and privacy.json; the file is privacy-<Name>.txt
-	URL     string // upstream, the default of the list's URL setting
-	Format  Format
-	Flags   Flags
-	Service string // the provider the list names; "" for mixed lists
-	Source  string // who publishes it, for db info
-	License string // SPDX identifier
+	Name     string // key in privacy.json; the file is privacy-<Name>.txt
+	URL      string // upstream
+	Upstream string // the repository or service it comes from: UpstreamX4BNet, UpstreamIPRanges, UpstreamTor
+	Path     string // URL's path below the upstream's base (Mirrors)
+	Format   Format
+	Flags    Flags
+	Service  string // the provider the list names; "" for mixed lists
+	Source   string // who publishes it, for db info
+	License  string // SPDX identifier
 	// MinEntries is the fewest entries a download of the list may have:
 	// well below what the list has held for years, and far above what a
 	// truncated or placeholder file has.
@@ -64,12 +66,49 @@ type List struct {
 // File is the list's file name in a data directory.
 func (l List) File() string { return "privacy-" + l.Name + ".txt" }
 
+// Base URLs of the upstreams, and the Tor Project's list of current exit
+// relays.
 const (
-	x4bnetRaw   = "https://raw.githubusercontent.com/X4BNet/lists_vpn/main/"
-	iprangesRaw = "https://raw.githubusercontent.com/lord-alfred/ipranges/main/"
-	// TorExitURL is the Tor Project's list of current exit relays.
-	TorExitURL = "https://check.torproject.org/torbulkexitlist"
+	X4BNetURL   = "https://raw.githubusercontent.com/X4BNet/lists_vpn/main/"
+	IPRangesURL = "https://raw.githubusercontent.com/lord-alfred/ipranges/main/"
+	TorExitURL  = "https://check.torproject.org/torbulkexitlist"
 )
+
+// Upstreams of the lists.
+const (
+	UpstreamX4BNet   = "x4bnet"
+	UpstreamIPRanges = "ipranges"
+	UpstreamTor      = "tor"
+)
+
+// Mirrors are where the lists are fetched from, for operators who mirror
+// them: the base URLs of the two repositories' raw files (a mirror serves
+// the same paths below it) and the Tor list's URL. An empty field is the
+// upstream.
+type Mirrors struct {
+	X4BNet   string
+	IPRanges string
+	Tor      string
+}
+
+// URLWith is where the list is fetched from with these mirrors.
+func (l List) URLWith(m Mirrors) string {
+	base := ""
+	switch l.Upstream {
+	case UpstreamX4BNet:
+		base = m.X4BNet
+	case UpstreamIPRanges:
+		base = m.IPRanges
+	case UpstreamTor:
+		if m.Tor != "" {
+			return m.Tor
+		}
+	}
+	if base == "" {
+		return l.URL
+	}
+	return strings.TrimSuffix(base, "/") + "/" + l.Path
+}
 
 // TorList is the name of the Tor exit list, which the server refreshes on
 // its own, shorter schedule.
@@ -82,7 +121,8 @@ var Lists = buildLists()
 
 func buildLists() []List {
 	x4b := func(name, path string, f Format, flags Flags, min int) List {
-		return List{Name: name, URL: x4bnetRaw + path, Format: f, Flags: flags, Source: "X4BNet lists_vpn", License: "MIT", MinEntries: min}
+		return List{Name: name, URL: X4BNetURL + path, Upstream: UpstreamX4BNet, Path: path, Format: f, Flags: flags,
+			Source: "X4BNet lists_vpn", License: "MIT", MinEntries: min}
 	}
 	out := []List{
 		x4b("x4bnet-datacenter-asn", "input/datacenter/ASN.txt", FormatASN, Hosting, 300),
@@ -90,7 +130,7 @@ func buildLists() []List {
 		x4b("x4bnet-datacenter-ipv6", "output/datacenter/ipv6.txt", FormatCIDR, Hosting, 2000),
 		x4b("x4bnet-vpn-ipv4", "output/vpn/ipv4.txt", FormatCIDR, VPN, 2000),
 		x4b("x4bnet-vpn-ipv6", "output/vpn/ipv6.txt", FormatCIDR, VPN, 100),
-		{Name: TorList, URL: TorExitURL, Format: FormatAddr, Flags: Tor, Source: "The Tor Project", License: "CC0-1.0", MinEntries: 100},
+		{Name: TorList, URL: TorExitURL, Upstream: UpstreamTor, Format: FormatAddr, Flags: Tor, Source: "The Tor Project", License: "CC0-1.0", MinEntries: 100},
 	}
 	// ipranges: one directory per operator, each the operator's own
 	// published ranges; the minimum is about a fifth of the list's size
@@ -130,7 +170,8 @@ func buildLists() []List {
 			if v.min == 0 {
 				continue
 			}
-			out = append(out, List{Name: "ipranges-" + o.dir + "-" + v.fam, URL: iprangesRaw + o.dir + "/" + v.fam + "_merged.txt",
+			path := o.dir + "/" + v.fam + "_merged.txt"
+			out = append(out, List{Name: "ipranges-" + o.dir + "-" + v.fam, URL: IPRangesURL + path, Upstream: UpstreamIPRanges, Path: path,
 				Format: FormatCIDR, Flags: o.flags, Service: o.service, Source: "lord-alfred/ipranges", License: "CC0-1.0", MinEntries: v.min})
 		}
 	}
