@@ -379,7 +379,9 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	closePrivacy := servePrivacyFixture()
 	code := m.Run()
+	closePrivacy()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -23,6 +23,9 @@ type freshness struct {
 	log     *slog.Logger
 	now     func() time.Time
 	updater *dataset.Updater // nil when scheduled updates are off
+	// privacy refreshes the privacy lists (the Tor exit list on its own,
+	// shorter schedule); nil when scheduled updates are off.
+	privacy *dataset.PrivacyUpdater
 }
 
 func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *freshness {
@@ -48,6 +51,19 @@ func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *fresh
 		})
 		log.Info("scheduled dataset updates are on", "source", cfg.Source, "interval", cfg.UpdateInterval)
 	}
+	if f.updater != nil {
+		tor := cfg.TorInterval
+		if tor == 0 {
+			tor = -1 // off
+		}
+		f.privacy = dataset.NewPrivacyUpdater(dataset.PrivacyUpdaterOptions{
+			Fetch:       cfg.privacyOptions(),
+			Interval:    cfg.UpdateInterval,
+			TorInterval: tor,
+			Installed:   engine.ReloadPrivacy,
+			Logger:      log,
+		})
+	}
 	return f
 }
 
@@ -59,6 +75,11 @@ func hasManifest(dir string) bool {
 // run checks for updates until ctx is done; it returns at once when they
 // are off.
 func (f *freshness) run(ctx context.Context) {
+	if f.privacy != nil {
+		done := make(chan struct{})
+		go func() { defer close(done); f.privacy.Run(ctx) }()
+		defer func() { <-done }()
+	}
 	if f.updater != nil {
 		f.updater.Run(ctx)
 	}

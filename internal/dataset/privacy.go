@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -225,7 +226,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 type PrivacyUpdaterOptions struct {
 	Fetch PrivacyOptions // Lists is ignored: the updater fetches every list
 	// TorInterval is how often the Tor exit list is fetched;
-	// DefaultTorInterval if 0. Interval is how often the other lists are;
+	// DefaultTorInterval if 0, never if negative. Interval is how often the other lists are;
 	// DefaultUpdateInterval if 0. Both are jittered by ±10%.
 	TorInterval time.Duration
 	Interval    time.Duration
@@ -245,7 +246,7 @@ type PrivacyUpdater struct {
 
 // NewPrivacyUpdater returns a PrivacyUpdater; it does nothing until Run.
 func NewPrivacyUpdater(opts PrivacyUpdaterOptions) *PrivacyUpdater {
-	if opts.TorInterval <= 0 {
+	if opts.TorInterval == 0 {
 		opts.TorInterval = DefaultTorInterval
 	}
 	if opts.Interval <= 0 {
@@ -273,6 +274,9 @@ func (u *PrivacyUpdater) Run(ctx context.Context) {
 	}
 	first := min(u.opts.Interval/10, 5*time.Minute)
 	torNext, othersNext := time.Duration(0), first/2+jitter(first)/2
+	if u.opts.TorInterval < 0 {
+		torNext = math.MaxInt64
+	}
 	for {
 		wait := min(torNext, othersNext)
 		t := time.NewTimer(wait)
@@ -285,7 +289,7 @@ func (u *PrivacyUpdater) Run(ctx context.Context) {
 		torNext -= wait
 		othersNext -= wait
 		var lists []string
-		if torNext <= 0 {
+		if torNext <= 0 && u.opts.TorInterval > 0 {
 			lists = append(lists, privacy.TorList)
 			torNext = jitter(u.opts.TorInterval)
 		}
