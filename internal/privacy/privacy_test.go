@@ -141,6 +141,24 @@ func TestCompile(t *testing.T) {
 	}
 }
 
+// TestTouches: a prefix touches the lists when any of its addresses is on
+// a range.
+func TestTouches(t *testing.T) {
+	tab := compile(t, map[string]string{
+		"x4bnet-datacenter-ipv4": "3.5.7.0/24\n255.255.255.255/32\n",
+		"x4bnet-datacenter-ipv6": "2600:1f00::/24\n",
+	})
+	for p, want := range map[string]bool{
+		"3.5.7.0/24": true, "3.5.0.0/16": true, "3.5.7.255/32": true, "3.5.8.0/24": false, "3.5.6.0/24": false,
+		"0.0.0.0/0": true, "255.255.255.254/32": false, "255.255.255.255/32": true, "0.0.0.0/32": false,
+		"2600:1f00::/32": true, "2600::/12": true, "2600:2000::/24": false, "::/0": true, "::/128": false,
+	} {
+		if got := tab.Touches(netip.MustParsePrefix(p)); got != want {
+			t.Errorf("Touches(%s) = %v", p, got)
+		}
+	}
+}
+
 // TestSnapshot: every list but the Tor exits is in the snapshot and parses,
 // and the snapshot holds nothing else.
 func TestSnapshot(t *testing.T) {

@@ -309,3 +309,33 @@ func rangeOf(p netip.Prefix) (u128, u128) {
 	}
 	return start, end
 }
+
+// Touches reports whether any address of p is on a list range (the AS
+// lists aside).
+func (t *Table) Touches(p netip.Prefix) bool {
+	p = p.Masked()
+	first, last := rangeOf(p)
+	if p.Addr().Is4() {
+		x, y := uint32(first.lo), uint32(last.lo)
+		i, found := slices.BinarySearch(t.v4, x)
+		if !found {
+			i-- // the interval holding x starts before it
+		}
+		for j := i; j < len(t.v4) && t.v4[j] <= y; j++ {
+			if t.attrs[t.v4val[j]].flags != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	i, found := slices.BinarySearchFunc(t.v6, first, u128.cmp)
+	if !found {
+		i--
+	}
+	for j := i; j < len(t.v6) && t.v6[j].cmp(last) <= 0; j++ {
+		if t.attrs[t.v6val[j]].flags != 0 {
+			return true
+		}
+	}
+	return false
+}
