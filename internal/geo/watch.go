@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
-// Watch reloads the dataset whenever an MMDB file in the data directory is
+// Watch reloads the dataset whenever an MMDB file or the privacy lists'
+// manifest (written last by a fetch of the lists) in the data directory is
 // created, written, renamed or removed, once the directory has been quiet
 // for Options.Debounce: `db fetch` renames its new files into place one by
 // one, and one reload after the last is enough. A reload that fails is
@@ -47,7 +49,7 @@ func (e *Engine) Watch(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if !isDataFile(filepath.Base(ev.Name)) || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Rename|fsnotify.Remove) {
+			if name := filepath.Base(ev.Name); !(isDataFile(name) || name == privacy.ManifestFile) || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Rename|fsnotify.Remove) {
 				continue
 			}
 			e.log.Debug("data dir changed", "file", ev.Name, "op", ev.Op.String())

@@ -250,3 +250,26 @@ func RandomIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
 	a, _ := netip.AddrFromSlice(b)
 	return a
 }
+
+// FuzzParse: no input makes a parser panic, and whatever parses has only
+// valid, masked entries.
+func FuzzParse(f *testing.F) {
+	f.Add("1.2.3.0/24\n2001:db8::/32\n")
+	f.Add("AS15169 # Google, US\nAS1\t# x\n")
+	f.Add("185.220.101.1\n::ffff:1.2.3.4\n")
+	f.Add("# c\r\n\r\n10.0.0.0/8\r\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, name := range []string{"x4bnet-vpn-ipv4", "x4bnet-datacenter-asn", privacy.TorList} {
+			l, _ := privacy.Named(name)
+			e, err := l.Parse([]byte(s))
+			if err != nil {
+				continue
+			}
+			for _, p := range e.Prefixes {
+				if !p.IsValid() || p != p.Masked() {
+					t.Fatalf("%s: entry %v", name, p)
+				}
+			}
+		}
+	})
+}
