@@ -23,15 +23,47 @@ type ASLocator interface {
 var _ ASLocator = (*Engine)(nil)
 
 // asIndex maps AS numbers to their networks in the ASN data. It is built
-// on the first AS query of a generation (a walk of the ASN files, about a
-// second on the default dataset) and dropped with the generation.
+// once per generation (a walk of the ASN files: a few seconds on the
+// default dataset; Watch builds it in the background) and dropped with the
+// generation. Its networks are packed and sorted by AS, a dozen bytes per
+// network, because the default data has over a million.
 type asIndex struct {
-	m map[uint32]*asEntry
+	v4    []as4 // by AS, then address
+	v6    []as6
+	names map[uint32]string
 }
 
-type asEntry struct {
-	name     string
-	prefixes []netip.Prefix // IPv4 then IPv6, each in address order
+type as4 struct {
+	asn  uint32
+	addr uint32
+	bits uint8
+}
+
+type as6 struct {
+	hi, lo uint64
+	asn    uint32
+	bits   uint8
+}
+
+// prefixes returns the networks of AS n, IPv4 then IPv6, in address order.
+func (x *asIndex) prefixes(n uint32) []netip.Prefix {
+	i, _ := slices.BinarySearchFunc(x.v4, n, func(e as4, n uint32) int { return cmp.Compare(e.asn, n) })
+	j, _ := slices.BinarySearchFunc(x.v6, n, func(e as6, n uint32) int { return cmp.Compare(e.asn, n) })
+	var out []netip.Prefix
+	for ; i < len(x.v4) && x.v4[i].asn == n; i++ {
+		e := x.v4[i]
+		out = append(out, netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(e.addr >> 24), byte(e.addr >> 16), byte(e.addr >> 8), byte(e.addr)}), int(e.bits)))
+	}
+	for ; j < len(x.v6) && x.v6[j].asn == n; j++ {
+		e := x.v6[j]
+		var b [16]byte
+		for k := range 8 {
+			b[k] = byte(e.hi >> (56 - 8*k))
+			b[8+k] = byte(e.lo >> (56 - 8*k))
+		}
+		out = append(out, netip.PrefixFrom(netip.AddrFrom16(b), int(e.bits)))
+	}
+	return out
 }
 
 // asIndexOf builds g's index once.
@@ -45,7 +77,7 @@ func (g *generation) asIndexOf() (*asIndex, error) {
 // lower one is only consulted where it has a network the first lacks,
 // which the index leaves out).
 func (g *generation) buildASIndex() (*asIndex, error) {
-	idx := &asIndex{m: map[uint32]*asEntry{}}
+	idx := &asIndex{names: map[uint32]string{}}
 	type seenRec struct {
 		n   uint32
 		org string
@@ -82,15 +114,40 @@ func (g *generation) buildASIndex() (*asIndex, error) {
 			if rec.n == 0 {
 				continue
 			}
-			e := idx.m[rec.n]
-			if e == nil {
-				e = &asEntry{name: rec.org}
-				idx.m[rec.n] = e
+			if _, ok := idx.names[rec.n]; !ok {
+				idx.names[rec.n] = rec.org
 			}
-			e.prefixes = append(e.prefixes, p)
+			if p.Addr().Is4() {
+				b := p.Addr().As4()
+				idx.v4 = append(idx.v4, as4{asn: rec.n, addr: uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]), bits: uint8(p.Bits())})
+				continue
+			}
+			b := p.Addr().As16()
+			e := as6{asn: rec.n, bits: uint8(p.Bits())}
+			for k := range 8 {
+				e.hi = e.hi<<8 | uint64(b[k])
+				e.lo = e.lo<<8 | uint64(b[8+k])
+			}
+			idx.v6 = append(idx.v6, e)
 		}
 	}
+	// The walk is in address order: a stable sort by AS keeps it within
+	// each AS.
+	slices.SortStableFunc(idx.v4, func(a, b as4) int { return cmp.Compare(a.asn, b.asn) })
+	slices.SortStableFunc(idx.v6, func(a, b as6) int { return cmp.Compare(a.asn, b.asn) })
+	idx.v4, idx.v6 = slices.Clip(idx.v4), slices.Clip(idx.v6)
 	return idx, nil
+}
+
+// warmASIndex builds the AS index of the generation in service, so that
+// no query waits for it.
+func (e *Engine) warmASIndex() {
+	if g := e.acquire(); g != nil {
+		defer g.release()
+		if _, err := g.asIndexOf(); err != nil {
+			e.log.Error("building the AS index", "err", err)
+		}
+	}
 }
 
 // AS implements ASLocator. The name is the ASN data's organization; the
@@ -108,15 +165,16 @@ func (e *Engine) AS(n uint32, lang ipatlas.Lang) (ipatlas.AS, error) {
 	if err != nil {
 		return ipatlas.AS{}, err
 	}
-	ent := idx.m[n]
-	if ent == nil {
+	name, known := idx.names[n]
+	if !known {
 		return ipatlas.AS{}, &ipatlas.Error{Code: ipatlas.CodeUnknownAS}
 	}
+	prefixes := idx.prefixes(n)
 	if lang != ipatlas.Chinese {
 		lang = ipatlas.English
 	}
-	out := ipatlas.AS{ASN: ipatlas.FormatAS(n), Name: ent.name, Prefixes: []ipatlas.ASPrefix{}, Prefixes6: []ipatlas.ASPrefix{}}
-	for _, p := range ent.prefixes {
+	out := ipatlas.AS{ASN: ipatlas.FormatAS(n), Name: name, Prefixes: []ipatlas.ASPrefix{}, Prefixes6: []ipatlas.ASPrefix{}}
+	for _, p := range prefixes {
 		ap := ipatlas.ASPrefix{Netblock: p, Size: ipatlas.PrefixSize(p)}
 		if p.Addr().Is4() {
 			out.Prefixes = append(out.Prefixes, ap)
@@ -125,7 +183,7 @@ func (e *Engine) AS(n uint32, lang ipatlas.Lang) (ipatlas.AS, error) {
 			out.Prefixes6 = append(out.Prefixes6, ap)
 		}
 	}
-	cc, err := g.asCountry(ent.prefixes)
+	cc, err := g.asCountry(prefixes)
 	if err != nil {
 		return ipatlas.AS{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -92,10 +93,18 @@ func TestRealAS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
 	g, err := e.AS(15169, ipatlas.English)
 	if err != nil {
 		t.Fatal(err)
 	}
+	took := time.Since(start)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("first AS query (builds the index): %s, heap %+d MB", took.Round(time.Millisecond), (int64(after.HeapAlloc)-int64(before.HeapAlloc))>>20)
 	if g.Name == "" || g.CountryCode != "US" || g.NumIPs < 1<<20 || len(g.Prefixes) < 100 || len(g.Prefixes6) < 5 {
 		t.Errorf("AS15169: %s %s %s, %d IPv4 addresses, %d+%d prefixes", g.ASN, g.Name, g.CountryCode, g.NumIPs, len(g.Prefixes), len(g.Prefixes6))
 	}
