@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 
 	"github.com/ipatlas/ipatlas/internal/privacy"
@@ -35,5 +36,10 @@ func servePrivacyFixture() func() {
 		w.Write(b)
 	}))
 	defaultMirrors = privacy.Mirrors{X4BNet: s.URL + "/" + privacy.UpstreamX4BNet, IPRanges: s.URL + "/" + privacy.UpstreamIPRanges, Tor: s.URL + "/tor"}
+	// The binaries some tests build and run read the same mirrors from
+	// their environment.
+	os.Setenv("IPATLAS_X4BNET_URL", defaultMirrors.X4BNet)
+	os.Setenv("IPATLAS_IPRANGES_URL", defaultMirrors.IPRanges)
+	os.Setenv("IPATLAS_TOR_EXIT_URL", defaultMirrors.Tor)
 	return s.Close
 }

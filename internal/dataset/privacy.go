@@ -20,6 +20,38 @@ import (
 	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
+// The privacy lists' lock file and the prefix of their temporary files.
+const (
+	privacyLockName  = ".ipatlas-privacy.lock"
+	privacyTmpPrefix = ".ipatlas-privacy-tmp-"
+)
+
+// writePrivacyFile replaces dir/name with data atomically and durably.
+func writePrivacyFile(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, privacyTmpPrefix+name+"-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return syncDir(dir)
+}
+
 // DefaultMaxListSize bounds one privacy list download: the largest list
 // is under 1 MB.
 const DefaultMaxListSize = 32 << 20
@@ -105,11 +137,20 @@ func FetchPrivacy(ctx context.Context, opts PrivacyOptions) (PrivacyReport, erro
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return rep, err
 	}
-	unlock, err := lockDir(opts.DataDir)
+	// The lists have their own lock and temporary names: a fetch of the
+	// lists and one of the dataset never wait for each other, and neither
+	// removes the other's files in progress.
+	unlock, err := lockFile(opts.DataDir, privacyLockName)
 	if err != nil {
 		return rep, err
 	}
 	defer unlock()
+	if stale, _ := filepath.Glob(filepath.Join(opts.DataDir, privacyTmpPrefix+"*")); len(stale) > 0 {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+		log.Info("removed temporary files of an interrupted fetch of the privacy lists", "files", len(stale))
+	}
 	m, err := privacy.ReadManifest(opts.DataDir)
 	if err != nil {
 		log.Warn("ignoring an unreadable privacy manifest: every list is fetched again", "err", err)
@@ -146,7 +187,7 @@ func FetchPrivacy(ctx context.Context, opts PrivacyOptions) (PrivacyReport, erro
 	slices.SortFunc(m.Lists, func(a, b privacy.ListState) int { return listOrder(a.Name) - listOrder(b.Name) })
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err == nil {
-		err = writeFileAtomic(opts.DataDir, privacy.ManifestFile, append(b, '\n'))
+		err = writePrivacyFile(opts.DataDir, privacy.ManifestFile, append(b, '\n'))
 	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("writing %s: %w", privacy.ManifestFile, err))
@@ -192,7 +233,7 @@ func fetchList(ctx context.Context, client *http.Client, l privacy.List, u strin
 	if have && st.SHA256 == prev.SHA256 {
 		return st, nil // the file in place is this copy
 	}
-	if err := writeFileAtomic(dir, l.File(), b); err != nil {
+	if err := writePrivacyFile(dir, l.File(), b); err != nil {
 		return privacy.ListState{}, fmt.Errorf("%s: installing: %w", l.Name, err)
 	}
 	return st, nil
