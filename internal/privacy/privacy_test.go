@@ -273,3 +273,69 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestLookupMatchesTheLists compares the compiled snapshot with a plain
+// scan of every list range, for addresses drawn from the ranges (and
+// their neighbours) and at random.
+func TestLookupMatchesTheLists(t *testing.T) {
+	tab, err := privacy.Load(t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rng struct {
+		p     netip.Prefix
+		flags privacy.Flags
+	}
+	var all []rng
+	for _, l := range privacy.Lists {
+		b, ok, _ := privacy.Snapshot(l.Name)
+		if !ok || l.Format != privacy.FormatCIDR {
+			continue
+		}
+		e, err := l.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range e.Prefixes {
+			all = append(all, rng{p, l.Flags})
+		}
+	}
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 1))
+	for i := range 400 {
+		var a netip.Addr
+		switch i % 4 {
+		case 0:
+			v := r.Uint32()
+			a = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+		case 1:
+			a = RandomIn(r, all[r.IntN(len(all))].p)
+		case 2: // just past a range
+			a = lastOf(all[r.IntN(len(all))].p).Next()
+		default: // just before one
+			a = all[r.IntN(len(all))].p.Addr().Prev()
+		}
+		if !a.IsValid() {
+			continue
+		}
+		var want privacy.Flags
+		for _, x := range all {
+			if x.p.Contains(a) {
+				want |= x.flags
+			}
+		}
+		if got, _ := tab.Lookup(a, 0); got != want {
+			t.Errorf("%s: %04b, want %04b (seed %d)", a, got, want, seed)
+		}
+	}
+}
+
+// lastOf is the last address of a masked prefix.
+func lastOf(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}

@@ -23,6 +23,10 @@ type Table struct {
 	// does the same for the top 16 bits of IPv6 addresses.
 	v4idx []uint32
 	v6idx []uint32
+	// v4one[h] is the attrs index of the /16 h when one interval covers
+	// it whole (most /16s), else noOne: then the lookup reads one cache
+	// line rather than the index, the starts and the values.
+	v4one []uint16
 	attrs []attr // attrs[0] is "on no list"
 
 	dcASNs []uint32 // sorted: ASes whose every address is Hosting
@@ -68,6 +72,7 @@ func Compile(lists []Loaded) *Table {
 		if i, ok := index[a]; ok {
 			return i
 		}
+
 		i := uint16(len(t.attrs))
 		t.attrs = append(t.attrs, a)
 		index[a] = i
@@ -107,8 +112,24 @@ func Compile(lists []Loaded) *Table {
 	t.v6, t.v6val = sweep(spans6, u128{^uint64(0), ^uint64(0)}, attrOf)
 	t.v4idx = buckets(len(t.v4), func(i, h int) bool { return t.v4[i] <= uint32(h)<<16 })
 	t.v6idx = buckets(len(t.v6), func(i, h int) bool { return t.v6[i].cmp(u128{uint64(h) << 48, 0}) <= 0 })
+	t.v4one = make([]uint16, 1<<16)
+	for h := range t.v4one {
+		lo, hi := t.v4idx[h], t.v4idx[h+1]
+		if hi > lo && t.v4[hi] == uint32(h+1)<<16 {
+			hi-- // the next interval starts at the next /16
+		}
+		t.v4one[h] = noOne
+		if lo == hi {
+			t.v4one[h] = t.v4val[lo]
+		}
+	}
 	return t
 }
+
+// noOne marks a /16 of v4one that holds more than one interval. No attrs
+// index reaches it: the lists are fixed, and make at most 16 flag sets
+// times their few dozen services.
+const noOne = 0xffff
 
 // buckets builds v4idx or v6idx: atOrBefore(i, h) reports whether
 // interval i starts at or before the first address of bucket h.
@@ -209,6 +230,9 @@ func (t *Table) Lookup(a netip.Addr, asn uint32) (Flags, string) {
 	if a.Is4() || a.Is4In6() {
 		b := a.Unmap().As4()
 		x := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		if v = t.v4one[x>>16]; v != noOne {
+			return t.result(v, asn)
+		}
 		lo, hi := int(t.v4idx[x>>16])+1, int(t.v4idx[x>>16+1])+1
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
@@ -232,6 +256,10 @@ func (t *Table) Lookup(a netip.Addr, asn uint32) (Flags, string) {
 		}
 		v = t.v6val[lo-1]
 	}
+	return t.result(v, asn)
+}
+
+func (t *Table) result(v uint16, asn uint32) (Flags, string) {
 	at := &t.attrs[v]
 	f := at.flags
 	if asn != 0 && f&Hosting == 0 && t.HostingAS(asn) {
