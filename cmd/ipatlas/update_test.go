@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
-	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/ipatlas/ipatlas/internal/server"
 )
 
