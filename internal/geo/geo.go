@@ -28,6 +28,16 @@
 // from the first of GeoIP2-ISP, GeoIP2-schema ASN files, ipatlas-ASN. Within
 // one rank files are tried in name order.
 //
+// # Route, privacy flags and the AS
+//
+// A record's route is the network of the ASN file that answered it. Its
+// privacy object comes from the privacy lists of the data directory (or the
+// binary's snapshot, with Options.BuiltinPrivacy), compiled by the privacy
+// package into one table that each lookup searches once, by the record's
+// embedded IPv4 address where it has one, like the rest of the record;
+// ReloadPrivacy swaps new lists in without touching the MMDB files. AS
+// answers one AS from an index of the ASN data built once per dataset.
+//
 // # Cost of a lookup
 //
 // The default city data has millions of networks but only a few hundred
