@@ -26,6 +26,8 @@ const (
 	CodeMethodNotAllowed     ErrorCode = "MethodNotAllowed"
 	CodeServiceUnavailable   ErrorCode = "ServiceUnavailable"
 	CodeInternal             ErrorCode = "InternalError"
+	CodeInvalidAS            ErrorCode = "InvalidAS" // not an AS number: "AS", "ASx", "AS-1", "AS4294967296"
+	CodeUnknownAS            ErrorCode = "UnknownAS" // a well-formed AS number the data does not know
 )
 
 type codeInfo struct {
@@ -49,6 +51,8 @@ var codes = map[ErrorCode]codeInfo{
 	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed", "不允许的请求方法"},
 	CodeServiceUnavailable:   {http.StatusServiceUnavailable, "Service temporarily unavailable", "服务暂时不可用"},
 	CodeInternal:             {http.StatusInternalServerError, "Internal server error", "服务器内部错误"},
+	CodeInvalidAS:            {http.StatusBadRequest, "Invalid AS number", "无效的AS号"},
+	CodeUnknownAS:            {http.StatusNotFound, "Unknown AS number", "未知的AS号"},
 }
 
 // Codes lists every error code, in a stable order.
@@ -57,6 +61,7 @@ func Codes() []ErrorCode {
 		CodeInvalidIP, CodePrivateIP, CodeRateLimitExceeded, CodeInsufficientCredits, CodeInvalidAPIKey,
 		CodeInvalidRequest, CodePayloadTooLarge, CodeUnsupportedMediaType, CodeTooManyItems,
 		CodeNotFound, CodeMethodNotAllowed, CodeServiceUnavailable, CodeInternal,
+		CodeInvalidAS, CodeUnknownAS,
 	}
 }
 
@@ -158,4 +163,6 @@ var (
 	ErrInvalidAPIKey       = &Error{Code: CodeInvalidAPIKey}
 	ErrInvalidRequest      = &Error{Code: CodeInvalidRequest}
 	ErrServiceUnavailable  = &Error{Code: CodeServiceUnavailable}
+	ErrInvalidAS           = &Error{Code: CodeInvalidAS}
+	ErrUnknownAS           = &Error{Code: CodeUnknownAS}
 )

@@ -1,6 +1,7 @@
 package ipatlas
 
 import (
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,8 +34,10 @@ const (
 	fieldCurrency
 	fieldZipCode
 	fieldAreaCode
+	fieldRoute
+	fieldPrivacy
 
-	allFields = fieldAreaCode<<1 - 1
+	allFields = fieldPrivacy<<1 - 1
 )
 
 // recordKeys are the JSON names of Record's fields, in wire order and in
@@ -42,7 +45,7 @@ const (
 var recordKeys = []string{
 	"ip", "continent", "continent_code", "country", "country_code", "province",
 	"city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
-	"currency", "zip_code", "area_code",
+	"currency", "zip_code", "area_code", "route", "privacy",
 }
 
 // RecordFields returns the JSON names of a Record's fields in wire order:
@@ -134,7 +137,10 @@ func (s FieldSet) Apply(r Record) Record {
 		return r
 	}
 	p := s.Partial(&r)
-	out := Record{IP: p.IP, Latitude: p.Latitude, Longitude: p.Longitude}
+	out := Record{IP: p.IP, Latitude: p.Latitude, Longitude: p.Longitude, Privacy: p.Privacy}
+	if p.Route != nil {
+		out.Route = *p.Route
+	}
 	for _, f := range []struct {
 		dst *string
 		src *string
@@ -154,25 +160,27 @@ func (s FieldSet) Apply(r Record) Record {
 // PartialRecord is the JSON form of a Record restricted to a FieldSet, as
 // the server sends it when a query names "fields": a field outside the set
 // is left out of the object, a field inside it is written even when empty
-// (the coordinates, as in a full record, only when known). Clients decode
-// it into a Record, where the absent fields read as unknown.
+// (the coordinates and privacy, as in a full record, only when known).
+// Clients decode it into a Record, where the absent fields read as unknown.
 type PartialRecord struct {
-	IP            string   `json:"ip"`
-	Continent     *string  `json:"continent,omitempty"`
-	ContinentCode *string  `json:"continent_code,omitempty"`
-	Country       *string  `json:"country,omitempty"`
-	CountryCode   *string  `json:"country_code,omitempty"`
-	Province      *string  `json:"province,omitempty"`
-	City          *string  `json:"city,omitempty"`
-	District      *string  `json:"district,omitempty"`
-	ISP           *string  `json:"isp,omitempty"`
-	ASN           *string  `json:"asn,omitempty"`
-	Latitude      *float64 `json:"latitude,omitempty"`
-	Longitude     *float64 `json:"longitude,omitempty"`
-	TimeZone      *string  `json:"time_zone,omitempty"`
-	Currency      *string  `json:"currency,omitempty"`
-	ZipCode       *string  `json:"zip_code,omitempty"`
-	AreaCode      *string  `json:"area_code,omitempty"`
+	IP            string        `json:"ip"`
+	Continent     *string       `json:"continent,omitempty"`
+	ContinentCode *string       `json:"continent_code,omitempty"`
+	Country       *string       `json:"country,omitempty"`
+	CountryCode   *string       `json:"country_code,omitempty"`
+	Province      *string       `json:"province,omitempty"`
+	City          *string       `json:"city,omitempty"`
+	District      *string       `json:"district,omitempty"`
+	ISP           *string       `json:"isp,omitempty"`
+	ASN           *string       `json:"asn,omitempty"`
+	Latitude      *float64      `json:"latitude,omitempty"`
+	Longitude     *float64      `json:"longitude,omitempty"`
+	TimeZone      *string       `json:"time_zone,omitempty"`
+	Currency      *string       `json:"currency,omitempty"`
+	ZipCode       *string       `json:"zip_code,omitempty"`
+	AreaCode      *string       `json:"area_code,omitempty"`
+	Route         *netip.Prefix `json:"route,omitempty"`
+	Privacy       *Privacy      `json:"privacy,omitempty"` // absent, as in a full record, when unknown
 }
 
 // Partial returns r restricted to s, pointing into r (which must outlive
@@ -207,5 +215,11 @@ func (s FieldSet) Partial(r *Record) *PartialRecord {
 	p.Currency = str(fieldCurrency, &r.Currency)
 	p.ZipCode = str(fieldZipCode, &r.ZipCode)
 	p.AreaCode = str(fieldAreaCode, &r.AreaCode)
+	if s&fieldRoute != 0 {
+		p.Route = &r.Route
+	}
+	if s&fieldPrivacy != 0 {
+		p.Privacy = r.Privacy
+	}
 	return p
 }

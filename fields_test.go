@@ -3,6 +3,7 @@ package ipatlas_test
 import (
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -19,6 +20,8 @@ func fullRecord() ipatlas.Record {
 		CountryCode: "US", Province: "California", City: "Mountain View", District: "Santa Clara",
 		ISP: "Google LLC", ASN: "AS15169", Latitude: &lat, Longitude: &lon,
 		TimeZone: "America/Los_Angeles", Currency: "USD", ZipCode: "94043", AreaCode: "1",
+		Route:   netip.MustParsePrefix("8.8.8.0/24"),
+		Privacy: &ipatlas.Privacy{Hosting: true, Tor: new(false), Service: "Google"},
 	}
 }
 

@@ -8,6 +8,7 @@
 package ipatlas
 
 import (
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -35,6 +36,28 @@ type Record struct {
 	Currency      string   `json:"currency"`
 	ZipCode       string   `json:"zip_code"`
 	AreaCode      string   `json:"area_code"`
+	// Route is the announced prefix that holds the address, as the ASN
+	// data records it ("8.8.8.0/24"); the zero Prefix, sent as "", when
+	// the data has none.
+	Route netip.Prefix `json:"route"`
+	// Privacy says what kind of network the address belongs to. It is nil
+	// (absent) when the service has no privacy data loaded: the flags are
+	// then unknown, not false.
+	Privacy *Privacy `json:"privacy,omitempty"`
+}
+
+// Privacy is what kind of network an address belongs to, from public
+// lists. A flag is true only when a named list holds the address, so false
+// means "on none of the lists", not "proven otherwise".
+type Privacy struct {
+	Hosting bool `json:"hosting"` // a datacenter, cloud or hosting network
+	VPN     bool `json:"vpn"`     // a known VPN service's exit
+	// Tor is whether the address is a Tor exit relay. Exits change every
+	// hour, so Tor is nil (absent) when the service's copy of the exit
+	// list is missing or too old to tell.
+	Tor     *bool  `json:"tor,omitempty"`
+	Relay   bool   `json:"relay"`   // an anonymising relay such as iCloud Private Relay
+	Service string `json:"service"` // the provider a list names ("Amazon AWS", "iCloud Private Relay"), as the list spells it in every language
 }
 
 // QueryRequest is the body of POST /api/ip-query.

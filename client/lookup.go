@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -72,22 +73,24 @@ func (r *LookupResult) Raw() json.RawMessage { return bytes.Clone(r.raw) }
 // gives both the values and which keys were present (a null counts as
 // absent: it says "unknown" too).
 type wireRecord struct {
-	IP            *string  `json:"ip"`
-	Continent     *string  `json:"continent"`
-	ContinentCode *string  `json:"continent_code"`
-	Country       *string  `json:"country"`
-	CountryCode   *string  `json:"country_code"`
-	Province      *string  `json:"province"`
-	City          *string  `json:"city"`
-	District      *string  `json:"district"`
-	ISP           *string  `json:"isp"`
-	ASN           *string  `json:"asn"`
-	Latitude      *float64 `json:"latitude"`
-	Longitude     *float64 `json:"longitude"`
-	TimeZone      *string  `json:"time_zone"`
-	Currency      *string  `json:"currency"`
-	ZipCode       *string  `json:"zip_code"`
-	AreaCode      *string  `json:"area_code"`
+	IP            *string          `json:"ip"`
+	Continent     *string          `json:"continent"`
+	ContinentCode *string          `json:"continent_code"`
+	Country       *string          `json:"country"`
+	CountryCode   *string          `json:"country_code"`
+	Province      *string          `json:"province"`
+	City          *string          `json:"city"`
+	District      *string          `json:"district"`
+	ISP           *string          `json:"isp"`
+	ASN           *string          `json:"asn"`
+	Latitude      *float64         `json:"latitude"`
+	Longitude     *float64         `json:"longitude"`
+	TimeZone      *string          `json:"time_zone"`
+	Currency      *string          `json:"currency"`
+	ZipCode       *string          `json:"zip_code"`
+	AreaCode      *string          `json:"area_code"`
+	Route         *string          `json:"route"`
+	Privacy       *ipatlas.Privacy `json:"privacy"`
 }
 
 // setData decodes the "data" object and records which keys it had.
@@ -123,6 +126,15 @@ func (r *LookupResult) setData(raw json.RawMessage) error {
 	}
 	if w.Longitude != nil {
 		r.present |= 1 << 11
+	}
+	if w.Route != nil {
+		// A route this client cannot read is unknown, as an absent one.
+		rec.Route, _ = netip.ParsePrefix(*w.Route)
+		r.present |= 1 << 16
+	}
+	if w.Privacy != nil {
+		rec.Privacy = w.Privacy
+		r.present |= 1 << 17
 	}
 	r.Record, r.raw = rec, bytes.Clone(raw)
 	return nil

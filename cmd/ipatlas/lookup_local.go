@@ -85,7 +85,7 @@ func runLookupLocal(ctx context.Context, e env, args []string) error {
 		}
 	}
 	if valid > 0 {
-		engine, err := geo.Open(*dir, geo.Options{})
+		engine, err := geo.Open(*dir, geo.Options{BuiltinPrivacy: true})
 		if err != nil {
 			return fmt.Errorf("lookup --local: %w (fetch the datasets with 'ipatlas db fetch --data-dir %s')", err, *dir)
 		}
@@ -202,6 +202,8 @@ func writeLocalBlock(w io.Writer, o localOutcome) error {
 	line("currency", r.Currency)
 	line("zip_code", r.ZipCode)
 	line("area_code", r.AreaCode)
+	line("route", recordField(r, "route"))
+	line("privacy", privacyText(r.Privacy))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

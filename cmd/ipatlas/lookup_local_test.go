@@ -78,6 +78,12 @@ func TestLookupLocalJSONBothLanguages(t *testing.T) {
 			t.Fatalf("%s: %d lines for %d addresses:\n%s", lang, len(got), len(places), out)
 		}
 		for i, k := range places {
+			// A local lookup answers the privacy flags from the built-in
+			// lists; the engine's tests check their values.
+			if got[i].Privacy == nil {
+				t.Errorf("%s %s: no privacy object", lang, k.IP)
+			}
+			got[i].Privacy = nil
 			if want := k.Want(lang); !reflect.DeepEqual(got[i], want) {
 				t.Errorf("%s %s:\n got %+v\nwant %+v", lang, k.IP, got[i], want)
 			}

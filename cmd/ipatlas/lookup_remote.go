@@ -343,8 +343,44 @@ func recordField(r *ipatlas.Record, key string) string {
 		return r.ZipCode
 	case "area_code":
 		return r.AreaCode
+	case "route":
+		if r.Route.IsValid() {
+			return r.Route.String()
+		}
+	case "privacy":
+		return privacyText(r.Privacy)
 	}
 	return ""
+}
+
+// privacyText is the privacy object for people: the flags that are set
+// and the service ("hosting, vpn (Proton VPN)"), "none" when the address
+// is on no list, "tor unknown" when the Tor list is too old; "" when the
+// flags are unknown.
+func privacyText(p *ipatlas.Privacy) string {
+	if p == nil {
+		return ""
+	}
+	var flags []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{p.Hosting, "hosting"}, {p.VPN, "vpn"}, {p.Tor != nil && *p.Tor, "tor"}, {p.Relay, "relay"}} {
+		if f.on {
+			flags = append(flags, f.name)
+		}
+	}
+	s := strings.Join(flags, ", ")
+	if s == "" {
+		s = "none"
+	}
+	if p.Service != "" {
+		s += " (" + p.Service + ")"
+	}
+	if p.Tor == nil {
+		s += "; tor unknown"
+	}
+	return s
 }
 
 // tablePrinter shows the fields a person reads first, or the selected
@@ -358,7 +394,7 @@ type tablePrinter struct {
 func (p *tablePrinter) print(o lookupOutcome) error {
 	if p.rows == nil {
 		if p.fields.All() {
-			p.rows = append(p.rows, []string{"IP", "COUNTRY", "PROVINCE", "CITY", "ISP", "ASN", "LOCATION", "TIME ZONE"})
+			p.rows = append(p.rows, []string{"IP", "COUNTRY", "PROVINCE", "CITY", "ISP", "ASN", "ROUTE", "LOCATION", "TIME ZONE", "PRIVACY"})
 		} else {
 			var head []string
 			for _, f := range p.fields.Names() {
@@ -392,7 +428,7 @@ func (p *tablePrinter) print(o lookupOutcome) error {
 	if r.CountryCode != "" && country != "" {
 		country += " (" + r.CountryCode + ")"
 	}
-	row := []string{r.IP, country, r.Province, r.City, r.ISP, r.ASN, loc, r.TimeZone}
+	row := []string{r.IP, country, r.Province, r.City, r.ISP, r.ASN, recordField(r, "route"), loc, r.TimeZone, privacyText(r.Privacy)}
 	for i, c := range row {
 		if c == "" {
 			row[i] = "-"

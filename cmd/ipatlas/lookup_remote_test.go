@@ -93,7 +93,7 @@ func TestLookupTSVAndTable(t *testing.T) {
 	head := strings.Split(lines[0], "\t")
 	row := strings.Split(lines[1], "\t")
 	bad := strings.Split(lines[2], "\t")
-	if len(head) != 17 || len(row) != 17 || len(bad) != 17 || head[16] != "error" {
+	if len(head) != 19 || len(row) != 19 || len(bad) != 19 || head[18] != "error" {
 		t.Fatalf("columns: %d %d %d", len(head), len(row), len(bad))
 	}
 	want := geotest.Nuremberg.Want(ipatlas.English)
@@ -101,10 +101,11 @@ func TestLookupTSVAndTable(t *testing.T) {
 	for i, h := range head {
 		got[h] = row[i]
 	}
-	if got["ip"] != want.IP || got["district"] != want.District || got["zip_code"] != want.ZipCode || got["latitude"] != "49.4521" || got["error"] != "" {
+	if got["ip"] != want.IP || got["district"] != want.District || got["zip_code"] != want.ZipCode || got["latitude"] != "49.4521" ||
+		got["route"] != "2a01:4f8::/32" || got["error"] != "" {
 		t.Errorf("row: %v", got)
 	}
-	if bad[0] != "10.0.0.1" || !strings.Contains(bad[16], "PrivateIP") {
+	if bad[0] != "10.0.0.1" || !strings.Contains(bad[18], "PrivateIP") {
 		t.Errorf("error row: %q", bad)
 	}
 

@@ -63,7 +63,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		return err
 	}
 	log.Info("ipatlas starting", "version", moduleVersion(), "data_dir", cfg.DataDir, "store", redactDSN(cfg.Store))
-	engine, err := geo.Open(cfg.DataDir, geo.Options{Logger: log})
+	engine, err := geo.Open(cfg.DataDir, geo.Options{Logger: log, BuiltinPrivacy: true})
 	if err != nil {
 		return fmt.Errorf("dataset in %s: %w", cfg.DataDir, err)
 	}

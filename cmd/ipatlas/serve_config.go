@@ -18,6 +18,7 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/ipatlas/ipatlas/internal/server"
 )
 
@@ -46,6 +47,11 @@ type serveConfig struct {
 	MaxMindAccountID  string
 	MaxMindLicenseKey string
 	MaxMindEditions   []string
+
+	// Where the privacy lists come from, and how often the Tor exit list
+	// is fetched (0: never); the other lists follow UpdateInterval.
+	PrivacyMirrors privacy.Mirrors
+	TorInterval    time.Duration
 
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -220,6 +226,14 @@ var serveSettings = []setting{
 		apply: func(c *serveConfig, v []string) error { c.MaxMindLicenseKey = v[0]; return nil }},
 	{name: "maxmind-editions", arg: "EDITION", repeat: true, def: strings.Join(dataset.DefaultMaxMindEditions, ","), usage: "MaxMind edition IDs to fetch with --source maxmind (repeatable), e.g. GeoLite2-City, GeoLite2-ASN, GeoIP2-City, GeoIP2-ISP",
 		apply: func(c *serveConfig, v []string) error { c.MaxMindEditions = v; return nil }},
+	{name: "x4bnet-url", arg: "URL", usage: "base URL of X4BNet lists_vpn's raw files, or a mirror serving the same paths: the hosting and VPN lists (default " + privacy.X4BNetURL + ")",
+		apply: func(c *serveConfig, v []string) error { c.PrivacyMirrors.X4BNet = v[0]; return nil }},
+	{name: "ipranges-url", arg: "URL", usage: "base URL of lord-alfred/ipranges' raw files, or a mirror serving the same paths: the cloud operators' ranges and Apple's Private Relay egress (default " + privacy.IPRangesURL + ")",
+		apply: func(c *serveConfig, v []string) error { c.PrivacyMirrors.IPRanges = v[0]; return nil }},
+	{name: "tor-exit-url", arg: "URL", usage: "the Tor Project's bulk exit list, or a mirror of it (default " + privacy.TorExitURL + ")",
+		apply: func(c *serveConfig, v []string) error { c.PrivacyMirrors.Tor = v[0]; return nil }},
+	{name: "tor-interval", arg: "DURATION", def: shortDuration(dataset.DefaultTorInterval), usage: "how often the server fetches the Tor exit list (jittered by 10%; the first fetch at start); 0 turns it off. The tor flag is unknown once the list in service is 3 hours old",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.TorInterval })},
 	{name: "no-fetch", def: "false", isBool: true, usage: "never fetch: fail instead of fetching a dataset when the data dir has none, and make no scheduled update checks",
 		apply: func(c *serveConfig, v []string) (err error) { c.NoFetch, err = strconv.ParseBool(v[0]); return err }},
 	{name: "read-header-timeout", arg: "DURATION", def: "5s", usage: "longest time to read a request's headers",
@@ -521,6 +535,30 @@ func (c *serveConfig) fetchOptions() dataset.FetchOptions {
 		MaxMindLicenseKey: c.MaxMindLicenseKey,
 		MaxMindEditions:   c.MaxMindEditions,
 	}
+}
+
+// privacyOptions is what the scheduled updates of the privacy lists
+// fetch.
+func (c *serveConfig) privacyOptions() dataset.PrivacyOptions {
+	return dataset.PrivacyOptions{DataDir: c.DataDir, Mirrors: withDefaultMirrors(c.PrivacyMirrors)}
+}
+
+// defaultMirrors are where the privacy lists are fetched from when no
+// setting names a mirror: the empty value, the upstreams. The command's
+// tests point it at a local server, so that no test reaches the internet.
+var defaultMirrors privacy.Mirrors
+
+func withDefaultMirrors(m privacy.Mirrors) privacy.Mirrors {
+	if m.X4BNet == "" {
+		m.X4BNet = defaultMirrors.X4BNet
+	}
+	if m.IPRanges == "" {
+		m.IPRanges = defaultMirrors.IPRanges
+	}
+	if m.Tor == "" {
+		m.Tor = defaultMirrors.Tor
+	}
+	return m
 }
 
 func splitList(s string) []string {

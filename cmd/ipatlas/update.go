@@ -29,6 +29,10 @@ type freshness struct {
 
 	mu     sync.Mutex
 	warned map[string]bool // file and build date of the old files warned about
+
+	// privacy refreshes the privacy lists (the Tor exit list on its own,
+	// shorter schedule); nil when scheduled updates are off.
+	privacy *dataset.PrivacyUpdater
 }
 
 func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *freshness {
@@ -54,6 +58,19 @@ func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *fresh
 		})
 		log.Info("scheduled dataset updates are on", "source", cfg.Source, "interval", cfg.UpdateInterval)
 	}
+	if f.updater != nil {
+		tor := cfg.TorInterval
+		if tor == 0 {
+			tor = -1 // off
+		}
+		f.privacy = dataset.NewPrivacyUpdater(dataset.PrivacyUpdaterOptions{
+			Fetch:       cfg.privacyOptions(),
+			Interval:    cfg.UpdateInterval,
+			TorInterval: tor,
+			Installed:   engine.ReloadPrivacy,
+			Logger:      log,
+		})
+	}
 	return f
 }
 
@@ -65,6 +82,11 @@ func hasManifest(dir string) bool {
 // run checks for updates until ctx is done; it returns at once when they
 // are off.
 func (f *freshness) run(ctx context.Context) {
+	if f.privacy != nil {
+		done := make(chan struct{})
+		go func() { defer close(done); f.privacy.Run(ctx) }()
+		defer func() { <-done }()
+	}
 	if f.updater != nil {
 		f.updater.Run(ctx)
 	}
@@ -86,6 +108,12 @@ func (f *freshness) warnOld() {
 		f.warned = map[string]bool{}
 	}
 	for _, d := range f.engine.Datasets() {
+		if d.Kind == "privacy" {
+			// The lists follow their own rules: the Tor flag turns
+			// unknown when its list is old, and the others are refreshed
+			// with the dataset; db info and the age gauge show each date.
+			continue
+		}
 		built, err := time.Parse(time.RFC3339, d.BuildTime)
 		if err != nil {
 			continue

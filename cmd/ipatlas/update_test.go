@@ -14,6 +14,7 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/ipatlas/ipatlas/internal/server"
 )
 
@@ -80,13 +81,20 @@ func TestServeScheduledUpdate(t *testing.T) {
 	if ds.Update == nil || ds.Update.Source != dataset.SourceNPM || ds.Update.LastInstall == nil || ds.Update.LastSuccess == nil {
 		t.Errorf("update status %+v", ds.Update)
 	}
-	if len(ds.Files) != 3 {
-		t.Errorf("files in service: %+v", ds.Files)
-	}
+	// The three MMDB files, then the privacy lists db fetch installed.
+	var mmdb, lists int
 	for _, f := range ds.Files {
+		if f.Kind == "privacy" {
+			lists++
+			continue
+		}
+		mmdb++
 		if f.BuildTime.IsZero() || f.AgeSeconds <= 0 {
 			t.Errorf("file %+v has no build time or age", f)
 		}
+	}
+	if mmdb != 3 || lists != len(privacy.Lists) {
+		t.Errorf("files in service: %d MMDB files and %d privacy lists: %+v", mmdb, lists, ds.Files)
 	}
 
 	resp, err := http.Get("http://" + s.admin + "/metrics")

@@ -13,8 +13,11 @@ import (
 
 // lockDir takes an exclusive lock on the data directory. The kernel drops
 // it when the process dies, so a killed fetch never leaves a stale lock.
-func lockDir(dir string) (unlock func(), err error) {
-	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o644)
+func lockDir(dir string) (unlock func(), err error) { return lockFile(dir, lockName) }
+
+// lockFile takes an exclusive lock on dir/name, as lockDir does.
+func lockFile(dir, name string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}

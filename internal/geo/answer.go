@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/bits"
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 	"unsafe"
 
@@ -46,7 +47,7 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 	if err != nil {
 		return dst, err
 	}
-	as, err := g.asn(key)
+	as, route, err := g.asn(key)
 	if err != nil {
 		return dst, err
 	}
@@ -67,7 +68,59 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 	dst = append(dst, `{"ip":"`...)
 	dst = addr.AppendTo(dst)
 	dst = append(dst, '"')
-	return append(dst, a.tail...), nil
+	dst = append(dst, a.tail...)
+	// The route and the privacy object belong to the address, not to the
+	// parts: many networks share one ASN record, and the lists' ranges
+	// follow neither file's networks. They are the record's last members.
+	dst = append(dst, `"route":"`...)
+	var asn uint32
+	if as != nil {
+		asn = as.number
+		if route.IsValid() {
+			dst = route.AppendTo(dst)
+		}
+	}
+	dst = append(dst, '"')
+	if pt := e.priv.Load(); pt != nil {
+		p, tor, known := e.privacyOf(pt, key, asn)
+		dst = appendPrivacy(append(dst, `,"privacy":`...), p, tor, known)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendPrivacy appends p, with the Tor flag tor when known, as
+// encoding/json writes it.
+func appendPrivacy(dst []byte, p ipatlas.Privacy, tor, known bool) []byte {
+	dst = append(dst, `{"hosting":`...)
+	dst = strconv.AppendBool(dst, p.Hosting)
+	dst = append(dst, `,"vpn":`...)
+	dst = strconv.AppendBool(dst, p.VPN)
+	if known {
+		dst = append(dst, `,"tor":`...)
+		dst = strconv.AppendBool(dst, tor)
+	}
+	dst = append(dst, `,"relay":`...)
+	dst = strconv.AppendBool(dst, p.Relay)
+	dst = append(dst, `,"service":`...)
+	return append(appendJSONString(dst, p.Service), '}')
+}
+
+// appendJSONString appends s as a JSON string the way encoding/json (HTML
+// escaping off) writes it. The lists' service names are plain ASCII, which
+// needs no escape; anything else takes encoding/json's own path.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			enc.Encode(s) // a string always encodes
+			return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // answer is one encoded record, keyed by the parts it was composed from.
@@ -78,17 +131,21 @@ type answer struct {
 	city *cityData
 	as   *asnData
 	lang ipatlas.Lang
-	tail []byte // the encoding after the "ip" member's value: `,"continent":...}`
+	tail []byte // the encoding after the "ip" member's value up to "route": `,"continent":...,`
 }
 
 // ipPrefix is how encoding/json starts a Record whose IP is empty; "ip" is
 // Record's first field.
 var ipPrefix = []byte(`{"ip":""`)
 
+// routeSuffix is how encoding/json ends a Record with no route and no
+// privacy object; Route and Privacy are Record's last fields.
+var routeSuffix = []byte(`"route":""}`)
+
 func encodeAnswer(city *cityData, as *asnData, lang ipatlas.Lang) (*answer, error) {
 	var rec ipatlas.Record
 	if city != nil {
-		city.fill(&rec, lang)
+		city.fill(&rec, lang, new([2]float64))
 	}
 	if as != nil {
 		rec.ASN, rec.ISP = as.asn, as.isp
@@ -102,6 +159,12 @@ func encodeAnswer(city *cityData, as *asnData, lang ipatlas.Lang) (*answer, erro
 	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if !bytes.HasPrefix(b, ipPrefix) {
 		return nil, errors.New("geo: ipatlas.Record no longer starts with its ip member")
+	}
+	// Without a route or a privacy object the record ends with its empty
+	// route: the tail stops before it.
+	b, ok := bytes.CutSuffix(b, routeSuffix)
+	if !ok {
+		return nil, errors.New("geo: ipatlas.Record no longer ends with its route and privacy members")
 	}
 	return &answer{city: city, as: as, lang: lang, tail: bytes.Clone(b[len(ipPrefix):])}, nil
 }

@@ -29,7 +29,7 @@ func encodeRecord(t testing.TB, rec ipatlas.Record) []byte {
 // encoding/json, twice per address and language (a miss, then a hit), and
 // with the caches on and off.
 func checkAppendJSON(t *testing.T, dir string, addrs []netip.Addr) {
-	for _, opts := range []geo.Options{{}, {CacheEntries: -1, ASNCacheEntries: -1, AnswerCacheEntries: -1}, {AnswerCacheEntries: 2}} {
+	for _, opts := range []geo.Options{{}, {CacheEntries: -1, ASNCacheEntries: -1, AnswerCacheEntries: -1}, {AnswerCacheEntries: 2}, {BuiltinPrivacy: true}} {
 		e, err := geo.Open(dir, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -80,10 +80,29 @@ func TestAppendJSONMatchesLookup(t *testing.T) {
 	if _, err := e.AppendJSON(nil, netip.Addr{}, ipatlas.English); err == nil {
 		t.Error("AppendJSON of the zero address: no error")
 	}
-	// A hit allocates nothing.
+	// A hit allocates nothing, with the privacy lists loaded too.
+	p, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
 	buf := make([]byte, 0, 1024)
-	if n := testing.AllocsPerRun(100, func() { buf, _ = e.AppendJSON(buf[:0], addrs[0], ipatlas.English) }); n != 0 {
-		t.Errorf("AppendJSON on a hit: %v allocations", n)
+	for _, e := range []*geo.Engine{e, p} {
+		if n := testing.AllocsPerRun(100, func() { buf, _ = e.AppendJSON(buf[:0], addrs[0], ipatlas.English) }); n != 0 {
+			t.Errorf("AppendJSON on a hit: %v allocations", n)
+		}
+	}
+	// The privacy object is written for every address, not cached with
+	// the parts: one on a list and one that is not.
+	for _, a := range []string{"8.8.8.8", "1.1.1.1", "81.2.69.142"} {
+		rec, err := p.Lookup(netip.MustParseAddr(a), ipatlas.English)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := p.AppendJSON(nil, netip.MustParseAddr(a), ipatlas.English)
+		if want := encodeRecord(t, rec); !bytes.Equal(got, want) || rec.Privacy == nil {
+			t.Errorf("%s with privacy lists:\n got %s\nwant %s", a, got, want)
+		}
 	}
 }
 

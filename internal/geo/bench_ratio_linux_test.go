@@ -23,21 +23,35 @@ import (
 // record-ns/op (mean of en and zh) and their ratio.
 func BenchmarkRecordVsRaw(b *testing.B) {
 	dir, addrs := fixtureDir(b)
-	benchRatio(b, dir, addrs)
+	benchRatio(b, dir, addrs, geo.Options{})
+}
+
+// BenchmarkRecordPrivacyVsRaw compares the record with the privacy
+// lists loaded (every flag looked up, Tor included).
+func BenchmarkRecordPrivacyVsRaw(b *testing.B) {
+	dir, addrs := fixtureDir(b)
+	benchRatio(b, dir, addrs, privacyOptions(b, dir))
 }
 
 func BenchmarkRealRecordVsRaw(b *testing.B) {
 	dir, addrs := realDir(b)
-	benchRatio(b, dir, addrs)
+	benchRatio(b, dir, addrs, geo.Options{})
 }
 
-func benchRatio(b *testing.B, dir string, addrs []netip.Addr) {
+// BenchmarkRealRecordPrivacyVsRaw loads the built-in privacy snapshot
+// over the real dataset (a real data dir is not written into).
+func BenchmarkRealRecordPrivacyVsRaw(b *testing.B) {
+	dir, addrs := realDir(b)
+	benchRatio(b, dir, addrs, geo.Options{BuiltinPrivacy: true})
+}
+
+func benchRatio(b *testing.B, dir string, addrs []netip.Addr, opts geo.Options) {
 	db, err := maxminddb.Open(filepath.Join(dir, geotest.CityV4File))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	e, err := geo.Open(dir, geo.Options{})
+	e, err := geo.Open(dir, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,4 +108,76 @@ func threadCPU(b *testing.B) time.Duration {
 		b.Skipf("no per-thread CPU clock here: %v", err)
 	}
 	return time.Duration(ts.Nano())
+}
+
+// BenchmarkRealPrivacyCost measures, in alternating chunks over the same
+// addresses and in this thread's CPU time, one raw city lookup, the record
+// without privacy lists and the record with the built-in ones, and
+// reports each record's ratio to the raw lookup: what the privacy object
+// adds, free of the drift between separate benchmarks.
+func BenchmarkRealPrivacyCost(b *testing.B) {
+	dir, addrs := realDir(b)
+	db, err := maxminddb.Open(filepath.Join(dir, geotest.CityV4File))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var engines [2]*geo.Engine
+	for i, opts := range []geo.Options{{}, {BuiltinPrivacy: true}} {
+		if engines[i], err = geo.Open(dir, opts); err != nil {
+			b.Fatal(err)
+		}
+		defer engines[i].Close()
+	}
+	var v rawFlat
+	for _, a := range addrs {
+		if err := db.Lookup(a).Decode(&v); err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range engines {
+			for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
+				if _, err := e.Lookup(a, lang); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const chunk = 512
+	var raw, plain, priv time.Duration
+	var n int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		base := (i * chunk) & (len(addrs) - 1)
+		t0 := threadCPU(b)
+		for j := range chunk {
+			v = rawFlat{}
+			if err := db.Lookup(addrs[(base+j)&(len(addrs)-1)]).Decode(&v); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := threadCPU(b)
+		times := [2]time.Duration{}
+		// Alternate which engine goes first, so neither always finds
+		// the caches the other warmed.
+		for k := range 2 {
+			e := (i + k) & 1
+			s := threadCPU(b)
+			for j := range chunk {
+				if _, err := engines[e].Lookup(addrs[(base+j)&(len(addrs)-1)], ipatlas.Lang(j&1)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			times[e] = threadCPU(b) - s
+		}
+		raw += t1 - t0
+		plain += times[0]
+		priv += times[1]
+		n += chunk
+	}
+	b.ReportMetric(float64(raw.Nanoseconds())/float64(n), "raw-ns/op")
+	b.ReportMetric(float64(plain)/float64(raw), "ratio-plain")
+	b.ReportMetric(float64(priv)/float64(raw), "ratio-privacy")
 }

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
@@ -106,8 +108,15 @@ func benchRaw(b *testing.B, dir string, addrs []netip.Addr) {
 	}
 }
 
-func benchRecord(b *testing.B, dir string, addrs []netip.Addr) {
-	e, err := geo.Open(dir, geo.Options{})
+// privacyOptions load the privacy lists: the built-in snapshot, and a
+// fresh Tor list in the data dir, so that every flag is looked up.
+func privacyOptions(b *testing.B, dir string) geo.Options {
+	geotest.WritePrivacyList(b, dir, privacy.TorList, geotest.TorExits(1000), time.Now())
+	return geo.Options{BuiltinPrivacy: true}
+}
+
+func benchRecord(b *testing.B, dir string, addrs []netip.Addr, opts geo.Options) {
+	e, err := geo.Open(dir, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -137,7 +146,14 @@ func BenchmarkRawCityLookup(b *testing.B) {
 
 func BenchmarkRecord(b *testing.B) {
 	dir, addrs := fixtureDir(b)
-	benchRecord(b, dir, addrs)
+	benchRecord(b, dir, addrs, geo.Options{})
+}
+
+// BenchmarkRecordPrivacy is BenchmarkRecord with the privacy lists
+// loaded.
+func BenchmarkRecordPrivacy(b *testing.B) {
+	dir, addrs := fixtureDir(b)
+	benchRecord(b, dir, addrs, privacyOptions(b, dir))
 }
 
 // BenchmarkRecordParallel shows the cost of the shared reference count
@@ -167,5 +183,10 @@ func BenchmarkRealRawCityLookup(b *testing.B) {
 
 func BenchmarkRealRecord(b *testing.B) {
 	dir, addrs := realDir(b)
-	benchRecord(b, dir, addrs)
+	benchRecord(b, dir, addrs, geo.Options{})
+}
+
+func BenchmarkRealRecordPrivacy(b *testing.B) {
+	dir, addrs := realDir(b)
+	benchRecord(b, dir, addrs, geo.Options{BuiltinPrivacy: true})
 }

@@ -53,9 +53,10 @@ type cityData struct {
 	hasCoords bool
 }
 
-// fill copies the city part into r. The coordinates get their own
-// allocation so that no caller can write into the shared cache.
-func (c *cityData) fill(r *ipatlas.Record, lang ipatlas.Lang) {
+// fill copies the city part into r. The coordinates go into coords, which
+// the record owns, so that no caller can write into the shared cache;
+// coords may be nil when c has no coordinates.
+func (c *cityData) fill(r *ipatlas.Record, lang ipatlas.Lang, coords *[2]float64) {
 	if k := c.country; k != nil {
 		r.Continent, r.Country = k.names[lang].continent, k.names[lang].country
 		r.ContinentCode, r.CountryCode, r.Currency = k.continentCode, k.countryCode, k.currency
@@ -64,9 +65,8 @@ func (c *cityData) fill(r *ipatlas.Record, lang ipatlas.Lang) {
 	r.Province, r.City, r.District = t.province, t.city, t.district
 	r.TimeZone, r.ZipCode, r.AreaCode = c.timeZone, c.zip, c.areaCode
 	if c.hasCoords {
-		p := new([2]float64)
-		*p = c.coords
-		r.Latitude, r.Longitude = &p[0], &p[1]
+		*coords = c.coords
+		r.Latitude, r.Longitude = &coords[0], &coords[1]
 	}
 }
 

@@ -28,6 +28,16 @@
 // from the first of GeoIP2-ISP, GeoIP2-schema ASN files, ipatlas-ASN. Within
 // one rank files are tried in name order.
 //
+// # Route, privacy flags and the AS
+//
+// A record's route is the network of the ASN file that answered it. Its
+// privacy object comes from the privacy lists of the data directory (or the
+// binary's snapshot, with Options.BuiltinPrivacy), compiled by the privacy
+// package into one table that each lookup searches once, by the record's
+// embedded IPv4 address where it has one, like the rest of the record;
+// ReloadPrivacy swaps new lists in without touching the MMDB files. AS
+// answers one AS from an index of the ASN data built once per dataset.
+//
 // # Cost of a lookup
 //
 // The default city data has millions of networks but only a few hundred
@@ -55,6 +65,7 @@ import (
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
@@ -70,12 +81,17 @@ type Locator interface {
 // SourceInfo describes one MMDB file of a data directory, for `db info`.
 type SourceInfo struct {
 	File         string `json:"file"`
-	Kind         string `json:"kind"`          // "city", "country", "asn", "isp"; "unsupported" for other types
+	Kind         string `json:"kind"`          // "city", "country", "asn", "isp", "privacy"; "unsupported" for other types
 	DatabaseType string `json:"database_type"` // the file's own metadata
 	IPVersion    int    `json:"ip_version"`
 	BuildTime    string `json:"build_time"` // RFC 3339
 	Networks     int    `json:"networks"`   // number of networks with data; counted by Describe only
 	Description  string `json:"description,omitempty"`
+	// URL and Bytes describe a privacy list (Kind "privacy"): where its
+	// copy came from and its size; BuildTime is then the list's date and
+	// Networks its number of entries.
+	URL   string `json:"url,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
 }
 
 // Errors of the engine.
@@ -109,7 +125,24 @@ type Options struct {
 	// lookups then answer records with only IP set until a reload finds
 	// data. Reload never swaps in an empty dataset over a loaded one.
 	AllowEmpty bool
+	// BuiltinPrivacy answers the privacy flags from the snapshot of the
+	// lists built into the binary for every list the data directory has
+	// not fetched (privacy.json). Without it, and without fetched lists,
+	// records carry no privacy object: the flags are unknown.
+	BuiltinPrivacy bool
+	// TorMaxAge is how old the Tor exit list may be (by its date) before
+	// the tor flag is unknown; 0 means DefaultTorMaxAge.
+	TorMaxAge time.Duration
+	// Now is the clock the Tor list's age is measured with; nil means
+	// time.Now.
+	Now func() time.Time
 }
+
+// DefaultTorMaxAge is the default Options.TorMaxAge. The exit list is
+// refreshed hourly and exits come and go every hour: after two missed
+// refreshes a copy no longer tells a current exit from a former one well
+// enough to answer.
+const DefaultTorMaxAge = 3 * time.Hour
 
 // Default cache sizes. Measured on the real default dataset with TestRSS's
 // traffic, two million uniformly random public addresses, one in eight
@@ -133,7 +166,10 @@ type Engine struct {
 	log  *slog.Logger
 
 	cur    atomic.Pointer[generation]
-	mu     sync.Mutex // serializes Reload and Close
+	priv   atomic.Pointer[privacy.Table] // nil when no privacy list is loaded
+	now    func() time.Time
+	torAge time.Duration
+	mu     sync.Mutex // serializes Reload, ReloadPrivacy and Close
 	closed bool
 }
 
@@ -142,10 +178,21 @@ var _ Locator = (*Engine)(nil)
 // Open loads every MMDB of dir. A file that cannot be read, or is corrupt or
 // truncated, is an error naming the file; no file is left open then.
 func Open(dir string, opts Options) (*Engine, error) {
-	e := &Engine{dir: dir, opts: opts, log: opts.Logger}
+	e := &Engine{dir: dir, opts: opts, log: opts.Logger, now: opts.Now, torAge: opts.TorMaxAge}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.torAge <= 0 {
+		e.torAge = DefaultTorMaxAge
+	}
+	pt, err := privacy.Load(dir, opts.BuiltinPrivacy)
+	if err != nil {
+		return nil, fmt.Errorf("geo: %w", err)
+	}
+	e.priv.Store(pt)
 	g, err := e.load()
 	if err != nil {
 		if !opts.AllowEmpty || !errors.Is(err, ErrNoData) {
@@ -183,17 +230,59 @@ func (e *Engine) Lookup(addr netip.Addr, lang ipatlas.Lang) (ipatlas.Record, err
 	if err != nil {
 		return ipatlas.Record{}, err
 	}
-	if city != nil {
-		city.fill(&rec, lang)
-	}
-	as, err := g.asn(key)
+	as, route, err := g.asn(key)
 	if err != nil {
 		return ipatlas.Record{}, err
 	}
+	pt := e.priv.Load()
+	// The coordinates and the privacy object share one allocation: a
+	// record owns them, so no caller can write into a shared table.
+	var own *owned
+	var coords *[2]float64
+	switch {
+	case pt != nil:
+		own = new(owned)
+		coords = &own.coords
+	case city != nil && city.hasCoords:
+		coords = new([2]float64)
+	}
+	if city != nil {
+		city.fill(&rec, lang, coords)
+	}
+	var asn uint32
 	if as != nil {
-		rec.ASN, rec.ISP = as.asn, as.isp
+		rec.ASN, rec.ISP, asn = as.asn, as.isp, as.number
+		rec.Route = route
+	}
+	if pt != nil {
+		var known bool
+		own.privacy, own.tor, known = e.privacyOf(pt, key, asn)
+		if known {
+			own.privacy.Tor = &own.tor
+		}
+		rec.Privacy = &own.privacy
 	}
 	return rec, nil
+}
+
+// privacyOf is the privacy object of addr (in AS asn) from the lists pt,
+// without its Tor flag, and the flag apart: known only while the exit list
+// is fresh enough to tell.
+func (e *Engine) privacyOf(pt *privacy.Table, addr netip.Addr, asn uint32) (p ipatlas.Privacy, tor, torKnown bool) {
+	f, service := pt.Lookup(addr, asn)
+	p = ipatlas.Privacy{Hosting: f&privacy.Hosting != 0, VPN: f&privacy.VPN != 0,
+		Relay: f&privacy.Relay != 0, Service: service}
+	if at := pt.TorFetched(); !at.IsZero() && e.now().Sub(at) <= e.torAge {
+		return p, f&privacy.Tor != 0, true
+	}
+	return p, false, false
+}
+
+// owned is the part of a record that its pointers point into.
+type owned struct {
+	coords  [2]float64
+	privacy ipatlas.Privacy
+	tor     bool
 }
 
 // acquire returns the current generation with a reference held, or nil
@@ -221,15 +310,46 @@ func (e *Engine) Reload() error {
 	if e.closed {
 		return ErrClosed
 	}
+	pt, err := privacy.Load(e.dir, e.opts.BuiltinPrivacy)
+	if err != nil {
+		return fmt.Errorf("geo: %w", err)
+	}
 	g, err := e.load()
 	if err != nil {
 		return err
 	}
+	e.priv.Store(pt)
 	old := e.cur.Swap(g)
 	if old != nil {
 		old.release()
 	}
 	e.log.Info("dataset loaded", "dir", e.dir, "files", g.fileNames())
+	return nil
+}
+
+// ReloadPrivacy reads the privacy lists of the data directory again (the
+// MMDB files stay as they are, with their caches): the Tor exit list
+// changes every hour. On an error the previous lists stay in service.
+func (e *Engine) ReloadPrivacy() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	pt, err := privacy.Load(e.dir, e.opts.BuiltinPrivacy)
+	if err != nil {
+		return fmt.Errorf("geo: %w", err)
+	}
+	e.priv.Store(pt)
+	return nil
+}
+
+// Privacy describes the privacy lists in service, in the order of
+// privacy.Lists; nil when none is loaded.
+func (e *Engine) Privacy() []privacy.ListInfo {
+	if pt := e.priv.Load(); pt != nil {
+		return pt.Lists()
+	}
 	return nil
 }
 
@@ -265,7 +385,7 @@ func (e *Engine) needsTimeZones() bool {
 }
 
 // Datasets describes the files in service (Networks is not counted: see
-// Describe), in precedence order.
+// Describe), in precedence order, then the privacy lists in service.
 func (e *Engine) Datasets() []SourceInfo {
 	g := e.acquire()
 	if g == nil {
@@ -275,6 +395,23 @@ func (e *Engine) Datasets() []SourceInfo {
 	out := make([]SourceInfo, len(g.sources))
 	for i, s := range g.sources {
 		out[i] = s.info
+	}
+	return append(out, PrivacySources(e.Privacy())...)
+}
+
+// PrivacySources describes privacy lists as SourceInfo, Kind "privacy":
+// File is the list's file in the data dir, or "builtin:" and that name for
+// the snapshot's copy; DatabaseType is the list's name.
+func PrivacySources(lists []privacy.ListInfo) []SourceInfo {
+	out := make([]SourceInfo, 0, len(lists))
+	for _, l := range lists {
+		file, desc := l.File, l.Source+", "+l.License
+		if l.Builtin {
+			file = "builtin:privacy-" + l.Name + ".txt"
+			desc = "built-in snapshot of " + desc
+		}
+		out = append(out, SourceInfo{File: file, Kind: "privacy", DatabaseType: l.Name, BuildTime: l.Date.UTC().Format(time.RFC3339),
+			Networks: l.Entries, Description: desc, URL: l.URL, Bytes: l.Size})
 	}
 	return out
 }
@@ -372,6 +509,7 @@ type generation struct {
 	asnCache  *cache[asnData]
 	answers   answerCache // AppendJSON's encoded records
 	countries countryTable
+	asState
 
 	closeErr error
 }
@@ -492,13 +630,14 @@ func (g *generation) city(addr netip.Addr) (*cityData, error) {
 	})
 }
 
-// asn does for the ASN part what city does for the city part.
-func (g *generation) asn(addr netip.Addr) (*asnData, error) {
+// asn does for the ASN part what city does for the city part, and also
+// returns the network of the ASN data that holds addr: its route.
+func (g *generation) asn(addr netip.Addr) (*asnData, netip.Prefix, error) {
 	list := g.asn6
 	if addr.Is4() {
 		list = g.asn4
 	}
-	return lookupPart(addr, list, g.asnCache, func(_ *source, res maxminddb.Result) (asnData, error) {
+	return lookupPartNet(addr, list, g.asnCache, func(_ *source, res maxminddb.Result) (asnData, error) {
 		return decodeASN(res)
 	})
 }
@@ -508,27 +647,34 @@ func (g *generation) asn(addr netip.Addr) (*asnData, error) {
 // share one record, so the part built from a record is cached by the
 // record's offset; build runs only on a miss.
 func lookupPart[T any](addr netip.Addr, list []*source, c *cache[T], build func(*source, maxminddb.Result) (T, error)) (*T, error) {
+	v, _, err := lookupPartNet(addr, list, c, build)
+	return v, err
+}
+
+// lookupPartNet is lookupPart that also returns the network of the record
+// found.
+func lookupPartNet[T any](addr netip.Addr, list []*source, c *cache[T], build func(*source, maxminddb.Result) (T, error)) (*T, netip.Prefix, error) {
 	for _, s := range list {
 		res := s.r.Lookup(addr)
 		if err := res.Err(); err != nil {
-			return nil, fmt.Errorf("geo: looking up %s in %s: %w", addr, s.info.File, err)
+			return nil, netip.Prefix{}, fmt.Errorf("geo: looking up %s in %s: %w", addr, s.info.File, err)
 		}
 		if !res.Found() {
 			continue
 		}
 		off := res.Offset()
 		if e := c.get(s.id, off); e != nil {
-			return &e.v, nil
+			return &e.v, res.Prefix(), nil
 		}
 		v, err := build(s, res)
 		if err != nil {
-			return nil, fmt.Errorf("geo: decoding the record of %s in %s: %w", addr, s.info.File, err)
+			return nil, netip.Prefix{}, fmt.Errorf("geo: decoding the record of %s in %s: %w", addr, s.info.File, err)
 		}
 		e := &entry[T]{src: s.id, off: off, v: v}
 		c.put(e)
-		return &e.v, nil
+		return &e.v, res.Prefix(), nil
 	}
-	return nil, nil
+	return nil, netip.Prefix{}, nil
 }
 
 // openReader opens one file, turning any failure, even a panic in the

@@ -2,6 +2,7 @@ package geo_test
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -64,7 +65,19 @@ func show(r ipatlas.Record) string {
 		"ip=" + r.IP, "continent=" + r.Continent + "/" + r.ContinentCode, "country=" + r.Country + "/" + r.CountryCode,
 		"province=" + r.Province, "city=" + r.City, "district=" + r.District, "isp=" + r.ISP, "asn=" + r.ASN,
 		"lat=" + lat, "lon=" + lon, "tz=" + r.TimeZone, "currency=" + r.Currency, "zip=" + r.ZipCode, "area=" + r.AreaCode,
+		"route=" + r.Route.String(), "privacy=" + showPrivacy(r.Privacy),
 	}, " ")
+}
+
+func showPrivacy(p *ipatlas.Privacy) string {
+	if p == nil {
+		return "nil"
+	}
+	tor := "nil"
+	if p.Tor != nil {
+		tor = strconv.FormatBool(*p.Tor)
+	}
+	return fmt.Sprintf("{hosting:%v vpn:%v tor:%s relay:%v service:%q}", p.Hosting, p.VPN, tor, p.Relay, p.Service)
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
@@ -279,6 +292,7 @@ func TestGeoIP2Schema(t *testing.T) {
 		IP: "1.0.16.1", Continent: "Asia", ContinentCode: "AS", Country: "Japan", CountryCode: "JP",
 		Province: "Tokyo", City: "Tokyo", District: "Chiyoda", ISP: "ARTERIA Networks", ASN: "AS2519",
 		Latitude: &lat, Longitude: &lon, TimeZone: "Asia/Tokyo", Currency: "JPY", ZipCode: "100-0001", AreaCode: "81",
+		Route: netip.MustParsePrefix("1.0.16.0/20"),
 	}
 	sameRecord(t, lookup(t, e, "1.0.16.1", ipatlas.English), tokyo)
 	tokyo.Continent, tokyo.Country, tokyo.Province, tokyo.City, tokyo.District = "亚洲", "日本", "东京都", "东京", "千代田区"

@@ -381,8 +381,9 @@ type asnRecord struct {
 
 // asnData is the composed ASN part of a record.
 type asnData struct {
-	asn string // "AS15169"
-	isp string
+	asn    string // "AS15169"
+	isp    string
+	number uint32 // 0 when the record has none
 }
 
 func decodeASN(res maxminddb.Result) (asnData, error) {
@@ -393,6 +394,9 @@ func decodeASN(res maxminddb.Result) (asnData, error) {
 	var d asnData
 	if v.Number > 0 {
 		d.asn = "AS" + strconv.FormatUint(v.Number, 10)
+		if v.Number <= math.MaxUint32 {
+			d.number = uint32(v.Number)
+		}
 	}
 	d.isp = strings.TrimSpace(v.ISP)
 	if d.isp == "" {

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
-// Watch reloads the dataset whenever an MMDB file in the data directory is
+// Watch reloads the dataset whenever an MMDB file or the privacy lists'
+// manifest (written last by a fetch of the lists) in the data directory is
 // created, written, renamed or removed, once the directory has been quiet
 // for Options.Debounce: `db fetch` renames its new files into place one by
 // one, and one reload after the last is enough. A reload that fails is
@@ -18,12 +20,14 @@ import (
 //
 // Long-running servers are what call Watch, so it also builds the
 // time-zone finders in the background (about a second of CPU) when the
-// data lacks time zones, rather than stall the first lookups that need
-// them; one-shot commands never pay for what they do not use.
+// data lacks time zones, and the AS index of each dataset loaded, rather
+// than stall the first lookups that need them; one-shot commands never pay
+// for what they do not use.
 func (e *Engine) Watch(ctx context.Context) error {
 	if e.needsTimeZones() {
 		go warmTimeZones()
 	}
+	go e.warmASIndex()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("geo: watching %s: %w", e.dir, err)
@@ -47,7 +51,7 @@ func (e *Engine) Watch(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if !isDataFile(filepath.Base(ev.Name)) || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Rename|fsnotify.Remove) {
+			if name := filepath.Base(ev.Name); !(isDataFile(name) || name == privacy.ManifestFile) || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Rename|fsnotify.Remove) {
 				continue
 			}
 			e.log.Debug("data dir changed", "file", ev.Name, "op", ev.Op.String())
@@ -65,6 +69,8 @@ func (e *Engine) Watch(ctx context.Context) error {
 					return nil
 				}
 				e.log.Error("reloading the dataset after a change in the data dir; still serving the previous one", "dir", e.dir, "err", err)
+			} else {
+				go e.warmASIndex()
 			}
 		}
 	}

@@ -39,6 +39,21 @@ var sources = []Source{
 		Licence:  "CC BY 4.0", URL: "https://github.com/sapics/ip-location-db", LicenceURL: ccBy4,
 	},
 	{
+		Name:     "X4BNet lists_vpn",
+		Provides: "the hosting and VPN flags: datacenter ASNs and CIDRs, VPN exits (built in, refreshed by fetch)",
+		Licence:  "MIT", URL: "https://github.com/X4BNet/lists_vpn", LicenceURL: "https://opensource.org/license/mit",
+	},
+	{
+		Name:     "ipranges",
+		Provides: "cloud operators' own published ranges (the hosting flag and its service) and Apple's iCloud Private Relay egress (the relay flag), via lord-alfred/ipranges (built in, refreshed by fetch)",
+		Licence:  "CC0 1.0", URL: "https://github.com/lord-alfred/ipranges", LicenceURL: "https://creativecommons.org/publicdomain/zero/1.0/",
+	},
+	{
+		Name:     "Tor Project exit list",
+		Provides: "the tor flag: current Tor exit relays (fetched hourly)",
+		Licence:  "CC0 1.0", URL: "https://check.torproject.org/torbulkexitlist", LicenceURL: "https://creativecommons.org/publicdomain/zero/1.0/",
+	},
+	{
 		Name:     "libphonenumber",
 		Provides: "telephone area codes; English and Chinese names of China's cities",
 		Licence:  "Apache-2.0", URL: "https://github.com/google/libphonenumber", LicenceURL: apache2,

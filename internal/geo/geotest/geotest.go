@@ -10,16 +10,22 @@
 package geotest
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo/mmdbgen"
 	"github.com/ipatlas/ipatlas/internal/names"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
 // File names of the default dataset, as `db fetch` installs them.
@@ -168,6 +174,10 @@ func (k Known) Want(lang ipatlas.Lang) ipatlas.Record {
 		AreaCode:      k.AreaCode,
 		Continent:     k.ContinentEN,
 		Country:       k.CountryEN,
+	}
+	if k.ASN != "" {
+		// The fixture's ASN network is the place's network.
+		r.Route = netip.MustParsePrefix(k.Network)
 	}
 	if k.HasLocation {
 		lat, lon := k.Latitude, k.Longitude
@@ -327,4 +337,43 @@ func mustParse(s string) netip.Addr {
 		panic(err)
 	}
 	return a
+}
+
+// WritePrivacyList installs a privacy list in dir as `db fetch` does: its
+// file, and its entry in privacy.json dated date. An error fails the test.
+func WritePrivacyList(t testing.TB, dir, name, body string, date time.Time) {
+	t.Helper()
+	l, ok := privacy.Named(name)
+	if !ok {
+		t.Fatalf("no privacy list %s", name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, l.File()), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := privacy.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Lists = slices.DeleteFunc(m.Lists, func(s privacy.ListState) bool { return s.Name == name })
+	m.Lists = append(m.Lists, privacy.ListState{Name: name, URL: l.URL, FetchedAt: date, Size: int64(len(body))})
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, privacy.ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TorExits is a Tor exit list in the Tor Project's bulk format with n
+// addresses of 185.220.100.0/22 and, first, every address of extra.
+func TorExits(n int, extra ...string) string {
+	var b strings.Builder
+	for _, a := range extra {
+		b.WriteString(a + "\n")
+	}
+	for i := range n {
+		fmt.Fprintf(&b, "185.220.%d.%d\n", 100+i/256%4, i%256)
+	}
+	return b.String()
 }

@@ -1,0 +1,73 @@
+package ipatlas
+
+import (
+	"math/big"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// AS is what the service knows of one autonomous system: the "data" object
+// of an AS query.
+type AS struct {
+	ASN         string `json:"asn"` // "AS15169"
+	Name        string `json:"name"`
+	Country     string `json:"country"`      // in the answer's language
+	CountryCode string `json:"country_code"` // ISO 3166-1 alpha-2; "" when unknown
+	// NumIPs is the number of IPv4 addresses the AS announces: the sum of
+	// the sizes of Prefixes, which never overlap.
+	NumIPs    uint64     `json:"num_ips"`
+	Prefixes  []ASPrefix `json:"prefixes"`  // IPv4, in address order
+	Prefixes6 []ASPrefix `json:"prefixes6"` // IPv6, in address order
+	// Hosting is whether the AS is on the datacenter list (hosting, cloud
+	// and VPN operators).
+	Hosting bool `json:"hosting"`
+}
+
+// ASPrefix is one announced prefix of an AS.
+type ASPrefix struct {
+	Netblock netip.Prefix `json:"netblock"`
+	// Size is the number of addresses, in decimal: a string because an
+	// IPv6 prefix can hold more than any JSON number represents exactly.
+	Size string `json:"size"`
+}
+
+// PrefixSize returns the number of addresses in p, in decimal.
+func PrefixSize(p netip.Prefix) string {
+	host := p.Addr().BitLen() - p.Bits()
+	if host < 64 {
+		return strconv.FormatUint(1<<host, 10)
+	}
+	return new(big.Int).Lsh(big.NewInt(1), uint(host)).String()
+}
+
+// MaxASN is the largest AS number (they are 32-bit, RFC 6793).
+const MaxASN = 1<<32 - 1
+
+// ParseAS reads an AS number written "AS15169", "as15169" or "15169". A
+// value that is not one (no digits, a sign, anything after the digits, more
+// than 32 bits) is an *Error with CodeInvalidAS naming it.
+func ParseAS(s string) (uint32, error) {
+	digits := s
+	if len(digits) >= 2 && strings.EqualFold(digits[:2], "AS") {
+		digits = digits[2:]
+	}
+	ok := digits != "" && len(digits) <= 10
+	for i := 0; ok && i < len(digits); i++ {
+		ok = digits[i] >= '0' && digits[i] <= '9'
+	}
+	var n uint64
+	if ok {
+		var err error
+		n, err = strconv.ParseUint(digits, 10, 32)
+		ok = err == nil
+	}
+	if !ok {
+		return 0, &Error{Code: CodeInvalidAS, Message: "invalid AS number " + strconv.Quote(ShortFieldName(s)) +
+			`: write "AS" and a number up to 4294967295, e.g. AS15169`}
+	}
+	return uint32(n), nil
+}
+
+// FormatAS writes an AS number as the service does: "AS15169".
+func FormatAS(n uint32) string { return "AS" + strconv.FormatUint(uint64(n), 10) }

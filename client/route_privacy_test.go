@@ -1,0 +1,35 @@
+package client
+
+import (
+	"encoding/json"
+	"net/netip"
+	"testing"
+)
+
+// TestRecordRouteAndPrivacy: the record carries route and privacy as the
+// server sends them; absent, they are unknown (no privacy object, the zero
+// route) and Has says so.
+func TestRecordRouteAndPrivacy(t *testing.T) {
+	var r LookupResult
+	raw := `{"ip":"8.8.4.4","route":"8.8.4.0/24","privacy":{"hosting":true,"vpn":false,"tor":true,"relay":false,"service":"Google"}}`
+	if err := r.setData(json.RawMessage(raw)); err != nil {
+		t.Fatal(err)
+	}
+	p := r.Record.Privacy
+	if r.Record.Route != netip.MustParsePrefix("8.8.4.0/24") || p == nil || !p.Hosting || p.VPN || p.Tor == nil || !*p.Tor ||
+		p.Service != "Google" || !r.Has("route") || !r.Has("privacy") {
+		t.Errorf("%+v %+v", r.Record, p)
+	}
+	if err := r.setData(json.RawMessage(`{"ip":"8.8.4.4","privacy":{"hosting":false,"vpn":false,"relay":false,"service":""}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if r.Record.Route.IsValid() || r.Has("route") || r.Record.Privacy == nil || r.Record.Privacy.Tor != nil {
+		t.Errorf("tor unknown, no route: %+v %+v", r.Record, r.Record.Privacy)
+	}
+	if err := r.setData(json.RawMessage(`{"ip":"8.8.4.4"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if r.Record.Privacy != nil || r.Has("privacy") {
+		t.Errorf("privacy unknown: %+v", r.Record)
+	}
+}

@@ -1,0 +1,362 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/privacy"
+)
+
+// The privacy lists' lock file and the prefix of their temporary files.
+const (
+	privacyLockName  = ".ipatlas-privacy.lock"
+	privacyTmpPrefix = ".ipatlas-privacy-tmp-"
+)
+
+// writePrivacyFile replaces dir/name with data atomically and durably.
+func writePrivacyFile(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, privacyTmpPrefix+name+"-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return syncDir(dir)
+}
+
+// DefaultMaxListSize bounds one privacy list download: the largest list
+// is under 1 MB.
+const DefaultMaxListSize = 32 << 20
+
+// DefaultTorInterval is how often a server fetches the Tor exit list:
+// exits come and go every hour, and the Tor Project rebuilds the list
+// continuously.
+const DefaultTorInterval = time.Hour
+
+// PrivacyOptions configures FetchPrivacy. Only DataDir is required.
+type PrivacyOptions struct {
+	DataDir string
+	Mirrors privacy.Mirrors
+	// Lists are the names of the lists to fetch; every list of
+	// privacy.Lists when empty.
+	Lists      []string
+	HTTPClient *http.Client // a client with sensible timeouts if nil
+	// Progress receives one line per list for people; nil discards.
+	Progress     io.Writer
+	Logger       *slog.Logger
+	MaxSize      int64         // per list; DefaultMaxListSize if 0
+	StallTimeout time.Duration // DefaultStallTimeout if 0
+	Now          func() time.Time
+}
+
+// PrivacyReport is what FetchPrivacy did.
+type PrivacyReport struct {
+	Manifest privacy.Manifest // privacy.json as it now is
+	Fetched  []string         // lists of which a good copy was got, changed or not
+	Changed  []string         // lists whose copy changed
+}
+
+// FetchPrivacy downloads the privacy lists into the data directory.
+//
+// Each list is downloaded whole, parsed strictly in its format and checked
+// for plausibility (privacy.List.Plausible: enough entries, and at least
+// half of the copy in service) before it is written under a temporary name
+// and renamed into place; the manifest is written last. So an empty,
+// truncated, malformed or placeholder download never replaces a good copy,
+// and a list that fails keeps the copy it had (the built-in snapshot, for
+// a list never fetched). Lists are independent: the error names each one
+// that failed, and the others are still installed.
+func FetchPrivacy(ctx context.Context, opts PrivacyOptions) (PrivacyReport, error) {
+	var rep PrivacyReport
+	if opts.DataDir == "" {
+		return rep, errors.New("dataset: no data dir")
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Minute}
+	}
+	maxSize := opts.MaxSize
+	if maxSize <= 0 {
+		maxSize = DefaultMaxListSize
+	}
+	stall := opts.StallTimeout
+	if stall <= 0 {
+		stall = DefaultStallTimeout
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	lists := privacy.Lists
+	if len(opts.Lists) > 0 {
+		lists = nil
+		for _, name := range opts.Lists {
+			l, ok := privacy.Named(name)
+			if !ok {
+				return rep, fmt.Errorf("dataset: no privacy list %q", name)
+			}
+			lists = append(lists, l)
+		}
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		return rep, err
+	}
+	// The lists have their own lock and temporary names: a fetch of the
+	// lists and one of the dataset never wait for each other, and neither
+	// removes the other's files in progress.
+	unlock, err := lockFile(opts.DataDir, privacyLockName)
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
+	if stale, _ := filepath.Glob(filepath.Join(opts.DataDir, privacyTmpPrefix+"*")); len(stale) > 0 {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+		log.Info("removed temporary files of an interrupted fetch of the privacy lists", "files", len(stale))
+	}
+	m, err := privacy.ReadManifest(opts.DataDir)
+	if err != nil {
+		log.Warn("ignoring an unreadable privacy manifest: every list is fetched again", "err", err)
+		m = privacy.Manifest{}
+	}
+	var errs []error
+	for _, l := range lists {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		prev, have := m.State(l.Name)
+		if have && !filePresent(opts.DataDir, l.File(), prev.Size) {
+			have = false
+		}
+		st, err := fetchList(ctx, client, l, l.URLWith(opts.Mirrors), prev, have, opts.DataDir, maxSize, stall, now)
+		if err != nil {
+			log.Error("fetching a privacy list failed; the copy in service stays", "list", l.Name, "err", err)
+			fmt.Fprintf(progress, "%s: failed, keeping the copy in service: %v\n", l.Name, err)
+			errs = append(errs, err)
+			continue
+		}
+		rep.Fetched = append(rep.Fetched, l.Name)
+		if have && st.SHA256 == prev.SHA256 && st.URL == prev.URL {
+			fmt.Fprintf(progress, "%s: unchanged (%d entries)\n", l.Name, st.Entries)
+		} else {
+			rep.Changed = append(rep.Changed, l.Name)
+			fmt.Fprintf(progress, "%s: %d entries, %d bytes from %s\n", l.Name, st.Entries, st.Size, st.URL)
+			log.Info("privacy list installed", "list", l.Name, "entries", st.Entries, "bytes", st.Size, "url", st.URL)
+		}
+		m.Lists = slices.DeleteFunc(m.Lists, func(s privacy.ListState) bool { return s.Name == l.Name })
+		m.Lists = append(m.Lists, st)
+	}
+	slices.SortFunc(m.Lists, func(a, b privacy.ListState) int { return listOrder(a.Name) - listOrder(b.Name) })
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err == nil {
+		err = writePrivacyFile(opts.DataDir, privacy.ManifestFile, append(b, '\n'))
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("writing %s: %w", privacy.ManifestFile, err))
+	}
+	rep.Manifest = m
+	return rep, errors.Join(errs...)
+}
+
+func listOrder(name string) int {
+	return slices.IndexFunc(privacy.Lists, func(l privacy.List) bool { return l.Name == name })
+}
+
+// filePresent reports whether dir/name exists with this size.
+func filePresent(dir, name string, size int64) bool {
+	fi, err := os.Stat(filepath.Join(dir, name))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
+}
+
+// fetchList downloads one list and, when it is good and differs from the
+// copy in service, installs it. It returns the list's new state.
+func fetchList(ctx context.Context, client *http.Client, l privacy.List, u string, prev privacy.ListState, have bool,
+	dir string, maxSize int64, stall time.Duration, now func() time.Time) (privacy.ListState, error) {
+	var buf bytes.Buffer
+	var modified time.Time
+	if _, err := downloadModified(ctx, client, u, &buf, maxSize, stall, &modified); err != nil {
+		return privacy.ListState{}, fmt.Errorf("%s: %w", l.Name, err)
+	}
+	b := buf.Bytes()
+	e, err := l.Parse(b)
+	if err != nil {
+		return privacy.ListState{}, fmt.Errorf("GET %s: %w", u, err)
+	}
+	prevEntries := 0
+	if have {
+		prevEntries = prev.Entries
+	}
+	if err := l.Plausible(e.Len(), prevEntries); err != nil {
+		return privacy.ListState{}, fmt.Errorf("GET %s: %w", u, err)
+	}
+	sum := sha256.Sum256(b)
+	st := privacy.ListState{Name: l.Name, URL: u, Modified: modified.UTC(), FetchedAt: now().UTC(), Size: int64(len(b)),
+		SHA256: hex.EncodeToString(sum[:]), Entries: e.Len()}
+	if have && st.SHA256 == prev.SHA256 {
+		return st, nil // the file in place is this copy
+	}
+	if err := writePrivacyFile(dir, l.File(), b); err != nil {
+		return privacy.ListState{}, fmt.Errorf("%s: installing: %w", l.Name, err)
+	}
+	return st, nil
+}
+
+// downloadModified is download that also reports the response's
+// Last-Modified (the zero time when absent or unreadable).
+func downloadModified(ctx context.Context, client *http.Client, u string, dst io.Writer, max int64, stall time.Duration, modified *time.Time) (int64, error) {
+	c := *client
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := base.RoundTrip(r)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			if t, perr := http.ParseTime(resp.Header.Get("Last-Modified")); perr == nil {
+				*modified = t
+			}
+		}
+		return resp, err
+	})
+	return download(ctx, &c, u, nil, dst, max, stall, nil)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// PrivacyUpdaterOptions configures a PrivacyUpdater.
+type PrivacyUpdaterOptions struct {
+	Fetch PrivacyOptions // Lists is ignored: the updater fetches every list
+	// TorInterval is how often the Tor exit list is fetched;
+	// DefaultTorInterval if 0, never if negative. Interval is how often the other lists are;
+	// DefaultUpdateInterval if 0. Both are jittered by ±10%.
+	TorInterval time.Duration
+	Interval    time.Duration
+	// Installed is called after every fetch that got at least one good
+	// copy, changed or not (the engine's ReloadPrivacy): a confirmed Tor
+	// list is a fresh one. Its error is logged.
+	Installed func() error
+	Logger    *slog.Logger
+}
+
+// PrivacyUpdater keeps the privacy lists of a data directory current: the
+// Tor exit list at once and then hourly, the others daily.
+type PrivacyUpdater struct {
+	opts PrivacyUpdaterOptions
+	log  *slog.Logger
+}
+
+// NewPrivacyUpdater returns a PrivacyUpdater; it does nothing until Run.
+func NewPrivacyUpdater(opts PrivacyUpdaterOptions) *PrivacyUpdater {
+	if opts.TorInterval == 0 {
+		opts.TorInterval = DefaultTorInterval
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultUpdateInterval
+	}
+	u := &PrivacyUpdater{opts: opts, log: opts.Logger}
+	if u.log == nil {
+		u.log = slog.New(slog.DiscardHandler)
+	}
+	if u.opts.Fetch.Logger == nil {
+		u.opts.Fetch.Logger = u.log
+	}
+	return u
+}
+
+// Run fetches the Tor list at once (the binary has no snapshot of it) and
+// the other lists within the first tenth of their interval (at most five
+// minutes), then each on its own schedule, until ctx is done.
+func (u *PrivacyUpdater) Run(ctx context.Context) {
+	var others []string
+	for _, l := range privacy.Lists {
+		if l.Name != privacy.TorList {
+			others = append(others, l.Name)
+		}
+	}
+	first := min(u.opts.Interval/10, 5*time.Minute)
+	torNext, othersNext := time.Duration(0), first/2+jitter(first)/2
+	if u.opts.TorInterval < 0 {
+		torNext = math.MaxInt64
+	}
+	for {
+		wait := min(torNext, othersNext)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		torNext -= wait
+		othersNext -= wait
+		var lists []string
+		if torNext <= 0 && u.opts.TorInterval > 0 {
+			lists = append(lists, privacy.TorList)
+			torNext = jitter(u.opts.TorInterval)
+		}
+		if othersNext <= 0 {
+			lists = append(lists, others...)
+			othersNext = jitter(u.opts.Interval)
+		}
+		u.Check(ctx, lists)
+	}
+}
+
+// Check fetches the named lists once and, if any copy was good, calls
+// Installed.
+func (u *PrivacyUpdater) Check(ctx context.Context, lists []string) error {
+	opts := u.opts.Fetch
+	opts.Lists = lists
+	rep, err := FetchPrivacy(ctx, opts)
+	good := len(rep.Fetched) > 0
+	if err != nil && !errors.Is(err, ErrBusy) && ctx.Err() == nil {
+		u.log.Error("fetching privacy lists failed; the copies in service stay", "err", err)
+	}
+	if good && u.opts.Installed != nil {
+		if rerr := u.opts.Installed(); rerr != nil {
+			u.log.Error("new privacy lists could not be put in service; still serving the previous ones", "err", rerr)
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}

@@ -1,0 +1,266 @@
+package dataset_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/privacy"
+)
+
+// upstreams serves the privacy lists as their upstreams lay them out:
+// the two repositories' raw files under /x4bnet/ and /ipranges/ (the
+// snapshot's copies, in their exact format), the Tor list at /tor. A
+// test replaces a file's body, or its whole answer, through set.
+type upstreams struct {
+	*httptest.Server
+	mu       sync.Mutex
+	bodies   map[string][]byte
+	handlers map[string]http.HandlerFunc
+}
+
+func newUpstreams(t *testing.T) *upstreams {
+	t.Helper()
+	u := &upstreams{bodies: map[string][]byte{}, handlers: map[string]http.HandlerFunc{}}
+	for _, l := range privacy.Lists {
+		b, ok, err := privacy.Snapshot(l.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			u.bodies["/"+l.Upstream+"/"+l.Path] = b
+		}
+	}
+	u.bodies["/tor"] = []byte(torExits(1200))
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		h, b := u.handlers[r.URL.Path], u.bodies[r.URL.Path]
+		u.mu.Unlock()
+		switch {
+		case h != nil:
+			h(w, r)
+		case b == nil:
+			http.NotFound(w, r)
+		default:
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Last-Modified", "Sat, 22 Aug 2026 10:00:00 GMT")
+			w.Write(b)
+		}
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *upstreams) path(l privacy.List) string {
+	if l.Upstream == privacy.UpstreamTor {
+		return "/tor"
+	}
+	return "/" + l.Upstream + "/" + l.Path
+}
+
+func (u *upstreams) setBody(l privacy.List, b []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.bodies[u.path(l)] = b
+	delete(u.handlers, u.path(l))
+}
+
+func (u *upstreams) setHandler(l privacy.List, h http.HandlerFunc) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.handlers[u.path(l)] = h
+}
+
+func (u *upstreams) mirrors() privacy.Mirrors {
+	return privacy.Mirrors{X4BNet: u.URL + "/x4bnet/", IPRanges: u.URL + "/ipranges", Tor: u.URL + "/tor"}
+}
+
+// torExits is a list in the Tor Project's bulk exit list format: one
+// IPv4 address per line.
+func torExits(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "185.220.%d.%d\n", 100+i/256, i%256)
+	}
+	return b.String()
+}
+
+var testLists = []string{"x4bnet-datacenter-asn", "x4bnet-vpn-ipv4", "ipranges-amazon-ipv6", "ipranges-apple-proxy-ipv4", privacy.TorList}
+
+func named(t *testing.T, name string) privacy.List {
+	l, ok := privacy.Named(name)
+	if !ok {
+		t.Fatal(name)
+	}
+	return l
+}
+
+// TestFetchPrivacy: every list is fetched from its mirror URL, installed
+// with its state in privacy.json, and compiles; a second fetch of the same
+// copies changes nothing.
+func TestFetchPrivacy(t *testing.T) {
+	u := newUpstreams(t)
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
+	opts := dataset.PrivacyOptions{DataDir: dir, Mirrors: u.mirrors(), Now: func() time.Time { return now }}
+	rep, err := dataset.FetchPrivacy(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Fetched) != len(privacy.Lists) || len(rep.Changed) != len(privacy.Lists) || len(rep.Manifest.Lists) != len(privacy.Lists) {
+		t.Fatalf("fetched %d, changed %d, manifest %d; want %d each", len(rep.Fetched), len(rep.Changed), len(rep.Manifest.Lists), len(privacy.Lists))
+	}
+	for _, l := range privacy.Lists {
+		st, ok := rep.Manifest.State(l.Name)
+		b, err := os.ReadFile(filepath.Join(dir, l.File()))
+		if !ok || err != nil || int64(len(b)) != st.Size || st.URL != u.URL+u.path(l) || !st.FetchedAt.Equal(now) ||
+			!st.Modified.Equal(time.Date(2026, 8, 22, 10, 0, 0, 0, time.UTC)) || st.Entries == 0 {
+			t.Errorf("%s: %+v, %v", l.Name, st, err)
+		}
+	}
+	tab, err := privacy.Load(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, li := range tab.Lists() {
+		if li.Builtin {
+			t.Errorf("%s read from the snapshot after a fetch", li.Name)
+		}
+	}
+	rep, err = dataset.FetchPrivacy(context.Background(), opts)
+	if err != nil || len(rep.Changed) != 0 || len(rep.Fetched) != len(privacy.Lists) {
+		t.Errorf("second fetch: changed %v, fetched %d, %v", rep.Changed, len(rep.Fetched), err)
+	}
+}
+
+// TestFetchPrivacyKeepsGoodCopy: an empty, truncated, malformed,
+// implausibly short or failed download of any list never replaces the
+// copy in service, and the other lists are still updated.
+func TestFetchPrivacyKeepsGoodCopy(t *testing.T) {
+	u := newUpstreams(t)
+	dir := t.TempDir()
+	opts := dataset.PrivacyOptions{DataDir: dir, Mirrors: u.mirrors(), Lists: testLists, StallTimeout: 5 * time.Second}
+	if _, err := dataset.FetchPrivacy(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	good := map[string][]byte{}
+	for _, name := range testLists {
+		b, err := os.ReadFile(filepath.Join(dir, named(t, name).File()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		good[name] = b
+	}
+	bad := map[string]func(b []byte) http.HandlerFunc{
+		"empty": func([]byte) http.HandlerFunc { return func(w http.ResponseWriter, r *http.Request) {} },
+		"cut mid-line": func(b []byte) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) { w.Write(b[:len(b)/2+3]) }
+		},
+		"cut short of its Content-Length": func(b []byte) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+				w.Write(b[:len(b)/2])
+			}
+		},
+		"cut at a line": func(b []byte) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Write(b[:bytes.IndexByte(b[len(b)/3:], '\n')+len(b)/3+1])
+			}
+		},
+		"an HTML error page": func([]byte) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Write([]byte("<!DOCTYPE html>\n<html><body>Rate limited</body></html>\n"))
+			}
+		},
+		"a line of garbage": func(b []byte) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Write(b)
+				w.Write([]byte("999.1.2.3/8\n"))
+			}
+		},
+		"404": func([]byte) http.HandlerFunc { return http.NotFound },
+		"503": func([]byte) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) }
+		},
+	}
+	for _, victim := range testLists {
+		for what, h := range bad {
+			l := named(t, victim)
+			inService, err := os.ReadFile(filepath.Join(dir, l.File()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.setHandler(l, h(good[victim]))
+			// The others get a new, good copy meanwhile.
+			other := named(t, privacy.TorList)
+			if victim == privacy.TorList {
+				other = named(t, "x4bnet-vpn-ipv4")
+			}
+			fresh := append(bytes.Clone(good[other.Name]), []byte("# "+victim+" "+what+"\n")...)
+			u.setBody(other, fresh)
+			rep, err := dataset.FetchPrivacy(context.Background(), opts)
+			if err == nil {
+				t.Errorf("%s served %s: no error", victim, what)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, l.File())); !bytes.Equal(b, inService) {
+				t.Errorf("%s served %s: the copy in service was replaced", victim, what)
+			}
+			if st, _ := rep.Manifest.State(victim); st.Size != int64(len(inService)) {
+				t.Errorf("%s served %s: manifest says %+v", victim, what, st)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, other.File())); !bytes.Equal(b, fresh) {
+				t.Errorf("%s served %s: %s was not updated", victim, what, other.Name)
+			}
+			if _, err := privacy.Load(dir, false); err != nil {
+				t.Errorf("%s served %s: the data dir no longer loads: %v", victim, what, err)
+			}
+			u.setBody(l, good[victim])
+			u.setBody(other, good[other.Name])
+		}
+	}
+}
+
+// TestFetchPrivacyFirstCopyMustBePlausible: with no copy in service, a
+// short list is still refused: the built-in snapshot stays in use.
+func TestFetchPrivacyFirstCopyMustBePlausible(t *testing.T) {
+	u := newUpstreams(t)
+	dir := t.TempDir()
+	l := named(t, privacy.TorList)
+	u.setBody(l, []byte(torExits(10)))
+	_, err := dataset.FetchPrivacy(context.Background(), dataset.PrivacyOptions{DataDir: dir, Mirrors: u.mirrors(), Lists: []string{l.Name}})
+	if !errors.Is(err, privacy.ErrMalformed) {
+		t.Errorf("a 10-exit list: %v, want ErrMalformed", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, l.File())); err == nil {
+		t.Error("a 10-exit list was installed")
+	}
+}
+
+// TestPrivacyUpdaterCheck: a check that got a good copy puts it in
+// service, one that got none does not.
+func TestPrivacyUpdaterCheck(t *testing.T) {
+	u := newUpstreams(t)
+	dir := t.TempDir()
+	calls := 0
+	up := dataset.NewPrivacyUpdater(dataset.PrivacyUpdaterOptions{
+		Fetch:     dataset.PrivacyOptions{DataDir: dir, Mirrors: u.mirrors()},
+		Installed: func() error { calls++; return nil },
+	})
+	if err := up.Check(context.Background(), []string{privacy.TorList}); err != nil || calls != 1 {
+		t.Fatalf("check: %v, %d calls", err, calls)
+	}
+	u.setHandler(named(t, privacy.TorList), http.NotFound)
+	if err := up.Check(context.Background(), []string{privacy.TorList}); err == nil || calls != 1 {
+		t.Errorf("failed check: %v, %d calls", err, calls)
+	}
+}

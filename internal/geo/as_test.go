@@ -1,0 +1,117 @@
+package geo_test
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+)
+
+func asDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	geotest.WriteFlatCity(t, filepath.Join(dir, geotest.CityV4File), geotest.CityV4Type, 4, []geotest.FlatRow{
+		{Network: "8.8.8.0/24", CountryCode: "US", City: "Mountain View", Latitude: 37.4, Longitude: -122.1},
+		{Network: "8.8.4.0/24", CountryCode: "US", City: "Mountain View", Latitude: 37.4, Longitude: -122.1},
+		{Network: "34.0.0.0/15", CountryCode: "US", City: "Council Bluffs", Latitude: 41.2, Longitude: -95.8},
+		{Network: "35.200.0.0/24", CountryCode: "JP", City: "Tokyo", Latitude: 35.7, Longitude: 139.7},
+	})
+	geotest.WriteASN(t, filepath.Join(dir, geotest.ASNFile), geotest.ASNType, []geotest.ASNRow{
+		{Network: "8.8.4.0/24", ASN: 15169, Org: "Google LLC"},
+		{Network: "8.8.8.0/24", ASN: 15169, Org: "Google LLC"},
+		{Network: "34.0.0.0/15", ASN: 15169, Org: "Google LLC"},
+		{Network: "35.200.0.0/24", ASN: 15169, Org: "Google LLC"},
+		{Network: "2001:4860::/32", ASN: 15169, Org: "Google LLC"},
+		{Network: "202.106.0.0/20", ASN: 4808, Org: "China Unicom Beijing Province Network"},
+		{Network: "2a01:4f8::/32", ASN: 24940, Org: "Hetzner Online GmbH"},
+	})
+	return dir
+}
+
+// TestAS: an AS's prefixes of both families with their sizes, its IPv4
+// address count, its country (where most of its addresses are) in both
+// languages, and hosting from the datacenter AS list.
+func TestAS(t *testing.T) {
+	dir := asDir(t)
+	geotest.WritePrivacyList(t, dir, "x4bnet-datacenter-asn", "AS24940 # HETZNER-AS, DE\n", time.Now())
+	e, err := geo.Open(dir, geo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	got, err := e.AS(15169, ipatlas.English)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pfx := func(s, size string) ipatlas.ASPrefix {
+		return ipatlas.ASPrefix{Netblock: netip.MustParsePrefix(s), Size: size}
+	}
+	want := ipatlas.AS{
+		ASN: "AS15169", Name: "Google LLC", Country: "United States", CountryCode: "US",
+		NumIPs: 131072 + 256*3,
+		Prefixes: []ipatlas.ASPrefix{pfx("8.8.4.0/24", "256"), pfx("8.8.8.0/24", "256"), pfx("34.0.0.0/15", "131072"),
+			pfx("35.200.0.0/24", "256")},
+		Prefixes6: []ipatlas.ASPrefix{pfx("2001:4860::/32", "79228162514264337593543950336")},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("AS15169:\n got %+v\nwant %+v", got, want)
+	}
+	zh, err := e.AS(15169, ipatlas.Chinese)
+	if err != nil || zh.Country != "美国" || zh.CountryCode != "US" || zh.Name != "Google LLC" {
+		t.Errorf("AS15169 in Chinese: %+v, %v", zh, err)
+	}
+	h, err := e.AS(24940, ipatlas.English)
+	if err != nil || !h.Hosting || len(h.Prefixes) != 0 || h.NumIPs != 0 || len(h.Prefixes6) != 1 || h.Prefixes == nil {
+		t.Errorf("AS24940: %+v, %v", h, err)
+	}
+	if got, _ := e.AS(4808, ipatlas.English); got.Hosting || got.CountryCode != "" {
+		t.Errorf("AS4808 (no city data, not on the list): %+v", got)
+	}
+	for _, n := range []uint32{0, 64512, ipatlas.MaxASN} {
+		if _, err := e.AS(n, ipatlas.English); !errors.Is(err, ipatlas.ErrUnknownAS) {
+			t.Errorf("AS%d: %v, want UnknownAS", n, err)
+		}
+	}
+}
+
+// TestRealAS checks the index over the real ASN data.
+func TestRealAS(t *testing.T) {
+	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
+	if dir == "" {
+		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
+	}
+	e, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	g, err := e.AS(15169, ipatlas.English)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("first AS query (builds the index): %s, heap %+d MB", took.Round(time.Millisecond), (int64(after.HeapAlloc)-int64(before.HeapAlloc))>>20)
+	if g.Name == "" || g.CountryCode != "US" || g.NumIPs < 1<<20 || len(g.Prefixes) < 100 || len(g.Prefixes6) < 5 {
+		t.Errorf("AS15169: %s %s %s, %d IPv4 addresses, %d+%d prefixes", g.ASN, g.Name, g.CountryCode, g.NumIPs, len(g.Prefixes), len(g.Prefixes6))
+	}
+	t.Logf("AS15169: %s %s, %d IPv4 addresses, %d+%d prefixes, hosting %v", g.Name, g.CountryCode, g.NumIPs, len(g.Prefixes), len(g.Prefixes6), g.Hosting)
+	r, err := e.Lookup(netip.MustParseAddr("8.8.8.8"), ipatlas.English)
+	if err != nil || !r.Route.IsValid() || !r.Route.Contains(netip.MustParseAddr("8.8.8.8")) {
+		t.Errorf("8.8.8.8: route %v, %v", r.Route, err)
+	}
+	t.Logf("8.8.8.8: route %s privacy %+v", r.Route, *r.Privacy)
+}
