@@ -33,7 +33,8 @@ alone.
 --fields city,country,... asks for only those fields of the record (ip is
 always there): a smaller answer, the same price. Names: ip, continent,
 continent_code, country, country_code, province, city, district, isp, asn,
-latitude, longitude, time_zone, currency, zip_code, area_code. A full record
+latitude, longitude, time_zone, currency, zip_code, area_code, route,
+privacy. A full record
 in the disk cache answers any selection; partial answers are not cached.
 
 Output: an aligned table on a terminal; tab-separated values with a header
