@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -25,7 +26,7 @@ import (
 // naming Hetzner's AS24940, its accounts in store: "sqlite" (a temporary
 // file) or "postgres" (a fresh schema on IPATLAS_TEST_POSTGRES; skipped
 // without it).
-func newASEnv(t *testing.T, store string) *env {
+func newASEnv(t testing.TB, store string) *env {
 	t.Helper()
 	p := servertest.New(t, func() time.Time { return testNow })
 	geotest.WritePrivacyList(t, filepath.Join(p.Dir, "data"), "x4bnet-datacenter-asn", "AS24940 # HETZNER-AS, DE\n", testNow)
@@ -312,5 +313,46 @@ func testASQuotaThenCredits(t *testing.T, e *env) {
 		}
 		r := e.do(t, req{method: "GET", path: "/api/asn/AS15169", key: k.Secret})
 		checkFailure(t, r, ipatlas.CodeInvalidAPIKey, "Invalid or missing API key", apiMeta)
+	})
+}
+
+// FuzzASPath asks for arbitrary AS texts: never a 5xx, a success only for
+// a number the data knows, every refusal InvalidAS (or NotFound for an
+// empty path), and exactly the successes charged.
+func FuzzASPath(f *testing.F) {
+	for _, s := range []string{"AS15169", "15169", "as24940", "AS", "ASx", "AS-1", "AS4294967296", "", "AS64512", "%", "AS1/2", "Ａ"} {
+		f.Add(s)
+	}
+	e := newASEnv(f, "sqlite")
+	_, k := e.customer(f, account.Enterprise, 1e12, 1e12)
+	var ok int64
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "." || s == ".." {
+			t.Skip("a dot segment is path navigation, cleaned by the mux before routing")
+		}
+		r := e.do(t, req{method: "GET", path: "/api/asn/" + url.PathEscape(s), key: k.Secret})
+		code := asEnvelope(t, r).Code
+		_, perr := ipatlas.ParseAS(s)
+		switch {
+		case r.Code >= 500:
+			t.Fatalf("%q: %d %s", s, r.Code, r.Body)
+		case r.Code == http.StatusOK:
+			ok++
+			if perr != nil {
+				t.Fatalf("%q answered although it is no AS number: %s", s, r.Body)
+			}
+		case s == "":
+			if code != ipatlas.CodeNotFound {
+				t.Fatalf("empty: %s", r.Body)
+			}
+		case perr != nil && code != ipatlas.CodeInvalidAS:
+			t.Fatalf("%q: %s, want InvalidAS", s, r.Body)
+		case perr == nil && code != ipatlas.CodeUnknownAS:
+			t.Fatalf("%q: %s, want UnknownAS", s, r.Body)
+		}
+		u, err := e.svc.Usage(context.Background(), k.Key.ID)
+		if err != nil || u.Used != ok {
+			t.Fatalf("%d charged for %d answers (%v)", u.Used, ok, err)
+		}
 	})
 }
