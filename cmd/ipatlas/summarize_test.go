@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -284,5 +285,30 @@ func TestProgressOnTerminal(t *testing.T) {
 	}
 	if stderr.Len() != 0 || output() != "" {
 		t.Errorf("a bar without a terminal, or for two addresses: %q", stderr.String())
+	}
+}
+
+// TestLookupShowsPrivacyAndRoute: the table and the tab-separated output
+// show the route and the privacy flags as the service sent them.
+func TestLookupShowsPrivacyAndRoute(t *testing.T) {
+	s := startPrivacyService(t)
+	key := s.key(t, account.Pro, 0, 100)
+	e := newCLIEnv(t, "IPATLAS_URL", s.url, "IPATLAS_API_KEY", key)
+	r := runCLI(t, e, "", "lookup", "--format", "table", geotest.MountainView.IP, geotest.Beijing.IP, geotest.Singapore.IP)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	lines := strings.Split(r.stdout, "\n")
+	if !strings.Contains(lines[0], "ROUTE") || !strings.Contains(lines[0], "PRIVACY") {
+		t.Fatalf("header %q", lines[0])
+	}
+	for i, want := range []string{"8.8.8.0/24 .* hosting \\(Google\\)$", "202.106.0.0/20 .* tor$", " - .* none$"} {
+		if !regexp.MustCompile(want).MatchString(strings.TrimRight(lines[i+1], " ")) {
+			t.Errorf("row %d %q does not match %q", i+1, lines[i+1], want)
+		}
+	}
+	r = runCLI(t, e, "", "lookup", "--fields", "route,privacy", geotest.Shenzhen.IP)
+	if want := "ip\troute\tprivacy\terror\n" + geotest.Shenzhen.IP + "\t113.88.0.0/16\trelay (iCloud Private Relay)\t\n"; r.stdout != want {
+		t.Errorf("tsv %q, want %q", r.stdout, want)
 	}
 }
