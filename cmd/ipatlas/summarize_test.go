@@ -20,6 +20,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/privacy"
+	"github.com/ipatlas/ipatlas/internal/server"
 	"github.com/ipatlas/ipatlas/internal/servertest"
 	"golang.org/x/sys/unix"
 )
@@ -310,5 +311,28 @@ func TestLookupShowsPrivacyAndRoute(t *testing.T) {
 	r = runCLI(t, e, "", "lookup", "--fields", "route,privacy", geotest.Shenzhen.IP)
 	if want := "ip\troute\tprivacy\terror\n" + geotest.Shenzhen.IP + "\t113.88.0.0/16\trelay (iCloud Private Relay)\t\n"; r.stdout != want {
 		t.Errorf("tsv %q, want %q", r.stdout, want)
+	}
+}
+
+// TestLongListWaitsOutTheBurstLimit: a list of several batches against a
+// key limited to two requests a second is answered whole: the burst
+// limit's 429, which charges nothing, is waited out and retried.
+func TestLongListWaitsOutTheBurstLimit(t *testing.T) {
+	start := time.Now()
+	p := servertest.New(t, func() time.Time { return cliServerNow.Add(time.Since(start)) })
+	s := startCLIServiceOn(t, p, func(c *server.Config) { c.KeyRate, c.KeyBurst, c.LimitTableSize = 2, 1, 100 })
+	key := s.key(t, account.Pro, 0, 1000)
+	e := newCLIEnv(t, "IPATLAS_URL", s.url, "IPATLAS_API_KEY", key)
+	var ips []string
+	for i := range 3 * ipatlas.MaxBatchSize {
+		ips = append(ips, "8.8."+strconv.Itoa(i/256)+"."+strconv.Itoa(i%256))
+	}
+	r := runCLI(t, e, strings.Join(ips, "\n"), "summarize", "--json", "--no-cache", "-")
+	var got summary
+	if err := json.Unmarshal([]byte(r.stdout), &got); r.err != nil || err != nil || got.Answered != len(ips) {
+		t.Fatalf("exit %d %v: %s %s", r.code, r.err, r.stdout, r.stderr)
+	}
+	if h := s.hits.Load(); h < 4 {
+		t.Errorf("%d requests for three batches at two a second: the limit was never met", h)
 	}
 }
