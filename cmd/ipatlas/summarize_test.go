@@ -336,3 +336,20 @@ func TestLongListWaitsOutTheBurstLimit(t *testing.T) {
 		t.Errorf("%d requests for three batches at two a second: the limit was never met", h)
 	}
 }
+
+// TestSummarizeWithoutPrivacyData: a service without privacy lists leaves
+// the flags unknown, and the summary says so instead of counting zeros.
+func TestSummarizeWithoutPrivacyData(t *testing.T) {
+	s := startCLIService(t)
+	key := s.key(t, account.Pro, 0, 100)
+	e := newCLIEnv(t, "IPATLAS_URL", s.url, "IPATLAS_API_KEY", key)
+	r := runCLI(t, e, "", "summarize", geotest.MountainView.IP, geotest.Beijing.IP)
+	if r.err != nil || !strings.Contains(r.stdout, "\nprivacy") || !strings.Contains(r.stdout, "unknown (the service has no privacy data)") {
+		t.Errorf("exit %d %v:\n%s", r.code, r.err, r.stdout)
+	}
+	r = runCLI(t, e, "", "summarize", "--json", geotest.MountainView.IP)
+	var got summary
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Privacy.Known != 0 || got.Privacy.Hosting != 0 || got.Privacy.Services == nil {
+		t.Errorf("%v: %s", err, r.stdout)
+	}
+}
