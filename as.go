@@ -24,6 +24,16 @@ type AS struct {
 	Hosting bool `json:"hosting"`
 }
 
+// ASEnvelope is the body of every answer of the AS query (GET
+// /api/asn/{asn}): Envelope with an AS as its data.
+type ASEnvelope struct {
+	Success bool      `json:"success"`
+	Data    *AS       `json:"data,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	Code    ErrorCode `json:"code,omitempty"`
+	Meta    Meta      `json:"meta"`
+}
+
 // ASPrefix is one announced prefix of an AS.
 type ASPrefix struct {
 	Netblock netip.Prefix `json:"netblock"`
@@ -67,6 +77,17 @@ func ParseAS(s string) (uint32, error) {
 			`: write "AS" and a number up to 4294967295, e.g. AS15169`}
 	}
 	return uint32(n), nil
+}
+
+// InvalidASDetail says, in lang, why s is not an AS number: the detail an
+// InvalidAS answer gives after the code's text. The client says the same
+// when it refuses s before asking.
+func InvalidASDetail(s string, lang Lang) string {
+	q := strconv.Quote(ShortFieldName(s))
+	if lang == Chinese {
+		return q + " 不是AS号；请写 AS 加一个不大于 4294967295 的数字，例如 AS15169"
+	}
+	return q + ` is not an AS number; write "AS" and a number up to 4294967295, e.g. AS15169`
 }
 
 // FormatAS writes an AS number as the service does: "AS15169".

@@ -1,7 +1,7 @@
 // Package client is the Go client of the ipatlas IP information service:
 // location queries (single and batch) with local validation, a cache,
-// shared in-flight requests and careful retries; Get my IP per address
-// family; ping and the key's usage.
+// shared in-flight requests and careful retries; the AS query; Get my IP
+// per address family; ping and the key's usage.
 //
 // The wire types and the errors it returns (ipatlas.Record, ipatlas.Meta,
 // *ipatlas.Error and its sentinels such as ipatlas.ErrRateLimitExceeded)
@@ -131,7 +131,8 @@ type RetryPolicy struct {
 // It is safe for concurrent use.
 //
 // Lookup and LookupDetail query locations (validated locally first, cached,
-// metered by the service); MyIPv4, MyIPv6, MyIPs and MyIP tell this
+// metered by the service); AS answers one autonomous system (metered);
+// MyIPv4, MyIPv6, MyIPs and MyIP tell this
 // machine's public addresses; Ping and Usage report round trips and the
 // key's quota. Failures the service reports are *ipatlas.Error values that
 // errors.Is matches against the root package's sentinels

@@ -20,7 +20,7 @@ const (
 	exitAuth     = 4 // missing, invalid or revoked API key
 	exitQuota    = 5 // monthly quota or credits used up
 	exitNetwork  = 6 // the service could not be reached or is unavailable
-	exitNotFound = 7 // no such account or key
+	exitNotFound = 7 // no such account, key or AS
 )
 
 // clientExitHelp documents the exit codes in every client command's --help.
@@ -28,10 +28,12 @@ const clientExitHelp = `Exit codes:
   0  success
   1  any other failure
   2  usage error (bad flags or arguments)
-  3  invalid or non-public address (InvalidIP, PrivateIP, InvalidRequest)
+  3  invalid or non-public address, or malformed AS number (InvalidIP,
+     PrivateIP, InvalidRequest, InvalidAS)
   4  missing, invalid or revoked API key (InvalidAPIKey)
   5  monthly quota or credits used up (RateLimitExceeded, InsufficientCredits)
   6  service unreachable or unavailable, or no connectivity of the family asked for
+  7  an AS number the service's data does not know (UnknownAS)
 `
 
 // exitError carries an exit code, and for a usage mistake the command
@@ -83,8 +85,11 @@ func clientExitCode(err error) int {
 	var e *ipatlas.Error
 	if errors.As(err, &e) {
 		switch e.Code {
-		case ipatlas.CodeInvalidIP, ipatlas.CodePrivateIP, ipatlas.CodeInvalidRequest, ipatlas.CodeTooManyItems, ipatlas.CodePayloadTooLarge:
+		case ipatlas.CodeInvalidIP, ipatlas.CodePrivateIP, ipatlas.CodeInvalidRequest, ipatlas.CodeTooManyItems, ipatlas.CodePayloadTooLarge,
+			ipatlas.CodeInvalidAS:
 			return exitInput
+		case ipatlas.CodeUnknownAS:
+			return exitNotFound
 		case ipatlas.CodeInvalidAPIKey:
 			return exitAuth
 		case ipatlas.CodeRateLimitExceeded, ipatlas.CodeInsufficientCredits:

@@ -20,6 +20,7 @@ import (
 func lookupRemoteHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, `usage: ipatlas lookup [flags] IP...
        ipatlas lookup [flags] -          (addresses from standard input, one per line)
+       ipatlas lookup [flags] --file FILE   (addresses from FILE, one per line)
        ipatlas lookup --local [flags] IP...   (offline, on the data dir; see --local --help)
 
 Looks addresses up through the service with the API key, printing them in
@@ -33,13 +34,24 @@ alone.
 --fields city,country,... asks for only those fields of the record (ip is
 always there): a smaller answer, the same price. Names: ip, continent,
 continent_code, country, country_code, province, city, district, isp, asn,
-latitude, longitude, time_zone, currency, zip_code, area_code. A full record
+latitude, longitude, time_zone, currency, zip_code, area_code, route,
+privacy. A full record
 in the disk cache answers any selection; partial answers are not cached.
+
+Addresses come from the arguments, "-" (standard input) and --file, in that
+order; in the input, blank lines and lines starting with # are skipped.
+With more than 100 addresses, a progress bar counts them on standard error
+when it is a terminal and the output is not.
 
 Output: an aligned table on a terminal; tab-separated values with a header
 line (every field of the record, or the --fields) when piped; with --json,
 one JSON object per address per line: the record as the service sent it
 (absent fields stay absent), or {"ip": ..., "error": ..., "code": ...}.
+With --csv, comma-separated values (RFC 4180): a header, then one row per
+address in input order, failures included: "input" (the address as given),
+the record's fields, with privacy as five columns (hosting, vpn, tor,
+relay: true, false or empty when unknown; service), then "error_code" and
+"error", empty on success.
 
 Flags:
 `)
@@ -60,7 +72,9 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 	cf := addClientFlags(fs)
 	langName := fs.String("lang", "en", "text values in `LANG`: en or zh")
 	jsonOut := fs.Bool("json", false, "one JSON object per address per line")
-	format := fs.String("format", "auto", "output `FORMAT`: auto, table, tsv or json")
+	csvOut := fs.Bool("csv", false, "comma-separated values: a header, then one row per address")
+	file := fs.String("file", "", "read addresses from `FILE`, one per line (- for standard input)")
+	format := fs.String("format", "auto", "output `FORMAT`: auto, table, tsv, csv or json")
 	noCache := fs.Bool("no-cache", false, "ask the service even when the answer is cached")
 	fieldList := fs.String("fields", "", "only these record `FIELDS`, comma-separated (ip is always shown)")
 	ips, err := parseArgs(e, fs, args, func(w io.Writer) { lookupRemoteHelp(w, fs) })
@@ -76,8 +90,13 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 		return usageError("lookup: --fields: " + errorText(err))
 	}
 	out := *format
-	if *jsonOut {
+	switch {
+	case *jsonOut && *csvOut:
+		return usageError("lookup: --json and --csv: choose one")
+	case *jsonOut:
 		out = "json"
+	case *csvOut:
+		out = "csv"
 	}
 	switch out {
 	case "auto":
@@ -85,17 +104,12 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 		if isTerminal(e.stdout) {
 			out = "table"
 		}
-	case "table", "tsv", "json":
+	case "table", "tsv", "csv", "json":
 	default:
-		return usageError(fmt.Sprintf("lookup: --format %q: want auto, table, tsv or json", out))
+		return usageError(fmt.Sprintf("lookup: --format %q: want auto, table, tsv, csv or json", out))
 	}
-	if len(ips) == 1 && ips[0] == "-" {
-		if ips, err = readAddresses(e.stdin); err != nil {
-			return fmt.Errorf("lookup: reading standard input: %w", err)
-		}
-	}
-	if len(ips) == 0 {
-		return usageError("lookup: give at least one address, or - to read them from standard input")
+	if ips, err = gatherAddresses(e, "lookup", ips, *file); err != nil {
+		return err
 	}
 	settings, err := cf.resolve(e)
 	if err != nil {
@@ -116,36 +130,28 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 		p = &jsonPrinter{w: e.stdout}
 	case "tsv":
 		p = &tsvPrinter{w: e.stdout, columns: fields.Names()}
+	case "csv":
+		p = newCSVPrinter(e.stdout, fields)
 	default:
 		p = &tablePrinter{w: e.stdout, fields: fields}
 	}
 	var first error
 	failed := 0
 	var fresh *client.LookupResult
-	// One chunk of addresses at a time, so that a long list from standard
-	// input is printed as it is answered.
-	for start := 0; start < len(ips); start += ipatlas.MaxBatchSize {
-		chunk := ips[start:min(start+ipatlas.MaxBatchSize, len(ips))]
-		var outcomes []lookupOutcome
-		if len(ips) == 1 {
-			outcomes = []lookupOutcome{lookupOne(ctx, c, cache, chunk[0], lang, fields)}
-		} else {
-			outcomes = lookupChunk(ctx, c, cache, chunk, lang, fields)
-		}
-		for i := range outcomes {
-			o := outcomes[i]
-			if o.err != nil {
-				failed++
-				if first == nil {
-					first = o.err
-				}
-			} else if !o.res.Cached {
-				fresh = &outcomes[i].res
+	bar := newProgress(e, "looking up", len(ips), out == "table")
+	err = lookupAll(ctx, c, cache, ips, lang, fields, bar, func(o *lookupOutcome) error {
+		if o.err != nil {
+			failed++
+			if first == nil {
+				first = o.err
 			}
-			if err := p.print(o); err != nil {
-				return err
-			}
+		} else if !o.res.Cached {
+			fresh = &o.res
 		}
+		return p.print(*o)
+	})
+	if err != nil {
+		return err
 	}
 	if err := p.flush(); err != nil {
 		return err

@@ -38,6 +38,8 @@ var root = &command{subs: []*command{
 	{name: "serve", summary: "run the HTTP service", run: runServe},
 	dbCommand,
 	{name: "lookup", args: "IP...", summary: "look up IP addresses (remote, or --local on the data dir)", run: runLookup},
+	{name: "summarize", args: "IP...", summary: "count a list of addresses by country, AS, route and privacy flag", run: runSummarize},
+	{name: "asn", args: "AS...", summary: "show an autonomous system: name, country, prefixes", run: runASN},
 	{name: "myip", summary: "show this machine's public IPv4 and IPv6 addresses", run: runMyIP},
 	{name: "ping", summary: "measure round trips to the service", run: runPing},
 	{name: "usage", summary: "show the API key's quota and credits", run: runUsage},

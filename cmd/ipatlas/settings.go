@@ -296,6 +296,11 @@ func (s clientSettings) newClient(noCache bool) (*client.Client, error) {
 		URL: s.url, IPv4URL: s.ipv4URL, IPv6URL: s.ipv6URL, TestURL: s.testURL,
 		APIKey: s.apiKey, CacheTTL: s.cacheTTL, DisableCache: noCache || s.cacheTTL == 0,
 		UserAgent: "ipatlas-cli",
+		// A long list sends batch requests back to back and can meet the
+		// key's burst limit: its 429 says to retry in a second and charged
+		// nothing, so it is waited out (up to the client's 30 s). A spent
+		// monthly quota says to retry next month and is returned at once.
+		Retry: client.RetryPolicy{RateLimited: true},
 	}
 	c, err := client.New(cfg)
 	if err != nil {

@@ -45,10 +45,20 @@ type cliService struct {
 
 func startCLIService(t *testing.T) *cliService {
 	t.Helper()
-	p := servertest.New(t, func() time.Time { return cliServerNow })
+	return startCLIServiceOn(t, servertest.New(t, func() time.Time { return cliServerNow }))
+}
+
+// startCLIServiceOn is startCLIService on parts the test has prepared
+// (e.g. with privacy lists in the data dir); configure may change the
+// server's Config.
+func startCLIServiceOn(t *testing.T, p *servertest.Parts, configure ...func(*server.Config)) *cliService {
+	t.Helper()
 	engine, svc, meter, now := p.Geo, p.Accounts, p.Meter, p.Now
-	srv, err := server.New(server.Config{Version: "cli-test", Logger: slog.New(slog.DiscardHandler), Now: now},
-		server.Deps{Geo: engine, Accounts: svc, Meter: meter, Registry: prometheus.NewRegistry()})
+	cfg := server.Config{Version: "cli-test", Logger: slog.New(slog.DiscardHandler), Now: now}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	srv, err := server.New(cfg, server.Deps{Geo: engine, Accounts: svc, Meter: meter, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

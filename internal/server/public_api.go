@@ -22,7 +22,8 @@ var (
 )
 
 // api is the public API's surface: the metered location query
-// (public_query.go, public_batch.go), Get my IP, ping, usage, the page's
+// (public_query.go, public_batch.go) and AS query (public_asn.go), Get
+// my IP, ping, usage, the page's
 // own record (public_me.go) and the web page. Its failures are the
 // envelope (renderAPI).
 type api struct {

@@ -193,7 +193,14 @@ func notAllowed(w http.ResponseWriter, allow []string) error {
 // CONNECT, 405 or 404 in the surface's format.
 func (rt *router) serve(w *exchange, r *http.Request) {
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-		if methods, ok := rt.cors[r.URL.Path]; ok {
+		methods, ok := rt.cors[r.URL.Path]
+		if !ok {
+			// A path with a wildcard ("/api/asn/{asn}") is known by
+			// the pattern that matches it.
+			_, pattern := rt.mux.Handler(r)
+			methods, ok = rt.cors[pattern]
+		}
+		if ok {
 			preflight(w, r, methods)
 			return
 		}

@@ -18,11 +18,13 @@ const routeQuery = "POST /api/ip-query"
 // preflights. A "GET" pattern also answers HEAD; a pattern without a
 // method answers every method.
 
-// routes is the public API: the location query, Get my IP and the web page.
+// routes is the public API: the location query, the AS query, Get my IP
+// and the web page.
 func (s *api) routes() []route {
 	return []route{
 		{pattern: routeQuery, limit: byKey, cors: true, h: s.handleQuery},                   // metered location query (Bearer key)
 		{pattern: "POST /api/ip-query/batch", limit: byKey, cors: true, h: s.handleBatch},   // up to 100 metered queries in one (Bearer key)
+		{pattern: "GET /api/asn/{asn}", limit: byKey, cors: true, h: s.handleAS},            // one AS: name, country, prefixes (Bearer key, metered)
 		{pattern: "GET /api/ip/myip", limit: byAddress, cors: true, h: s.handleMyIP},        // Get my IP, auto detection (JSON)
 		{pattern: "GET /ipv4", limit: byAddressText, cors: true, h: s.family(ipatlas.IPv4)}, // Get my IP, IPv4 only (text), any host
 		{pattern: "GET /ipv6", limit: byAddressText, cors: true, h: s.family(ipatlas.IPv6)}, // Get my IP, IPv6 only (text), any host

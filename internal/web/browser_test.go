@@ -36,6 +36,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/ipatlas/ipatlas/internal/server"
 	"github.com/ipatlas/ipatlas/internal/servertest"
 	"github.com/ipatlas/ipatlas/internal/web"
@@ -75,6 +76,14 @@ func newStack(t *testing.T) *stack {
 	ctx := context.Background()
 	p := servertest.New(t, func() time.Time { return testNow })
 	engine, svc, meter, now := p.Geo, p.Accounts, p.Meter, p.Now
+	// Privacy lists, so that records carry flags: Google's 8.8.8.0/24 on
+	// Google's own ranges, and the IPv4 visitor a Tor exit.
+	dataDir := filepath.Join(p.Dir, "data")
+	geotest.WritePrivacyList(t, dataDir, "ipranges-google-ipv4", "8.8.8.0/24\n", time.Now())
+	geotest.WritePrivacyList(t, dataDir, privacy.TorList, geotest.TorExits(200, visitor4.IP), time.Now())
+	if err := engine.ReloadPrivacy(); err != nil {
+		t.Fatal(err)
+	}
 	credits := int64(initialCredits)
 	a, err := svc.CreateAccount(ctx, account.AccountParams{Name: "browser", Tier: account.Free, Credits: &credits})
 	if err != nil {
@@ -557,7 +566,8 @@ func TestBrowser(t *testing.T) {
 		if want := "Your address " + visitor4.IP + " is near Beijing, China."; v.MeCaption != want {
 			t.Errorf("caption %q, want %q", v.MeCaption, want)
 		}
-		wantRec := map[string]string{"ip": visitor4.IP, "country": "China (CN)", "city": "Beijing", "isp": visitor4.ISP, "asn": visitor4.ASN, "time_zone": "Asia/Shanghai", "coords": "39.9075° N, 116.3970° E"}
+		wantRec := map[string]string{"ip": visitor4.IP, "country": "China (CN)", "city": "Beijing", "isp": visitor4.ISP, "asn": visitor4.ASN, "time_zone": "Asia/Shanghai", "coords": "39.9075° N, 116.3970° E",
+			"route": visitor4.Network, "privacy": "Tor exit"}
 		for f, want := range wantRec {
 			if got := v.MeRecord[f]; got != want {
 				t.Errorf("your record's %s is %q, want %q", f, got, want)
@@ -618,7 +628,8 @@ func TestBrowser(t *testing.T) {
 		if v.QError != "" {
 			t.Fatalf("lookup failed: %s", v.QError)
 		}
-		for f, want := range map[string]string{"ip": "8.8.8.8", "country": "United States (US)", "city": "Mountain View", "province": "California", "asn": "AS15169", "zip_code": "94043", "area_code": "1"} {
+		for f, want := range map[string]string{"ip": "8.8.8.8", "country": "United States (US)", "city": "Mountain View", "province": "California", "asn": "AS15169", "zip_code": "94043", "area_code": "1",
+			"route": "8.8.8.0/24", "privacy": "hosting or datacenter · Google"} {
 			if got := v.QRecord[f]; got != want {
 				t.Errorf("looked-up %s is %q, want %q", f, got, want)
 			}
@@ -643,7 +654,7 @@ func TestBrowser(t *testing.T) {
 
 		// In Chinese, submitted from the keyboard.
 		v = lookup(t, ctx, visitor4.IP, "zh", s.secret, true, true)
-		if v.QRecord["country"] != "中国 (CN)" || v.QRecord["continent"] != "亚洲 (AS)" {
+		if v.QRecord["country"] != "中国 (CN)" || v.QRecord["continent"] != "亚洲 (AS)" || v.QRecord["route"] != visitor4.Network || v.QRecord["privacy"] != "Tor 出口节点" {
 			t.Errorf("Chinese record: %v", v.QRecord)
 		}
 		if v.Credits != "498" || !strings.HasPrefix(v.Usage, "2 of 1,000") {

@@ -6,14 +6,41 @@ const LABELS = {
     ip: 'IP address', continent: 'Continent', country: 'Country', province: 'Province or state',
     city: 'City', district: 'District', isp: 'ISP', asn: 'ASN', coords: 'Coordinates',
     time_zone: 'Time zone', currency: 'Currency', zip_code: 'Postal code', area_code: 'Phone area code',
-    unknown: 'unknown',
+    route: 'Route', privacy: 'Network type', unknown: 'unknown',
+    hosting: 'hosting or datacenter', vpn: 'VPN', tor: 'Tor exit', relay: 'anonymising relay',
+    nolist: 'on none of the lists', torunknown: 'Tor unknown',
   },
   zh: {
     ip: 'IP地址', continent: '大洲', country: '国家', province: '省份', city: '城市', district: '区县',
     isp: '运营商', asn: 'ASN', coords: '经纬度', time_zone: '时区', currency: '货币',
-    zip_code: '邮政编码', area_code: '电话区号', unknown: '未知',
+    zip_code: '邮政编码', area_code: '电话区号', route: '路由', privacy: '网络类型', unknown: '未知',
+    hosting: '托管或数据中心', vpn: 'VPN', tor: 'Tor 出口节点', relay: '匿名中继',
+    nolist: '不在任何列表中', torunknown: 'Tor 未知',
   },
 };
+
+// privacyText says what kind of network the record's privacy object
+// describes: the flags that are set, then the service a list names
+// ("hosting or datacenter, VPN · Proton VPN"). The service is shown as the
+// list spells it, in both languages. A flag is only ever "set"; an address
+// on no list is "on none of the lists", which is not a proof of anything.
+// Without the object the flags are unknown (the server has no lists), and
+// without tor the Tor list is too old to tell: both are said, never shown
+// as false.
+export function privacyText(p, lang) {
+  const L = LABELS[lang] || LABELS.en;
+  if (!p || typeof p !== 'object') return '';
+  const on = [];
+  if (p.hosting === true) on.push(L.hosting);
+  if (p.vpn === true) on.push(L.vpn);
+  if (p.tor === true) on.push(L.tor);
+  if (p.relay === true) on.push(L.relay);
+  const sep = lang === 'zh' ? '，' : ', ';
+  let text = on.length ? on.join(sep) : L.nolist;
+  if (p.service) text += ' · ' + p.service;
+  if (typeof p.tor !== 'boolean') text += (lang === 'zh' ? '；' : '; ') + L.torunknown;
+  return text;
+}
 
 // hasLocation reports whether a record carries coordinates. Absent means
 // unknown; 0,0 is a real place and is shown as such.
@@ -56,6 +83,8 @@ export function renderRecord(dl, rec, lang) {
     ['district', rec.district],
     ['isp', rec.isp],
     ['asn', rec.asn],
+    ['route', rec.route],
+    ['privacy', privacyText(rec.privacy, lang)],
     ['coords', hasLocation(rec) ? formatCoords(rec) : ''],
     ['time_zone', rec.time_zone],
     ['currency', rec.currency],
