@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/http/pprof"
+	"strings"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -31,7 +32,16 @@ func (s *api) routes() []route {
 		{pattern: "GET /assets/", h: serveHTTP(s.page)},                                     // the page's embedded scripts, styles and map
 		{pattern: "GET /api/ping", limit: byAddress, cors: true, h: s.handlePing},           // round-trip test (JSON)
 		{pattern: "GET /api/usage", limit: byKey, cors: true, h: s.handleUsage},             // the calling key's quota and credits (Bearer key)
+		{pattern: "GET /api/lookup/{ip}", limit: byKey, cors: true, h: s.handleLookup},      // the metered query as a GET (?lang=&fields=)
 		{pattern: "GET /openapi.yaml", h: serveDoc(publicDoc)},                              // this API's OpenAPI 3 document
+	}
+}
+
+// textRoutes are the public API's plain-text routes: their failures are
+// a line of text (renderText).
+func (s *api) textRoutes() []route {
+	return []route{
+		{pattern: "GET /api/lookup/{ip}/{field}", limit: byKey, cors: true, h: s.handleLookupField}, // one field of the metered query, as text
 	}
 }
 
@@ -122,13 +132,36 @@ func (s *admin) routes() []route {
 // API elsewhere.
 func (s *Server) publicHandler() *router {
 	rt := newRouter(s.limit)
-	rt.mount(s.api.routes(), s.renderAPI)
-	rt.mount(s.portal.routes(), s.renderCoded)
+	for _, t := range s.publicTables() {
+		rt.mount(t.routes, t.render)
+	}
 	rt.finish(
 		area{match: isPortalAPI, render: s.renderCoded},
+		area{match: isLookupField, render: s.renderText},
 		area{match: anyPath, render: s.renderAPI},
 	)
 	return rt
+}
+
+// routeTable is a route table and the renderer of its failures.
+type routeTable struct {
+	routes []route
+	render renderer
+}
+
+// publicTables are the public listener's route tables.
+func (s *Server) publicTables() []routeTable {
+	return []routeTable{
+		{s.api.routes(), s.renderAPI},
+		{s.api.textRoutes(), s.renderText},
+		{s.portal.routes(), s.renderCoded},
+	}
+}
+
+// isLookupField reports whether a path is GET /api/lookup/{ip}/{field}'s.
+func isLookupField(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/api/lookup/")
+	return ok && strings.Count(rest, "/") == 1
 }
 
 // adminHandler is the admin listener. Its unmatched requests under the
