@@ -45,6 +45,20 @@ func (s *api) textRoutes() []route {
 	}
 }
 
+// ipinfoRoutes are the ipinfo shape (ipinfo.go): ipinfo's paths under
+// /ipinfo/, its answers and its error body (renderIPInfo). "GET
+// /ipinfo/json" and "POST /ipinfo/batch" are fixed paths beside the
+// wildcard; the router gives them their own 405s.
+func (s *api) ipinfoRoutes() []route {
+	return []route{
+		{pattern: "GET /ipinfo/{$}", limit: byKey, cors: true, h: s.handleIPInfoSelf},             // the caller's own address
+		{pattern: "GET /ipinfo/json", limit: byKey, cors: true, h: s.handleIPInfoSelf},            // the same
+		{pattern: "GET /ipinfo/{what}", limit: byKey, cors: true, h: s.handleIPInfo},              // an address, or an AS ("AS15169")
+		{pattern: "GET /ipinfo/{what}/{field}", limit: byKey, cors: true, h: s.handleIPInfoField}, // one field of an address ("8.8.8.8/city"), or "json"
+		{pattern: "POST /ipinfo/batch", limit: byKey, cors: true, h: s.handleIPInfoBatch},         // up to 1,000 items, metered per item
+	}
+}
+
 // routes is the owners' portal on the public listener: its page, and its
 // JSON API (session cookie; see portal_api.go and session.go).
 func (s *portal) routes() []route {
@@ -138,6 +152,7 @@ func (s *Server) publicHandler() *router {
 	rt.finish(
 		area{match: isPortalAPI, render: s.renderCoded},
 		area{match: isLookupField, render: s.renderText},
+		area{match: isIPInfo, render: s.renderIPInfo},
 		area{match: anyPath, render: s.renderAPI},
 	)
 	return rt
@@ -154,6 +169,7 @@ func (s *Server) publicTables() []routeTable {
 	return []routeTable{
 		{s.api.routes(), s.renderAPI},
 		{s.api.textRoutes(), s.renderText},
+		{s.api.ipinfoRoutes(), s.renderIPInfo},
 		{s.portal.routes(), s.renderCoded},
 	}
 }
