@@ -229,3 +229,23 @@ func TestIPInfoShape(t *testing.T) {
 		t.Errorf("filter=1: %d %s", r.Code, r.Body)
 	}
 }
+
+// With privacy data loaded, ipinfo's privacy object carries the record's
+// flags and service.
+func TestIPInfoPrivacy(t *testing.T) {
+	e := newPrivacyEnv(t)
+	srv := httptest.NewServer(e.pub)
+	t.Cleanup(srv.Close)
+	_, k := e.customer(t, account.Pro, 0, 1000)
+	p, err := ipinfoClient(t, srv, k.Secret).GetIPPrivacy(net.ParseIP("8.8.8.8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p == nil || !p.Hosting || !p.Tor || p.VPN || p.Relay || p.Proxy || p.Service != "Google" {
+		t.Errorf("privacy %+v", p)
+	}
+	r := e.do(t, req{method: "GET", path: "/ipinfo/8.8.8.8/privacy", key: k.Secret})
+	if r.Body.String() != `{"vpn":false,"tor":true,"relay":false,"hosting":true,"service":"Google"}`+"\n" {
+		t.Errorf("privacy field: %s", r.Body)
+	}
+}

@@ -59,6 +59,17 @@ func (s *api) ipinfoRoutes() []route {
 	}
 }
 
+// ipapiRoutes are the ip-api shape (ipapi.go): ip-api's paths under
+// /ip-api/, its answers and its failure body (renderIPAPI).
+func (s *api) ipapiRoutes() []route {
+	return []route{
+		{pattern: "GET /ip-api/json", limit: byKey, cors: true, h: s.handleIPAPISelf},     // the caller's own address
+		{pattern: "GET /ip-api/json/{$}", limit: byKey, cors: true, h: s.handleIPAPISelf}, // the same
+		{pattern: "GET /ip-api/json/{ip}", limit: byKey, cors: true, h: s.handleIPAPI},    // one address (?fields=&lang=&key=)
+		{pattern: "POST /ip-api/batch", limit: byKey, cors: true, h: s.handleIPAPIBatch},  // up to 100 queries, metered per address
+	}
+}
+
 // routes is the owners' portal on the public listener: its page, and its
 // JSON API (session cookie; see portal_api.go and session.go).
 func (s *portal) routes() []route {
@@ -153,6 +164,7 @@ func (s *Server) publicHandler() *router {
 		area{match: isPortalAPI, render: s.renderCoded},
 		area{match: isLookupField, render: s.renderText},
 		area{match: isIPInfo, render: s.renderIPInfo},
+		area{match: isIPAPI, render: s.renderIPAPI},
 		area{match: anyPath, render: s.renderAPI},
 	)
 	return rt
@@ -170,6 +182,7 @@ func (s *Server) publicTables() []routeTable {
 		{s.api.routes(), s.renderAPI},
 		{s.api.textRoutes(), s.renderText},
 		{s.api.ipinfoRoutes(), s.renderIPInfo},
+		{s.api.ipapiRoutes(), s.renderIPAPI},
 		{s.portal.routes(), s.renderCoded},
 	}
 }
