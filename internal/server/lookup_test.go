@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
@@ -226,5 +229,56 @@ func TestKeyInURL(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkLookupGET is GET /api/lookup/{ip} with the key in the URL
+// through the whole public handler, as BenchmarkQuery measures the POST.
+func BenchmarkLookupGET(b *testing.B) {
+	e, k := benchEnv(b)
+	var failed atomic.Int64
+	b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r := httptest.NewRequest("GET", "/api/lookup/8.8.8.8?lang=zh&key="+url.QueryEscape(k.Secret), nil)
+			r.RemoteAddr = testPeer
+			w := httptest.NewRecorder()
+			e.pub.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				failed.Add(1)
+			}
+		}
+	})
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d lookups failed", n)
+	}
+}
+
+// The caller's own address through the shapes: the test peer is in
+// TEST-NET-3, so ipinfo answers a bogon and ip-api "reserved range",
+// both free.
+func TestShapesOwnAddress(t *testing.T) {
+	e := newEnv(t)
+	_, k := e.customer(t, account.Pro, 0, 1000)
+	for _, path := range []string{"/ipinfo/", "/ipinfo/json"} {
+		r := e.do(t, req{method: "GET", path: path, key: k.Secret})
+		if r.Code != http.StatusOK || r.Body.String() != `{"ip":"203.0.113.7","bogon":true}`+"\n" {
+			t.Errorf("%s: %d %s", path, r.Code, r.Body)
+		}
+	}
+	for _, path := range []string{"/ip-api/json", "/ip-api/json/"} {
+		r := e.do(t, req{method: "GET", path: path, key: k.Secret})
+		if r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `"message":"reserved range","query":"203.0.113.7"`) {
+			t.Errorf("%s: %d %s", path, r.Code, r.Body)
+		}
+	}
+	r := e.do(t, req{method: "GET", path: "/ipinfo/", key: k.Secret, remote: "8.8.8.8:1234"})
+	if r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `"city":"Mountain View"`) {
+		t.Errorf("/ipinfo/ from 8.8.8.8: %d %s", r.Code, r.Body)
+	}
+	if n := used(t, e, k.ID); n != 1 {
+		t.Errorf("used %d, want 1", n)
 	}
 }
