@@ -281,7 +281,7 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request) error {
 		putBuf(buf)
 	}
 	if berr == nil {
-		berr = checkBatchSize(len(items), items == nil)
+		berr = checkIPAPIBatchSize(len(items))
 	}
 	if berr != nil {
 		return s.uncharged(ctx, w, &meta, berr.code, berr.detail(lang))
@@ -341,6 +341,18 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request) error {
 		s.standing(ctx, w, &w.caller, &meta)
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func checkIPAPIBatchSize(n int) *bodyError {
+	switch {
+	case n == 0:
+		return &bodyError{ipatlas.CodeInvalidRequest, "the batch is empty; give 1 to 100 queries", "批量请求为空，请提供 1 到 100 个查询"}
+	case n > maxIPAPIBatch:
+		return &bodyError{ipatlas.CodeTooManyItems,
+			strconv.Itoa(n) + " queries; the limit is " + strconv.Itoa(maxIPAPIBatch),
+			strconv.Itoa(n) + " 个查询，上限为 " + strconv.Itoa(maxIPAPIBatch) + " 个"}
+	}
 	return nil
 }
 

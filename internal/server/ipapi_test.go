@@ -213,6 +213,8 @@ func TestIPAPIMetering(t *testing.T) {
 			{"GET", "/ip-api/json/8.8.8.8?" + sk, "", ipatlas.CodeRateLimitExceeded},
 			{"POST", "/ip-api/batch?" + sk, `["8.8.8.8"]`, ipatlas.CodeRateLimitExceeded},
 			{"POST", "/ip-api/batch?" + key, `{"query":"8.8.8.8"}`, ipatlas.CodeInvalidRequest},
+			{"POST", "/ip-api/batch?" + key, `null`, ipatlas.CodeInvalidRequest},
+			{"POST", "/ip-api/batch?" + key, `[]`, ipatlas.CodeInvalidRequest},
 			{"POST", "/ip-api/batch?" + key, `[` + strings.Repeat(`"8.8.8.8",`, 100) + `"8.8.8.8"]`, ipatlas.CodeTooManyItems},
 			{"DELETE", "/ip-api/batch?" + key, "", ipatlas.CodeMethodNotAllowed},
 			{"GET", "/ip-api/xml/8.8.8.8?" + key, "", ipatlas.CodeNotFound},

@@ -78,10 +78,10 @@ func securityHeaders(h http.Header, r *http.Request, admin bool) {
 
 // preflight answers a CORS preflight (OPTIONS with
 // Access-Control-Request-Method) for a route of the public API that takes
-// them (router.go): 204 with the methods the path (a route's pattern
-// path) takes and the headers a
-// browser may send. Other paths are routed as any request (404, or 405 for
-// OPTIONS on a known path).
+// them (router.go): 204 with the methods the path takes and the headers a
+// browser may send. path is the route's path as its pattern writes it,
+// the metrics' label. Other paths are routed as any request (404, or 405
+// for OPTIONS on a known path).
 func preflight(w *exchange, r *http.Request, methods []string, path string) {
 	h := w.Header()
 	h["Access-Control-Allow-Origin"] = hdrAnyOrig
