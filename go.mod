@@ -6,6 +6,7 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/ipinfo/go/v2 v2.14.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/longbridgeapp/opencc v0.3.13
 	github.com/maxmind/mmdbwriter v1.2.0
@@ -62,6 +63,7 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/oasdiff/yaml v0.1.1 // indirect
 	github.com/oasdiff/yaml3 v0.0.14 // indirect
+	github.com/patrickmn/go-cache v2.1.0+incompatible // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect

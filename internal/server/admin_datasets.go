@@ -16,7 +16,8 @@ type Datasets struct {
 	Update   *dataset.UpdateStatus `json:"update"` // null when scheduled updates are off
 }
 
-// DatasetFile is one MMDB file in service, in precedence order.
+// DatasetFile is one file in service, in precedence order: an MMDB file,
+// or a privacy list.
 type DatasetFile struct {
 	File         string    `json:"file"`
 	Kind         string    `json:"kind"`
@@ -24,6 +25,12 @@ type DatasetFile struct {
 	IPVersion    int       `json:"ip_version"`
 	BuildTime    time.Time `json:"build_time"`
 	AgeSeconds   int64     `json:"age_seconds"` // since BuildTime
+	// A privacy list (Kind "privacy") also says where its copy came from,
+	// its size in bytes and its number of entries; its BuildTime is the
+	// list's date.
+	URL      string `json:"url,omitempty"`
+	Bytes    int64  `json:"bytes,omitempty"`
+	Networks int    `json:"networks,omitempty"`
 }
 
 // DatasetSources is what the server cannot see for itself: the manifest of
@@ -40,7 +47,8 @@ func (s *admin) datasets(w *exchange, r *http.Request) error {
 		for _, d := range l.Datasets() {
 			built, _ := time.Parse(time.RFC3339, d.BuildTime)
 			body.Files = append(body.Files, DatasetFile{File: d.File, Kind: d.Kind, DatabaseType: d.DatabaseType,
-				IPVersion: d.IPVersion, BuildTime: built, AgeSeconds: int64(now.Sub(built) / time.Second)})
+				IPVersion: d.IPVersion, BuildTime: built, AgeSeconds: int64(now.Sub(built) / time.Second),
+				URL: d.URL, Bytes: d.Bytes, Networks: d.Networks})
 		}
 	}
 	if s.deps.DatasetSources != nil {

@@ -248,7 +248,11 @@ func TestBadInput(t *testing.T) {
 		{name: "300-character key", body: private, auth: bearer(k.Secret + strings.Repeat("a", 300)), status: unauth, code: keyErr, anon: true},
 		{name: "revoked key", body: private, auth: bearer(revoked.Secret), status: unauth, code: keyErr, anon: true},
 		{name: "rotated key's old secret", body: private, auth: bearer(rotated.Secret), status: unauth, code: keyErr, anon: true},
-		{name: "key in the query string", path: "/api/ip-query?key=" + k.Secret, body: private, auth: []string{noAuth}, status: unauth, code: keyErr, anon: true},
+		// Decided: a key in the URL is accepted, for tools that cannot set
+		// a header (keyparam.go); in the body it is not.
+		{name: "key in the query string", path: "/api/ip-query?key=" + k.Secret, body: private, auth: []string{noAuth}, status: bad, code: prv},
+		{name: "token in the query string", path: "/api/ip-query?token=" + k.Secret, body: private, auth: []string{noAuth}, status: bad, code: prv},
+		{name: "two keys, header and query", path: "/api/ip-query?key=" + k.Secret, body: private, auth: bearer(rotated.Secret), status: unauth, code: keyErr, anon: true},
 		{name: "key in the body", body: `{"ip":"10.0.0.1","key":"` + k.Secret + `"}`, auth: []string{noAuth}, status: unauth, code: keyErr, anon: true},
 		// Decided: the scheme is case-insensitive (RFC 9110 section 11.1)
 		// and surrounding spaces are trimmed; the key is accepted.

@@ -63,3 +63,32 @@ func TestAdminDatasets(t *testing.T) {
 	r = e.doAdmin(t, req{method: "GET", path: "/admin/datasets"})
 	wantAdminError(t, r, http.StatusUnauthorized, CodeUnauthorized)
 }
+
+// GET /admin/datasets shows each privacy list's source URL, date, size and
+// entries.
+func TestAdminDatasetsPrivacy(t *testing.T) {
+	e := newPrivacyEnv(t)
+	r := e.adminCall(t, "GET", "/admin/datasets", "")
+	if r.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", r.Code, r.Body)
+	}
+	got := decode[Datasets](t, r)
+	lists := 0
+	for _, f := range got.Files {
+		if f.Kind != "privacy" {
+			continue
+		}
+		lists++
+		if f.URL == "" || f.Bytes <= 0 || f.Networks <= 0 || f.BuildTime.IsZero() {
+			t.Errorf("privacy list without its source, size, entries or date: %+v", f)
+		}
+		if f.File == "tor-exits.txt" || strings.Contains(f.URL, "torproject") {
+			if !f.BuildTime.Equal(testNow.Add(-time.Hour)) || f.Networks != 201 {
+				t.Errorf("the Tor list: %+v, want dated an hour ago with 201 entries (200 and 8.8.8.8)", f)
+			}
+		}
+	}
+	if lists < 2 {
+		t.Errorf("%d privacy lists in %+v", lists, got.Files)
+	}
+}

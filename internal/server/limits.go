@@ -208,7 +208,10 @@ func (s *Server) limit(w *exchange, r *http.Request, class limitClass) error {
 		}
 		return apiFail(ipatlas.CodeInvalidAPIKey, detail)
 	}
-	token, ok := bearer(r)
+	token, ok, err := requestKey(w, r)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		w.caller = caller{err: errNoKey}
 		return nil

@@ -1,15 +1,12 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo"
 )
 
@@ -57,41 +54,11 @@ func (s *api) handleAS(w *exchange, r *http.Request) error {
 		return s.uncharged(ctx, w, &meta, ipatlas.CodeServiceUnavailable, "")
 	}
 
-	if err := s.chargeOne(ctx, w, r, lang, &meta); err != nil {
+	if err := s.chargeOne(ctx, w, r, &meta, lang); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, &ipatlas.ASEnvelope{Success: true, Data: &as, Meta: meta})
 	return nil
-}
-
-// chargeOne charges one query to the caller's key: on a grant it sets the
-// quota headers and meta's balance and returns nil; otherwise it returns
-// the failure to answer, which charged nothing (the quota before the
-// credits, as for the location query).
-func (s *api) chargeOne(ctx context.Context, w *exchange, r *http.Request, lang ipatlas.Lang, meta *ipatlas.Meta) error {
-	out, err := s.deps.Meter.Charge(ctx, w.caller.key)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "charging", errAttr(err))
-		}
-		// Nothing is known to be charged; the cached balance is the best
-		// cheap answer and the store is likely down anyway.
-		return &apiError{code: ipatlas.CodeServiceUnavailable, meta: *meta}
-	}
-	if out.Deny == account.DenyKey {
-		// Revoked or rotated between authentication and charge.
-		return s.keyError(w, r, account.ErrBadKey)
-	}
-	s.rateHeaders(w, out.Limit, out.Remaining, out.Reset)
-	meta.CurrentCredits = out.Credits
-	switch {
-	case out.Deny == account.DenyNone && out.Granted:
-		return nil
-	case out.Deny == account.DenyCredits:
-		return &apiError{code: ipatlas.CodeInsufficientCredits, meta: *meta}
-	}
-	w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(out.Reset), 10)}
-	return &apiError{code: ipatlas.CodeRateLimitExceeded, detail: quotaSpent(lang, out.Limit, out.Reset), meta: *meta}
 }
 
 // errBadQuery is a query string that does not parse (a bad %-escape).

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -66,7 +67,10 @@ type router struct {
 	methods map[string][]string // path pattern -> methods registered on it
 	order   []string
 	cors    map[string][]string // path -> the methods a preflight allows
-	areas   []area
+	// corsWild matches a request's path to the paths of cors with a
+	// wildcard; nil when there are none.
+	corsWild *http.ServeMux
+	areas    []area
 }
 
 func newRouter(limit func(w *exchange, r *http.Request, l limitClass) error) *router {
@@ -129,16 +133,61 @@ func (rt *router) adapt(render renderer, l limitClass, h handler) http.Handler {
 // that matches).
 func (rt *router) finish(areas ...area) {
 	rt.areas = areas
+	for path := range rt.cors {
+		if strings.Contains(path, "{") {
+			if rt.corsWild == nil {
+				rt.corsWild = http.NewServeMux()
+			}
+			rt.corsWild.Handle(path, http.NotFoundHandler())
+		}
+	}
 	for _, path := range rt.order {
 		ms := rt.methods[path]
 		slices.Sort(ms)
-		e := &routeError{allow: strings.Join(slices.Compact(ms), ", ")}
+		ms = slices.Compact(ms)
+		e := &routeError{allow: strings.Join(ms, ", ")}
 		e.hdr = []string{e.allow}
-		rt.mux.Handle(path, rt.unmatched(e))
+		if !rt.shadowed(path) {
+			rt.mux.Handle(path, rt.unmatched(e))
+			continue
+		}
+		// A fixed path beside a wildcard of another method ("POST
+		// /ipinfo/batch" beside "GET /ipinfo/{what}"): the mux refuses a
+		// method-less pattern there as ambiguous, so the path gets one
+		// pattern per method it does not take.
+		for _, m := range stdMethods {
+			if !slices.Contains(ms, m) {
+				rt.mux.Handle(m+" "+path, rt.unmatched(e))
+			}
+		}
 	}
 	if _, ok := rt.methods["/"]; !ok {
 		rt.mux.Handle("/", rt.unmatched(&routeError{}))
 	}
+}
+
+// stdMethods are the methods of RFC 9110 and PATCH.
+var stdMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace}
+
+// shadowed reports whether another path with a wildcard also matches
+// path, which the mux then holds to be ambiguous with a method-less
+// pattern for path.
+func (rt *router) shadowed(path string) bool {
+	if strings.Contains(path, "{") {
+		return false
+	}
+	for _, other := range rt.order {
+		if other == path || !strings.Contains(other, "{") {
+			continue
+		}
+		probe := http.NewServeMux()
+		probe.Handle(other, http.NotFoundHandler())
+		if _, p := probe.Handler(&http.Request{Method: http.MethodGet, URL: &url.URL{Path: path}}); p != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (rt *router) unmatched(e *routeError) http.Handler {
@@ -193,15 +242,18 @@ func notAllowed(w http.ResponseWriter, allow []string) error {
 // CONNECT, 405 or 404 in the surface's format.
 func (rt *router) serve(w *exchange, r *http.Request) {
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-		methods, ok := rt.cors[r.URL.Path]
-		if !ok {
-			// A path with a wildcard ("/api/asn/{asn}") is known by
-			// the pattern that matches it.
-			_, pattern := rt.mux.Handler(r)
-			methods, ok = rt.cors[pattern]
+		path := r.URL.Path
+		methods, ok := rt.cors[path]
+		if !ok && rt.corsWild != nil {
+			// A path with a wildcard ("/api/lookup/{ip}"): its pattern,
+			// never the request's path, is the route's name.
+			if _, pat := rt.corsWild.Handler(r); pat != "" {
+				path = pat
+				methods, ok = rt.cors[pat]
+			}
 		}
 		if ok {
-			preflight(w, r, methods)
+			preflight(w, r, methods, path)
 			return
 		}
 	}

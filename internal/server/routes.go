@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/http/pprof"
+	"strings"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -33,7 +34,41 @@ func (s *api) routes() []route {
 		{pattern: "GET /assets/", h: serveHTTP(s.page)},                                     // the page's embedded scripts, styles and map
 		{pattern: "GET /api/ping", limit: byAddress, cors: true, h: s.handlePing},           // round-trip test (JSON)
 		{pattern: "GET /api/usage", limit: byKey, cors: true, h: s.handleUsage},             // the calling key's quota and credits (Bearer key)
+		{pattern: "GET /api/lookup/{ip}", limit: byKey, cors: true, h: s.handleLookup},      // the metered query as a GET (?lang=&fields=)
 		{pattern: "GET /openapi.yaml", h: serveDoc(publicDoc)},                              // this API's OpenAPI 3 document
+	}
+}
+
+// textRoutes are the public API's plain-text routes: their failures are
+// a line of text (renderText).
+func (s *api) textRoutes() []route {
+	return []route{
+		{pattern: "GET /api/lookup/{ip}/{field}", limit: byKey, cors: true, h: s.handleLookupField}, // one field of the metered query, as text
+	}
+}
+
+// ipinfoRoutes are the ipinfo shape (ipinfo.go): ipinfo's paths under
+// /ipinfo/, its answers and its error body (renderIPInfo). "GET
+// /ipinfo/json" and "POST /ipinfo/batch" are fixed paths beside the
+// wildcard; the router gives them their own 405s.
+func (s *api) ipinfoRoutes() []route {
+	return []route{
+		{pattern: "GET /ipinfo/{$}", limit: byKey, cors: true, h: s.handleIPInfoSelf},             // the caller's own address
+		{pattern: "GET /ipinfo/json", limit: byKey, cors: true, h: s.handleIPInfoSelf},            // the same
+		{pattern: "GET /ipinfo/{what}", limit: byKey, cors: true, h: s.handleIPInfo},              // an address, or an AS ("AS15169")
+		{pattern: "GET /ipinfo/{what}/{field}", limit: byKey, cors: true, h: s.handleIPInfoField}, // one field of an address ("8.8.8.8/city"), or "json"
+		{pattern: "POST /ipinfo/batch", limit: byKey, cors: true, h: s.handleIPInfoBatch},         // up to 1,000 items, metered per item
+	}
+}
+
+// ipapiRoutes are the ip-api shape (ipapi.go): ip-api's paths under
+// /ip-api/, its answers and its failure body (renderIPAPI).
+func (s *api) ipapiRoutes() []route {
+	return []route{
+		{pattern: "GET /ip-api/json", limit: byKey, cors: true, h: s.handleIPAPISelf},     // the caller's own address
+		{pattern: "GET /ip-api/json/{$}", limit: byKey, cors: true, h: s.handleIPAPISelf}, // the same
+		{pattern: "GET /ip-api/json/{ip}", limit: byKey, cors: true, h: s.handleIPAPI},    // one address (?fields=&lang=&key=)
+		{pattern: "POST /ip-api/batch", limit: byKey, cors: true, h: s.handleIPAPIBatch},  // up to 100 queries, metered per address
 	}
 }
 
@@ -124,13 +159,40 @@ func (s *admin) routes() []route {
 // API elsewhere.
 func (s *Server) publicHandler() *router {
 	rt := newRouter(s.limit)
-	rt.mount(s.api.routes(), s.renderAPI)
-	rt.mount(s.portal.routes(), s.renderCoded)
+	for _, t := range s.publicTables() {
+		rt.mount(t.routes, t.render)
+	}
 	rt.finish(
 		area{match: isPortalAPI, render: s.renderCoded},
+		area{match: isLookupField, render: s.renderText},
+		area{match: isIPInfo, render: s.renderIPInfo},
+		area{match: isIPAPI, render: s.renderIPAPI},
 		area{match: anyPath, render: s.renderAPI},
 	)
 	return rt
+}
+
+// routeTable is a route table and the renderer of its failures.
+type routeTable struct {
+	routes []route
+	render renderer
+}
+
+// publicTables are the public listener's route tables.
+func (s *Server) publicTables() []routeTable {
+	return []routeTable{
+		{s.api.routes(), s.renderAPI},
+		{s.api.textRoutes(), s.renderText},
+		{s.api.ipinfoRoutes(), s.renderIPInfo},
+		{s.api.ipapiRoutes(), s.renderIPAPI},
+		{s.portal.routes(), s.renderCoded},
+	}
+}
+
+// isLookupField reports whether a path is GET /api/lookup/{ip}/{field}'s.
+func isLookupField(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/api/lookup/")
+	return ok && strings.Count(rest, "/") == 1
 }
 
 // adminHandler is the admin listener. Its unmatched requests under the

@@ -79,15 +79,16 @@ func securityHeaders(h http.Header, r *http.Request, admin bool) {
 // preflight answers a CORS preflight (OPTIONS with
 // Access-Control-Request-Method) for a route of the public API that takes
 // them (router.go): 204 with the methods the path takes and the headers a
-// browser may send. Other paths are routed as any request (404, or 405 for
-// OPTIONS on a known path).
-func preflight(w *exchange, r *http.Request, methods []string) {
+// browser may send. path is the route's path as its pattern writes it,
+// the metrics' label. Other paths are routed as any request (404, or 405
+// for OPTIONS on a known path).
+func preflight(w *exchange, r *http.Request, methods []string, path string) {
 	h := w.Header()
 	h["Access-Control-Allow-Origin"] = hdrAnyOrig
 	h["Access-Control-Allow-Methods"] = methods
 	h["Access-Control-Allow-Headers"] = hdrAllowHeaders
 	h["Access-Control-Max-Age"] = hdrMaxAge
-	r.Pattern = "OPTIONS " + r.URL.Path // a route's path: a bounded label
+	r.Pattern = "OPTIONS " + path // a route's path: a bounded label
 	w.WriteHeader(http.StatusNoContent)
 }
 

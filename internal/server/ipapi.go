@@ -1,0 +1,389 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
+)
+
+// The ip-api shape, under /ip-api/: ip-api.com's JSON endpoint and batch,
+// with its field names, its fields parameter (names or the numeric mask),
+// its lang values and its key parameter, so that a program written for
+// ip-api moves by changing its base URL and adding ?key=. Each address
+// answered is one location query. Like ip-api, an address that cannot be
+// answered (private, reserved, invalid) is {"status": "fail", "message":
+// ...} with status 200, and costs nothing; a refused key, a spent quota or
+// credits keep ipatlas's statuses (401, 429, 402), so that a client
+// notices them.
+
+// ipapiField is one field of ip-api's answer and its bit in the numeric
+// fields mask, as ip-api documents them.
+type ipapiField struct {
+	name string
+	bit  uint64
+}
+
+// ipapiFields are ip-api's fields in its order. reverse, mobile and
+// offset have no source here and are never answered.
+var ipapiFields = []ipapiField{
+	{"status", 1 << 14}, {"message", 1 << 15}, {"continent", 1 << 20}, {"continentCode", 1 << 21},
+	{"country", 1 << 0}, {"countryCode", 1 << 1}, {"region", 1 << 2}, {"regionName", 1 << 3},
+	{"city", 1 << 4}, {"district", 1 << 19}, {"zip", 1 << 5}, {"lat", 1 << 6}, {"lon", 1 << 7},
+	{"timezone", 1 << 8}, {"offset", 1 << 25}, {"currency", 1 << 23}, {"isp", 1 << 9}, {"org", 1 << 10},
+	{"as", 1 << 11}, {"asname", 1 << 22}, {"reverse", 1 << 12}, {"mobile", 1 << 16}, {"proxy", 1 << 17},
+	{"hosting", 1 << 24}, {"query", 1 << 13},
+}
+
+// ipapiDefault is ip-api's default selection: status, message, country,
+// countryCode, region, regionName, city, zip, lat, lon, timezone, isp,
+// org, as, query.
+const ipapiDefault = 61439
+
+// parseIPAPIFields reads ip-api's fields parameter: a number (the mask)
+// or field names separated by commas. Unknown names are ignored, as ip-api
+// ignores them; no parameter is the default selection.
+func parseIPAPIFields(v string) uint64 {
+	if v == "" {
+		return ipapiDefault
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		return n
+	}
+	var mask uint64
+	for name := range strings.SplitSeq(v, ",") {
+		name = strings.TrimSpace(name)
+		for _, f := range ipapiFields {
+			if f.name == name {
+				mask |= f.bit
+			}
+		}
+	}
+	return mask
+}
+
+// ipapiLang reads ip-api's lang: "zh-CN" (and the other spellings
+// ParseLang knows) is Chinese; ip-api's other languages (de, es, pt-BR,
+// fr, ja, ru) and anything else are English, the language ipatlas has.
+func ipapiLang(v string) ipatlas.Lang {
+	l, _ := ipatlas.ParseLang(v)
+	return l
+}
+
+// ipapiAnswer is one answer in ip-api's shape: its fields in ip-api's
+// order, each present when selected and known.
+type ipapiAnswer struct {
+	Status        string            `json:"status,omitempty"`
+	Message       string            `json:"message,omitempty"`
+	Continent     *string           `json:"continent,omitempty"`
+	ContinentCode *string           `json:"continentCode,omitempty"`
+	Country       *string           `json:"country,omitempty"`
+	CountryCode   *string           `json:"countryCode,omitempty"`
+	Region        *string           `json:"region,omitempty"`
+	RegionName    *string           `json:"regionName,omitempty"`
+	City          *string           `json:"city,omitempty"`
+	District      *string           `json:"district,omitempty"`
+	Zip           *string           `json:"zip,omitempty"`
+	Lat           *float64          `json:"lat,omitempty"`
+	Lon           *float64          `json:"lon,omitempty"`
+	Timezone      *string           `json:"timezone,omitempty"`
+	Currency      *string           `json:"currency,omitempty"`
+	ISP           *string           `json:"isp,omitempty"`
+	Org           *string           `json:"org,omitempty"`
+	AS            *string           `json:"as,omitempty"`
+	ASName        *string           `json:"asname,omitempty"`
+	Proxy         *bool             `json:"proxy,omitempty"`
+	Hosting       *bool             `json:"hosting,omitempty"`
+	Query         string            `json:"query,omitempty"`
+	Code          ipatlas.ErrorCode `json:"code,omitempty"` // ipatlas's, on a failure
+}
+
+// toIPAPI is a record in ip-api's shape, restricted to mask. region
+// (ip-api's region code) is empty: the data names regions but has no
+// codes. org and asname are the AS's organisation, isp's name too; proxy
+// is any of the VPN, Tor and relay flags. hosting and proxy are left out
+// while the privacy data is not loaded: unknown, not false.
+func toIPAPI(rec *ipatlas.Record, mask uint64) *ipapiAnswer {
+	a := &ipapiAnswer{}
+	has := func(name string) bool {
+		for _, f := range ipapiFields {
+			if f.name == name {
+				return mask&f.bit != 0
+			}
+		}
+		return false
+	}
+	str := func(name string, v string) *string {
+		if has(name) {
+			return &v
+		}
+		return nil
+	}
+	if has("status") {
+		a.Status = "success"
+	}
+	a.Continent, a.ContinentCode = str("continent", rec.Continent), str("continentCode", rec.ContinentCode)
+	a.Country, a.CountryCode = str("country", rec.Country), str("countryCode", rec.CountryCode)
+	a.Region, a.RegionName = str("region", ""), str("regionName", rec.Province)
+	a.City, a.District, a.Zip = str("city", rec.City), str("district", rec.District), str("zip", rec.ZipCode)
+	if has("lat") {
+		a.Lat = rec.Latitude
+	}
+	if has("lon") {
+		a.Lon = rec.Longitude
+	}
+	a.Timezone, a.Currency = str("timezone", rec.TimeZone), str("currency", rec.Currency)
+	a.ISP, a.Org = str("isp", rec.ISP), str("org", rec.ISP)
+	a.AS, a.ASName = str("as", strings.TrimSpace(rec.ASN+" "+rec.ISP)), str("asname", rec.ISP)
+	if p := rec.Privacy; p != nil {
+		if has("proxy") {
+			proxy := p.VPN || p.Relay || (p.Tor != nil && *p.Tor)
+			a.Proxy = &proxy
+		}
+		if has("hosting") {
+			a.Hosting = &p.Hosting
+		}
+	}
+	if has("query") {
+		a.Query = rec.IP
+	}
+	return a
+}
+
+// ipapiFail is ip-api's failure answer for one query.
+func ipapiFail(message, query string, code ipatlas.ErrorCode) *ipapiAnswer {
+	return &ipapiAnswer{Status: "fail", Message: message, Query: query, Code: code}
+}
+
+// ipapiResolve checks and looks up one query of the ip-api shape. A
+// failure is ip-api's answer (charge false); a success needs a charge.
+func (s *api) ipapiResolve(r *http.Request, query string, mask uint64, lang ipatlas.Lang) (a *ipapiAnswer, charge bool) {
+	addr, err := netaddr.Parse(query)
+	if err != nil {
+		return ipapiFail("invalid query", query, ipatlas.CodeInvalidIP), false
+	}
+	if b, private := netaddr.Classify(addr); private {
+		msg := "reserved range"
+		if b.RFC == "RFC 1918" || b.RFC == "RFC 4193" {
+			msg = "private range"
+		}
+		return ipapiFail(msg, addr.String(), ipatlas.CodePrivateIP), false
+	}
+	rec, err := s.deps.Geo.Lookup(addr, lang)
+	if err != nil {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "geo lookup", errAttr(err))
+		return ipapiFail("service unavailable", addr.String(), ipatlas.CodeServiceUnavailable), false
+	}
+	return toIPAPI(&rec, mask), true
+}
+
+// handleIPAPISelf is GET /ip-api/json and /ip-api/json/: the caller's own
+// address, as ip-api answers an empty query.
+func (s *api) handleIPAPISelf(w *exchange, r *http.Request) error {
+	if !w.client.IsValid() {
+		return s.noAddress(r)
+	}
+	return s.ipapiOne(w, r, w.client.String())
+}
+
+// handleIPAPI is GET /ip-api/json/{ip}.
+func (s *api) handleIPAPI(w *exchange, r *http.Request) error {
+	return s.ipapiOne(w, r, r.PathValue("ip"))
+}
+
+func (s *api) ipapiOne(w *exchange, r *http.Request, query string) error {
+	w.Header()["Cache-Control"] = hdrNoStore
+	q := r.URL.Query()
+	lang := ipapiLang(q.Get("lang"))
+	w.setLang(lang)
+	meta := identify(w)
+	if !w.caller.identified() {
+		return s.keyError(w, r, w.caller.err)
+	}
+	a, charge := s.ipapiResolve(r, query, parseIPAPIFields(q.Get("fields")), lang)
+	if charge {
+		if err := s.chargeOne(r.Context(), w, r, &meta, lang); err != nil {
+			return err
+		}
+		w.success = true
+	} else {
+		w.code = a.Code
+		s.standing(r.Context(), w, &w.caller, &meta)
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// ipapiBatchItem is one item of ip-api's batch body: a query string, or
+// an object with its own fields and lang.
+type ipapiBatchItem struct {
+	Query  string `json:"query"`
+	Fields string `json:"fields"`
+	Lang   string `json:"lang"`
+}
+
+func (it *ipapiBatchItem) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &it.Query)
+	}
+	var o struct {
+		Query  string          `json:"query"`
+		Fields json.RawMessage `json:"fields"` // names, or the mask as a number
+		Lang   string          `json:"lang"`
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return err
+	}
+	it.Query, it.Lang = o.Query, o.Lang
+	if len(o.Fields) == 0 || string(o.Fields) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(o.Fields, &it.Fields); err == nil {
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(o.Fields, &n); err != nil {
+		return err
+	}
+	it.Fields = n.String()
+	return nil
+}
+
+// maxIPAPIBatch is ip-api's limit of one batch.
+const maxIPAPIBatch = 100
+
+// handleIPAPIBatch is POST /ip-api/batch: up to 100 queries, as strings
+// or {"query", "fields", "lang"} objects (the URL's fields and lang are
+// the defaults), answered as an array in order. The valid ones are
+// charged together; when the quota or the balance allows only some, the
+// first succeed and the others fail, as the native batch does; when not
+// one could be charged, the batch is refused with 429 or 402.
+func (s *api) handleIPAPIBatch(w *exchange, r *http.Request) error {
+	ctx := r.Context()
+	w.Header()["Cache-Control"] = hdrNoStore
+	q := r.URL.Query()
+	lang := ipapiLang(q.Get("lang"))
+	w.setLang(lang)
+	mask := parseIPAPIFields(q.Get("fields"))
+	meta := identify(w)
+	var items []ipapiBatchItem
+	buf, berr := readBodyLimit(w, r, maxBatchBodyBytes, errBatchTooLarge)
+	if berr == nil {
+		if err := json.Unmarshal(buf.Bytes(), &items); err != nil {
+			berr = &bodyError{ipatlas.CodeInvalidRequest, "the body must be a JSON array of queries", "请求体必须是查询组成的 JSON 数组"}
+		}
+		putBuf(buf)
+	}
+	if berr == nil {
+		berr = checkIPAPIBatchSize(len(items))
+	}
+	if berr != nil {
+		return s.uncharged(ctx, w, &meta, berr.code, berr.detail(lang))
+	}
+	if !w.caller.identified() {
+		return s.keyError(w, r, w.caller.err)
+	}
+	out := make([]*ipapiAnswer, len(items))
+	var valid []int
+	for i, it := range items {
+		m, l := mask, lang
+		if it.Fields != "" {
+			m = parseIPAPIFields(it.Fields)
+		}
+		if it.Lang != "" {
+			l = ipapiLang(it.Lang)
+		}
+		a, charge := s.ipapiResolve(r, it.Query, m, l)
+		out[i] = a
+		if charge {
+			valid = append(valid, i)
+		} else {
+			s.metrics.queries.WithLabelValues(string(a.Code)).Inc()
+		}
+	}
+	if len(valid) > 0 {
+		res, err := s.deps.Meter.ChargeN(ctx, w.caller.key, int64(len(valid)))
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.LogAttrs(ctx, slog.LevelWarn, "charging", errAttr(err))
+			}
+			return &apiError{code: ipatlas.CodeServiceUnavailable, meta: meta}
+		}
+		if res.Deny == account.DenyKey {
+			return s.keyError(w, r, account.ErrBadKey)
+		}
+		s.rateHeaders(w, res.Limit, res.Remaining, res.Reset)
+		meta.CurrentCredits = res.Credits
+		granted := int(res.GrantedN)
+		if granted == 0 {
+			code := deniedCode(res, 0)
+			s.metrics.queries.WithLabelValues(string(code)).Add(float64(len(valid)))
+			detail := ""
+			if code == ipatlas.CodeRateLimitExceeded {
+				w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(res.Reset), 10)}
+				detail = quotaSpent(lang, res.Limit, res.Reset)
+			}
+			return &apiError{code: code, detail: detail, meta: meta}
+		}
+		for j, i := range valid[granted:] {
+			code := deniedCode(res, j)
+			s.metrics.queries.WithLabelValues(string(code)).Inc()
+			out[i] = ipapiFail(errorText(code, "", lang), items[i].Query, code)
+		}
+		s.metrics.queries.WithLabelValues("success").Add(float64(granted))
+	} else {
+		s.standing(ctx, w, &w.caller, &meta)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func checkIPAPIBatchSize(n int) *bodyError {
+	switch {
+	case n == 0:
+		return &bodyError{ipatlas.CodeInvalidRequest, "the batch is empty; give 1 to 100 queries", "批量请求为空，请提供 1 到 100 个查询"}
+	case n > maxIPAPIBatch:
+		return &bodyError{ipatlas.CodeTooManyItems,
+			strconv.Itoa(n) + " queries; the limit is " + strconv.Itoa(maxIPAPIBatch),
+			strconv.Itoa(n) + " 个查询，上限为 " + strconv.Itoa(maxIPAPIBatch) + " 个"}
+	}
+	return nil
+}
+
+// renderIPAPI answers the failures of the ip-api shape in its body,
+// {"status": "fail", "message": ...}, with ipatlas's statuses and code.
+func (s *Server) renderIPAPI(w *exchange, r *http.Request, err error) {
+	lang := w.langOf(r)
+	var code ipatlas.ErrorCode
+	detail := ""
+	var ae *apiError
+	var be *bodyError
+	var re *routeError
+	switch {
+	case errors.As(err, &ae):
+		code, detail = ae.code, ae.detail
+	case errors.As(err, &be):
+		code, detail = be.code, be.detail(lang)
+	case errors.As(err, &re):
+		code = ipatlas.CodeNotFound
+		if re.allow != "" {
+			code = ipatlas.CodeMethodNotAllowed
+		}
+	default:
+		if err != errInternal {
+			s.log.LogAttrs(r.Context(), slog.LevelError, "unexpected failure", errAttr(err))
+		}
+		code = ipatlas.CodeInternal
+	}
+	w.code = code
+	writeJSON(w, code.HTTPStatus(), ipapiFail(errorText(code, detail, lang), "", code))
+}
+
+// isIPAPI reports whether a path is the ip-api shape's.
+func isIPAPI(path string) bool { return strings.HasPrefix(path, "/ip-api/") || path == "/ip-api" }
