@@ -398,14 +398,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		http.Error(w, `{"success":false,"error":"Internal server error","code":"InternalError","meta":{"isLoggedIn":false,"isApiRequest":true,"currentCredits":0}}`, http.StatusInternalServerError)
 		return
 	}
-	h := w.Header()
-	h["Content-Type"] = hdrJSON
-	h["Content-Length"] = []string{strconv.Itoa(e.buf.Len())}
-	w.WriteHeader(status)
-	w.Write(e.buf.Bytes())
+	writeBody(w, status, e.buf.Bytes())
 	if e.buf.Cap() <= 64<<10 {
 		encPool.Put(e)
 	}
+}
+
+// writeBody answers with body, a JSON document already encoded.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = hdrJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	w.Write(body)
 }
 
 // writeText answers with a plain-text body.

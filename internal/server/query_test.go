@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
 // checkQuota asserts the quota headers of an identified key's answer, in
@@ -477,6 +480,46 @@ func TestQueryTooLargeOverRealSocket(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != http.StatusRequestEntityTooLarge || !res.Close || !strings.Contains(string(b), `"code":"PayloadTooLarge"`) {
 			t.Errorf("chunked=%v: %d close=%v %s", chunked, res.StatusCode, res.Close, b)
+		}
+	}
+}
+
+// A query's answer is the very bytes encoding/json writes for the
+// envelope around the record the engine's Lookup returns, whichever way
+// the server builds it (the encoded-record path for the whole record).
+func TestQueryAnswerIsEncodingJSON(t *testing.T) {
+	e := newEnv(t)
+	_, k := e.customer(t, account.Enterprise, 1000, 1000)
+	ips := []string{geotest.MappedIP, geotest.NAT64IP, geotest.UncoveredIP}
+	for _, p := range geotest.Places {
+		ips = append(ips, p.IP)
+	}
+	for _, ip := range ips {
+		for code, lang := range map[string]ipatlas.Lang{"en": ipatlas.English, "zh": ipatlas.Chinese} {
+			r := e.query(t, k.Secret, `{"ip":"`+ip+`","lang":"`+code+`"}`)
+			if r.Code != http.StatusOK {
+				t.Fatalf("%s %s: status %d: %s", ip, lang, r.Code, r.Body)
+			}
+			addr, err := netaddr.Parse(ip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := e.srv.deps.Geo.Lookup(addr, lang)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(&ipatlas.Envelope{Success: true, Data: &rec, Meta: r.env().Meta}); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Body.String(); got != want.String() {
+				t.Errorf("%s %s:\n got %s\nwant %s", ip, lang, got, want.String())
+			}
+			if cl := r.Header().Get("Content-Length"); cl != strconv.Itoa(r.Body.Len()) {
+				t.Errorf("%s %s: Content-Length %q for %d bytes", ip, lang, cl, r.Body.Len())
+			}
 		}
 	}
 }
