@@ -20,14 +20,13 @@ import (
 //
 // Long-running servers are what call Watch, so it also builds the
 // time-zone finders in the background (about a second of CPU) when the
-// data lacks time zones, and the AS index of each dataset loaded, rather
-// than stall the first lookups that need them; one-shot commands never pay
-// for what they do not use.
+// data lacks time zones, rather than stall the first lookups, which all
+// need them; one-shot commands never pay for what they do not use. The
+// AS index is left to the first AS query (asIndex says why).
 func (e *Engine) Watch(ctx context.Context) error {
 	if e.needsTimeZones() {
 		go warmTimeZones()
 	}
-	go e.warmASIndex()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("geo: watching %s: %w", e.dir, err)
@@ -69,8 +68,6 @@ func (e *Engine) Watch(ctx context.Context) error {
 					return nil
 				}
 				e.log.Error("reloading the dataset after a change in the data dir; still serving the previous one", "dir", e.dir, "err", err)
-			} else {
-				go e.warmASIndex()
 			}
 		}
 	}

@@ -110,3 +110,23 @@ func BenchmarkChargeBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChargeQueries is a batch as the meter forms it under load on a
+// hot key: 32 single queries of one key, each its own request; serial,
+// so ns/op is one batch's latency.
+func BenchmarkChargeQueries(b *testing.B) {
+	st := open(b, pgtest.DSN(b), pgtest.NewSchema(b), postgres.Options{})
+	_, k := customer(b, st, account.MaxMonthlyLimit, account.MaxCreditChange)
+	reqs := make([]account.ChargeRequest, 32)
+	for i := range reqs {
+		reqs[i] = account.ChargeRequest{KeyID: k.ID, Hash: k.Hash, N: 1, Cost: 1}
+	}
+	ctx := context.Background()
+	at := t0
+	for b.Loop() {
+		at = at.Add(time.Microsecond)
+		if g, err := st.Charge(ctx, account.Period(at), at, reqs); err != nil || g[31].Granted != 1 {
+			b.Fatalf("charge: %+v, %v", g, err)
+		}
+	}
+}

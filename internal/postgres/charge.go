@@ -120,7 +120,7 @@ func (s *Store) chargeTx(ctx context.Context, period string, at time.Time, reqs 
 		if n > 0 {
 			k.used += n
 			a.credits -= n * r.Cost
-			ledger.add(k.accountID, -n*r.Cost, a.credits, r.KeyID, n)
+			ledger.add(k.accountID, -n*r.Cost, a.credits, r.KeyID, n, r.Cost)
 		}
 		g.Granted, g.Used, g.Credits = n, k.used, a.credits
 		grants[i] = g
@@ -190,9 +190,22 @@ func lockAndRead(ctx context.Context, tx pgx.Tx, period string, ids []string) (m
 type ledgerRows struct {
 	accountIDs, deltas, balances, queries []int64
 	keyIDs                                []string
+	lastCost                              int64 // per query, of the last entry
 }
 
-func (l *ledgerRows) add(accountID, delta, balance int64, keyID string, queries int64) {
+// add appends a charge's entry. Neighbouring charges of one key at one
+// cost are one entry, as one charge of their sum would be: under load a
+// batch is dozens of single queries of the same key. Only neighbours
+// merge, so every entry's balance still follows from the one before it.
+// The SQLite store does the same (the store contract holds both to it).
+func (l *ledgerRows) add(accountID, delta, balance int64, keyID string, queries, cost int64) {
+	if n := len(l.keyIDs) - 1; n >= 0 && l.keyIDs[n] == keyID && l.lastCost == cost {
+		l.deltas[n] += delta
+		l.balances[n] = balance
+		l.queries[n] += queries
+		return
+	}
+	l.lastCost = cost
 	l.accountIDs = append(l.accountIDs, accountID)
 	l.deltas = append(l.deltas, delta)
 	l.balances = append(l.balances, balance)

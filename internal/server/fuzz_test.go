@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -177,6 +178,32 @@ func FuzzQueryHandler(f *testing.F) {
 		}
 		if u.Used != 0 || u.Credits != 0 {
 			t.Fatalf("usage %+v after body %q", u, body)
+		}
+	})
+}
+
+// FuzzQueryFastDecode holds the query's direct reading of the common body
+// (decodeQuery) to decodeJSON: the same request, or the same refusal, for
+// every body.
+func FuzzQueryFastDecode(f *testing.F) {
+	for _, s := range querySeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{
+		`{"ip":"8.8.8.8","lang":"zh"}`, ` { "lang" : "en" , "ip" : "::1" } `, `{"lang":"fr","ip":""}`,
+		`{"ip":"8.8.8.8","ip":"1.1.1.1"}`, `{"ip":"1","Lang":"zh"}`, `{"ip":null}`, `{}`,
+		`{"ip":"é"}`, `{"ip":"\u00e9"}`, `{"ip":"8.8.8.8","fields":[]}`, `{"ip":"8.8.8.8","x":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast, slow ipatlas.QueryRequest
+		ferr, serr := decodeQuery(data, &fast), decodeJSON(data, &slow, nil)
+		if !reflect.DeepEqual(ferr, serr) {
+			t.Fatalf("%q: decodeQuery refused with %v, decodeJSON with %v", data, ferr, serr)
+		}
+		if serr == nil && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: decodeQuery read %+v, decodeJSON %+v", data, fast, slow)
 		}
 	})
 }

@@ -398,15 +398,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		http.Error(w, `{"success":false,"error":"Internal server error","code":"InternalError","meta":{"isLoggedIn":false,"isApiRequest":true,"currentCredits":0}}`, http.StatusInternalServerError)
 		return
 	}
-	h := w.Header()
-	h["Content-Type"] = hdrJSON
-	h["Content-Length"] = []string{strconv.Itoa(e.buf.Len())}
-	w.WriteHeader(status)
-	w.Write(e.buf.Bytes())
+	writeBody(w, status, e.buf.Bytes())
 	if e.buf.Cap() <= 64<<10 {
 		encPool.Put(e)
 	}
 }
+
+// writeBody answers with body, a JSON document already encoded.
+//
+// net/http writes the Content-Length of a body it still holds whole when
+// the handler returns (up to bufferBeforeChunking bytes) from a buffer of
+// its own, outside the header map; a header in the map costs an entry in
+// the map, in the copy net/http makes of it at WriteHeader and in the
+// sort it writes it in, and two allocations. So only a larger body gets
+// the header from here, which keeps it from being sent chunked.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = hdrJSON
+	if len(body) > bufferBeforeChunking {
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// bufferBeforeChunking is the size of the buffer net/http holds a
+// response's body in before it writes the head (net/http's
+// bufferBeforeChunkingSize).
+const bufferBeforeChunking = 2048
 
 // writeText answers with a plain-text body.
 func writeText(w http.ResponseWriter, status int, body string) {

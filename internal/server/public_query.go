@@ -1,15 +1,19 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"math"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/account"
@@ -100,6 +104,7 @@ type meteredBody struct {
 	dst      any
 	lang     *string
 	fields   *[]string
+	decode   func(data []byte) *bodyError // decodes into dst; nil: decodeJSON
 }
 
 // metered is a metered request that passed the checks of admit.
@@ -121,7 +126,11 @@ func (s *api) admit(w *exchange, r *http.Request, b meteredBody, check func(raw 
 	m.meta = identify(w)
 	buf, berr := readBodyLimit(w, r, b.limit, b.tooLarge)
 	if berr == nil {
-		berr = decodeJSON(buf.Bytes(), b.dst, nil)
+		if b.decode != nil {
+			berr = b.decode(buf.Bytes())
+		} else {
+			berr = decodeJSON(buf.Bytes(), b.dst, nil)
+		}
 		if berr == nil {
 			var l ipatlas.Lang
 			if l, berr = bodyLang(w, *b.lang); berr == nil {
@@ -147,6 +156,21 @@ func (s *api) admit(w *exchange, r *http.Request, b meteredBody, check func(raw 
 // failure comes back as its code and detail (code "" on success), for
 // the route to answer alone or as one item of a batch.
 func (s *api) locate(ctx context.Context, ip string, lang ipatlas.Lang) (ipatlas.Record, ipatlas.ErrorCode, string) {
+	addr, code, detail := checkAddr(ip, lang)
+	if code != "" {
+		return ipatlas.Record{}, code, detail
+	}
+	rec, err := s.deps.Geo.Lookup(addr, lang)
+	if err != nil {
+		return ipatlas.Record{}, s.lookupFailed(ctx, err), ""
+	}
+	return rec, "", ""
+}
+
+// checkAddr parses one address of a metered request and refuses the
+// special-purpose ones, with the code and detail of the refusal (code ""
+// when the address may be looked up).
+func checkAddr(ip string, lang ipatlas.Lang) (netip.Addr, ipatlas.ErrorCode, string) {
 	addr, err := netaddr.Parse(ip)
 	if err != nil {
 		var pe *netaddr.ParseError
@@ -154,17 +178,100 @@ func (s *api) locate(ctx context.Context, ip string, lang ipatlas.Lang) (ipatlas
 		if errors.As(err, &pe) {
 			detail = pe.ReasonIn(lang)
 		}
-		return ipatlas.Record{}, ipatlas.CodeInvalidIP, detail
+		return addr, ipatlas.CodeInvalidIP, detail
 	}
 	if b, private := netaddr.Classify(addr); private {
-		return ipatlas.Record{}, ipatlas.CodePrivateIP, b.Why(addr, lang)
+		return addr, ipatlas.CodePrivateIP, b.Why(addr, lang)
 	}
-	rec, err := s.deps.Geo.Lookup(addr, lang)
-	if err != nil {
-		s.log.LogAttrs(ctx, slog.LevelError, "geo lookup", errAttr(err))
-		return ipatlas.Record{}, ipatlas.CodeServiceUnavailable, ""
+	return addr, "", ""
+}
+
+// lookupFailed logs a failure of the engine and is its code: the data is
+// unavailable (closed, or a file that cannot be read), not the request wrong.
+func (s *api) lookupFailed(ctx context.Context, err error) ipatlas.ErrorCode {
+	s.log.LogAttrs(ctx, slog.LevelError, "geo lookup", errAttr(err))
+	return ipatlas.CodeServiceUnavailable
+}
+
+// recordAppender is an engine that writes a record's JSON itself
+// (geo.Engine.AppendJSON): the very bytes encoding/json writes for the
+// record Lookup returns, from a cache of encoded records, so a query
+// writes only its address and the route and privacy flags that belong
+// to it.
+type recordAppender interface {
+	AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]byte, error)
+}
+
+// answerBuf holds a query's encoded record and its answer's body, so that
+// a success allocates neither.
+type answerBuf struct{ data, body []byte }
+
+var answerPool = sync.Pool{New: func() any { return new(answerBuf) }}
+
+// putAnswer returns b to the pool, unless a rare huge answer made it big.
+func putAnswer(b *answerBuf) {
+	if cap(b.data)+cap(b.body) <= 64<<10 {
+		answerPool.Put(b)
 	}
-	return rec, "", ""
+}
+
+// decodeQuery decodes a query body into req as decodeJSON does. The
+// common body, an object of plain strings under exactly "ip" and "lang"
+// (no escapes, valid UTF-8, no other member), is read directly: what
+// encoding/json decodes it to is then plain, and reading it so spares the
+// reflection and most of the allocations of every query. Any other body
+// goes to decodeJSON, which decodes it and says what is wrong with it.
+func decodeQuery(data []byte, req *ipatlas.QueryRequest) *bodyError {
+	if !json.Valid(data) {
+		return decodeJSON(data, req, nil)
+	}
+	var (
+		m        members
+		ip, lang []byte
+		seen     [2]bool // "ip", "lang"
+	)
+	if !m.start(data) {
+		return decodeJSON(data, req, nil)
+	}
+	for {
+		key, v, ok, err := m.next()
+		if err != nil {
+			return decodeJSON(data, req, nil)
+		}
+		if !ok {
+			break
+		}
+		if v >= len(data) || data[v] != '"' {
+			return decodeJSON(data, req, nil)
+		}
+		val := data[v+1 : skipString(data, v)-1]
+		if bytes.IndexByte(val, '\\') >= 0 || !utf8.Valid(val) {
+			return decodeJSON(data, req, nil)
+		}
+		i := -1
+		switch string(key) {
+		case "ip":
+			i, ip = 0, val
+		case "lang":
+			i, lang = 1, val
+		}
+		if i < 0 || seen[i] {
+			return decodeJSON(data, req, nil)
+		}
+		seen[i] = true
+	}
+	req.IP = string(ip)
+	switch string(lang) { // the languages there are, without an allocation
+	case "":
+		req.Lang = ""
+	case "en":
+		req.Lang = "en"
+	case "zh":
+		req.Lang = "zh"
+	default:
+		req.Lang = string(lang)
+	}
+	return nil
 }
 
 // errIPMissing is a query body without "ip" (or with "ip": null). "ip": ""
@@ -184,6 +291,7 @@ func (s *api) handleQuery(w *exchange, r *http.Request) error {
 	m, err := s.admit(w, r, meteredBody{
 		limit: maxBodyBytes, tooLarge: errTooLarge,
 		dst: req, lang: &req.Lang, fields: &req.Fields,
+		decode: func(data []byte) *bodyError { return decodeQuery(data, req) },
 	}, func(raw []byte) *bodyError {
 		if req.IP == "" && !hasStringMember(raw, "ip") {
 			return errIPMissing
@@ -195,9 +303,30 @@ func (s *api) handleQuery(w *exchange, r *http.Request) error {
 	}
 	c, meta, lang, fields := &w.caller, m.meta, m.lang, m.fields
 
-	rec, code, detail := s.locate(ctx, req.IP, lang)
+	addr, code, detail := checkAddr(req.IP, lang)
 	if code != "" {
 		return s.uncharged(ctx, w, &meta, code, detail)
+	}
+	// The whole record (no "fields") is the common answer: its JSON comes
+	// encoded from the engine and the envelope is written around it by
+	// hand (ipatlas.AppendSuccess), byte for byte what encoding/json
+	// writes, without reflection or allocation. A selection of fields
+	// goes through the record.
+	var (
+		rec ipatlas.Record
+		ans *answerBuf
+	)
+	appender, encoded := s.deps.Geo.(recordAppender)
+	encoded = encoded && fields.All()
+	if encoded {
+		ans = answerPool.Get().(*answerBuf)
+		defer putAnswer(ans)
+		ans.data, err = appender.AppendJSON(ans.data[:0], addr, lang)
+	} else {
+		rec, err = s.deps.Geo.Lookup(addr, lang)
+	}
+	if err != nil {
+		return s.uncharged(ctx, w, &meta, s.lookupFailed(ctx, err), "")
 	}
 
 	out, err := s.deps.Meter.Charge(ctx, c.key)
@@ -217,9 +346,13 @@ func (s *api) handleQuery(w *exchange, r *http.Request) error {
 		s.rateHeaders(w, out.Limit, out.Remaining, out.Reset)
 		meta.CurrentCredits = out.Credits
 		w.success = true
-		if fields.All() {
+		switch {
+		case encoded:
+			ans.body = ipatlas.AppendSuccess(ans.body[:0], ans.data, meta)
+			writeBody(w, http.StatusOK, ans.body)
+		case fields.All():
 			writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: &rec, Meta: meta})
-		} else {
+		default:
 			writeJSON(w, http.StatusOK, &partialEnvelope{Success: true, Data: fields.Partial(&rec), Meta: meta})
 		}
 		return nil

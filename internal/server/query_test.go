@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
 // checkQuota asserts the quota headers of an identified key's answer, in
@@ -477,6 +480,70 @@ func TestQueryTooLargeOverRealSocket(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != http.StatusRequestEntityTooLarge || !res.Close || !strings.Contains(string(b), `"code":"PayloadTooLarge"`) {
 			t.Errorf("chunked=%v: %d close=%v %s", chunked, res.StatusCode, res.Close, b)
+		}
+	}
+}
+
+// A query's answer is the very bytes encoding/json writes for the
+// envelope around the record the engine's Lookup returns, whichever way
+// the server builds it (the encoded-record path for the whole record).
+func TestQueryAnswerIsEncodingJSON(t *testing.T) {
+	e := newEnv(t)
+	_, k := e.customer(t, account.Enterprise, 1000, 1000)
+	ips := []string{geotest.MappedIP, geotest.NAT64IP, geotest.UncoveredIP}
+	for _, p := range geotest.Places {
+		ips = append(ips, p.IP)
+	}
+	for _, ip := range ips {
+		for code, lang := range map[string]ipatlas.Lang{"en": ipatlas.English, "zh": ipatlas.Chinese} {
+			r := e.query(t, k.Secret, `{"ip":"`+ip+`","lang":"`+code+`"}`)
+			if r.Code != http.StatusOK {
+				t.Fatalf("%s %s: status %d: %s", ip, lang, r.Code, r.Body)
+			}
+			addr, err := netaddr.Parse(ip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := e.srv.deps.Geo.Lookup(addr, lang)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(&ipatlas.Envelope{Success: true, Data: &rec, Meta: r.env().Meta}); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Body.String(); got != want.String() {
+				t.Errorf("%s %s:\n got %s\nwant %s", ip, lang, got, want.String())
+			}
+		}
+	}
+}
+
+// net/http writes the Content-Length of the answers the handler leaves
+// to it, so an answer is never sent chunked, nor on HTTP/1.0 without a
+// length.
+func TestQueryContentLengthOnTheWire(t *testing.T) {
+	e := newEnv(t)
+	_, k := e.customer(t, account.Enterprise, 1000, 1000)
+	srv := httptest.NewServer(e.pub)
+	defer srv.Close()
+	for _, body := range []string{`{"ip":"` + geotest.Beijing.IP + `","lang":"zh"}`, `{"ip":"10.0.0.1"}`, `{"ip":"8.8.8.8","fields":["country"]}`} {
+		req, _ := http.NewRequest("POST", srv.URL+"/api/ip-query", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+k.Secret)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ContentLength != int64(len(b)) || len(res.TransferEncoding) != 0 {
+			t.Errorf("%s: status %d, Content-Length %d, Transfer-Encoding %v, for %d bytes", body, res.StatusCode, res.ContentLength, res.TransferEncoding, len(b))
 		}
 	}
 }

@@ -63,6 +63,46 @@ func testChargeCredits(t *testing.T, st account.Store) {
 	checkLedger(t, st, a.ID, 0) // mixed costs: the balance chain only
 }
 
+// testChargeLedgerMerges holds every store to one ledger: neighbouring
+// charges of one key at one cost in a batch are one entry with their sums
+// and the balance after the last, as one charge of their sum would be; a
+// charge of another key or at another cost between them starts a new
+// entry, so every entry's balance is the one before it plus its delta.
+func testChargeLedgerMerges(t *testing.T, st account.Store) {
+	a := newAccount(t, st, 1000, 1000)
+	k1, k2 := newKey(t, st, a.ID), newKey(t, st, a.ID)
+	charge(t, st, period0,
+		req(k1, 1, 1), req(k1, 1, 1), req(k1, 2, 1), // one entry: 4 queries
+		req(k2, 1, 1),                // another key
+		req(k1, 1, 1),                // k1 again: a new entry
+		req(k1, 1, 3), req(k1, 1, 3), // another cost: one entry of 2 at 3
+	)
+	es, err := st.Ledger(ctx(t), a.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		key               string
+		delta, q, balance int64
+	}
+	want := []row{{k1.ID, -4, 4, 996}, {k2.ID, -1, 1, 995}, {k1.ID, -1, 1, 994}, {k1.ID, -6, 2, 988}}
+	var got []row
+	for i := len(es) - 1; i >= 0; i-- { // Ledger lists the newest first
+		if e := es[i]; e.Reason == "usage" {
+			got = append(got, row{e.KeyID, e.Delta, e.Queries, e.Balance})
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("usage entries %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("entry %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	checkLedger(t, st, a.ID, 0)
+}
+
 func testChargeQuotaBeforeCredits(t *testing.T, st account.Store) {
 	// Both short: the quota runs out first, so the refusal is the quota's.
 	a := newAccount(t, st, 2, 5)

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) account.Store) {
 		{"ChargeQuotaBeforeCredits", testChargeQuotaBeforeCredits},
 		{"ChargeDeniesKeys", testChargeDeniesKeys},
 		{"ChargeSharedCredits", testChargeSharedCredits},
+		{"ChargeLedgerMerges", testChargeLedgerMerges},
 		{"ChargePeriods", testChargePeriods},
 		{"ChargeEdgeCases", testChargeEdgeCases},
 		{"ChargeConcurrentCalls", testChargeConcurrentCalls},
