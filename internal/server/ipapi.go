@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -281,7 +280,7 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request) error {
 		putBuf(buf)
 	}
 	if berr == nil {
-		berr = checkIPAPIBatchSize(len(items))
+		berr = batchNoun{"the batch", "批量请求", "queries", "个查询", "个"}.check(len(items), maxIPAPIBatch)
 	}
 	if berr != nil {
 		return s.uncharged(ctx, w, &meta, berr.code, berr.detail(lang))
@@ -344,43 +343,11 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request) error {
 	return nil
 }
 
-func checkIPAPIBatchSize(n int) *bodyError {
-	switch {
-	case n == 0:
-		return &bodyError{ipatlas.CodeInvalidRequest, "the batch is empty; give 1 to 100 queries", "批量请求为空，请提供 1 到 100 个查询"}
-	case n > maxIPAPIBatch:
-		return &bodyError{ipatlas.CodeTooManyItems,
-			strconv.Itoa(n) + " queries; the limit is " + strconv.Itoa(maxIPAPIBatch),
-			strconv.Itoa(n) + " 个查询，上限为 " + strconv.Itoa(maxIPAPIBatch) + " 个"}
-	}
-	return nil
-}
-
 // renderIPAPI answers the failures of the ip-api shape in its body,
 // {"status": "fail", "message": ...}, with ipatlas's statuses and code.
 func (s *Server) renderIPAPI(w *exchange, r *http.Request, err error) {
 	lang := w.langOf(r)
-	var code ipatlas.ErrorCode
-	detail := ""
-	var ae *apiError
-	var be *bodyError
-	var re *routeError
-	switch {
-	case errors.As(err, &ae):
-		code, detail = ae.code, ae.detail
-	case errors.As(err, &be):
-		code, detail = be.code, be.detail(lang)
-	case errors.As(err, &re):
-		code = ipatlas.CodeNotFound
-		if re.allow != "" {
-			code = ipatlas.CodeMethodNotAllowed
-		}
-	default:
-		if err != errInternal {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "unexpected failure", errAttr(err))
-		}
-		code = ipatlas.CodeInternal
-	}
+	code, detail := s.failureOf(r, err, lang)
 	w.code = code
 	writeJSON(w, code.HTTPStatus(), ipapiFail(errorText(code, detail, lang), "", code))
 }

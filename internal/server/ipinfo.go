@@ -345,7 +345,7 @@ func (s *api) handleIPInfoBatch(w *exchange, r *http.Request) error {
 		putBuf(buf)
 	}
 	if berr == nil {
-		berr = checkIPInfoBatchSize(len(items))
+		berr = batchNoun{"the batch", "批量请求", "items", "项", "项"}.check(len(items), maxIPInfoBatch)
 	}
 	if berr != nil {
 		return s.uncharged(ctx, w, &m.meta, berr.code, berr.detail(m.lang))
@@ -428,18 +428,6 @@ func (s *api) handleIPInfoBatch(w *exchange, r *http.Request) error {
 	return nil
 }
 
-func checkIPInfoBatchSize(n int) *bodyError {
-	switch {
-	case n == 0:
-		return &bodyError{ipatlas.CodeInvalidRequest, "the batch is empty; give 1 to 1000 items", "批量请求为空，请提供 1 到 1000 项"}
-	case n > maxIPInfoBatch:
-		return &bodyError{ipatlas.CodeTooManyItems,
-			strconv.Itoa(n) + " items; the limit is " + strconv.Itoa(maxIPInfoBatch),
-			strconv.Itoa(n) + " 项，上限为 " + strconv.Itoa(maxIPInfoBatch) + " 项"}
-	}
-	return nil
-}
-
 // ipinfoErrorOf is ipinfo's error body for a code: the code's text as the
 // title, the whole text as the message.
 func ipinfoErrorOf(code ipatlas.ErrorCode, detail string, lang ipatlas.Lang) *ipinfoError {
@@ -452,24 +440,7 @@ func ipinfoErrorOf(code ipatlas.ErrorCode, detail string, lang ipatlas.Lang) *ip
 // clients report as an error (429 as ipinfo's quota error).
 func (s *Server) renderIPInfo(w *exchange, r *http.Request, err error) {
 	lang := w.langOf(r)
-	var code ipatlas.ErrorCode
-	detail := ""
-	switch e := err.(type) {
-	case *apiError:
-		code, detail = e.code, e.detail
-	case *bodyError:
-		code, detail = e.code, e.detail(lang)
-	case *routeError:
-		code = ipatlas.CodeNotFound
-		if e.allow != "" {
-			code = ipatlas.CodeMethodNotAllowed
-		}
-	default:
-		if err != errInternal {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "unexpected failure", errAttr(err))
-		}
-		code = ipatlas.CodeInternal
-	}
+	code, detail := s.failureOf(r, err, lang)
 	w.code = code
 	writeJSON(w, code.HTTPStatus(), ipinfoErrorOf(code, detail, lang))
 }

@@ -127,17 +127,30 @@ func (s *api) handleBatch(w *exchange, r *http.Request) error {
 
 // checkBatchSize refuses a missing, empty or too long "ips" list.
 func checkBatchSize(n int, missing bool) *bodyError {
-	switch {
-	case missing:
+	if missing {
 		return &bodyError{ipatlas.CodeInvalidRequest, `the field "ips" is required`, `缺少必填字段 "ips"`}
+	}
+	return batchNoun{`"ips"`, `"ips" `, "addresses", "个地址", "个"}.check(n, ipatlas.MaxBatchSize)
+}
+
+// batchNoun names a batch's list and its items in both languages, for the
+// errors of its size: the list (`"ips"`), its items ("addresses") and, in
+// Chinese, the items with their measure word ("个地址") and the measure
+// word alone ("个").
+type batchNoun struct{ list, listZh, items, itemsZh, unitZh string }
+
+// check refuses an empty batch, or one of more than limit items.
+func (b batchNoun) check(n, limit int) *bodyError {
+	l := strconv.Itoa(limit)
+	switch {
 	case n == 0:
 		return &bodyError{ipatlas.CodeInvalidRequest,
-			`"ips" is empty; give 1 to ` + strconv.Itoa(ipatlas.MaxBatchSize) + " addresses",
-			`"ips" 为空，请提供 1 到 ` + strconv.Itoa(ipatlas.MaxBatchSize) + " 个地址"}
-	case n > ipatlas.MaxBatchSize:
+			b.list + " is empty; give 1 to " + l + " " + b.items,
+			b.listZh + "为空，请提供 1 到 " + l + " " + b.itemsZh}
+	case n > limit:
 		return &bodyError{ipatlas.CodeTooManyItems,
-			strconv.Itoa(n) + " addresses; the limit is " + strconv.Itoa(ipatlas.MaxBatchSize),
-			strconv.Itoa(n) + " 个地址，上限为 " + strconv.Itoa(ipatlas.MaxBatchSize) + " 个"}
+			strconv.Itoa(n) + " " + b.items + "; the limit is " + l,
+			strconv.Itoa(n) + " " + b.itemsZh + "，上限为 " + l + " " + b.unitZh}
 	}
 	return nil
 }

@@ -84,6 +84,31 @@ func (s *Server) renderAPI(w *exchange, r *http.Request, err error) {
 	}
 }
 
+// failureOf is the public API's code and detail, in lang, for a
+// handler's error: the shapes of other services (ipinfo, ip-api) write
+// them in their own bodies. An error no handler makes is logged and
+// answers Internal.
+func (s *Server) failureOf(r *http.Request, err error, lang ipatlas.Lang) (ipatlas.ErrorCode, string) {
+	var ae *apiError
+	var be *bodyError
+	var re *routeError
+	switch {
+	case errors.As(err, &ae):
+		return ae.code, ae.detail
+	case errors.As(err, &be):
+		return be.code, be.detail(lang)
+	case errors.As(err, &re):
+		if re.allow != "" {
+			return ipatlas.CodeMethodNotAllowed, ""
+		}
+		return ipatlas.CodeNotFound, ""
+	}
+	if err != errInternal {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "unexpected failure", errAttr(err))
+	}
+	return ipatlas.CodeInternal, ""
+}
+
 // Code is an error code of the portal's and the admin API's {code, error}
 // body. It is for operators, scripts and the portal's page, which
 // translates by code; the text is English. codeStatus maps each to its
