@@ -10,7 +10,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/client"
@@ -111,17 +110,9 @@ func runLookupRemote(ctx context.Context, e env, args []string) error {
 	if ips, err = gatherAddresses(e, "lookup", ips, *file); err != nil {
 		return err
 	}
-	settings, err := cf.resolve(e)
+	c, cache, err := cf.lookupClient(e, *noCache)
 	if err != nil {
 		return err
-	}
-	c, err := settings.newClient(*noCache)
-	if err != nil {
-		return err
-	}
-	cache := diskCache{dir: settings.cacheDir, ttl: settings.cacheTTL, now: time.Now}
-	if *noCache {
-		cache.ttl = 0
 	}
 
 	var p lookupPrinter

@@ -256,6 +256,24 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 }
 
 // resolve merges flags, environment, config file and defaults.
+// lookupClient is the client the lookup commands ask through, and the
+// disk cache of their answers; noCache asks the service every time.
+func (f *clientFlags) lookupClient(e env, noCache bool) (*client.Client, diskCache, error) {
+	settings, err := f.resolve(e)
+	if err != nil {
+		return nil, diskCache{}, err
+	}
+	c, err := settings.newClient(noCache)
+	if err != nil {
+		return nil, diskCache{}, err
+	}
+	cache := diskCache{dir: settings.cacheDir, ttl: settings.cacheTTL, now: time.Now}
+	if noCache {
+		cache.ttl = 0
+	}
+	return c, cache, nil
+}
+
 func (f *clientFlags) resolve(e env) (clientSettings, error) {
 	file, err := loadConfig(f.config, e.getenv, e.stderr)
 	if err != nil {

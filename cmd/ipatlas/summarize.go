@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/ipatlas/ipatlas"
 )
@@ -217,17 +216,9 @@ func runSummarize(ctx context.Context, e env, args []string) error {
 	if ips, err = gatherAddresses(e, "summarize", ips, *file); err != nil {
 		return err
 	}
-	settings, err := cf.resolve(e)
+	c, cache, err := cf.lookupClient(e, *noCache)
 	if err != nil {
 		return err
-	}
-	c, err := settings.newClient(*noCache)
-	if err != nil {
-		return err
-	}
-	cache := diskCache{dir: settings.cacheDir, ttl: settings.cacheTTL, now: time.Now}
-	if *noCache {
-		cache.ttl = 0
 	}
 
 	t := newTally()
