@@ -223,3 +223,56 @@ func (s FieldSet) Partial(r *Record) *PartialRecord {
 	}
 	return p
 }
+
+// Text is the record's field named by its JSON key, as text: strings as
+// they are, coordinates in the shortest decimal that reads back exactly,
+// the route in CIDR form. It is "" for an unset value, an unknown key, and
+// privacy, an object that each caller writes its own way.
+func (r *Record) Text(key string) string {
+	switch key {
+	case "ip":
+		return r.IP
+	case "continent":
+		return r.Continent
+	case "continent_code":
+		return r.ContinentCode
+	case "country":
+		return r.Country
+	case "country_code":
+		return r.CountryCode
+	case "province":
+		return r.Province
+	case "city":
+		return r.City
+	case "district":
+		return r.District
+	case "isp":
+		return r.ISP
+	case "asn":
+		return r.ASN
+	case "latitude":
+		return coordText(r.Latitude)
+	case "longitude":
+		return coordText(r.Longitude)
+	case "time_zone":
+		return r.TimeZone
+	case "currency":
+		return r.Currency
+	case "zip_code":
+		return r.ZipCode
+	case "area_code":
+		return r.AreaCode
+	case "route":
+		if r.Route.IsValid() {
+			return r.Route.String()
+		}
+	}
+	return ""
+}
+
+func coordText(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}

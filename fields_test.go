@@ -166,3 +166,32 @@ func TestParseFields(t *testing.T) {
 		t.Errorf("Has on [city]: %v", s.Names())
 	}
 }
+
+// Text names every scalar field by its JSON key and writes coordinates
+// and the route as they read back.
+func TestRecordText(t *testing.T) {
+	lat, lon := 37.4225, -122.0841
+	r := ipatlas.Record{IP: "8.8.8.8", Continent: "North America", ContinentCode: "NA", Country: "United States",
+		CountryCode: "US", Province: "California", City: "Mountain View", District: "d", ISP: "Google LLC",
+		ASN: "AS15169", Latitude: &lat, Longitude: &lon, TimeZone: "America/Los_Angeles", Currency: "USD",
+		ZipCode: "94043", AreaCode: "1", Route: netip.MustParsePrefix("8.8.8.0/24"), Privacy: &ipatlas.Privacy{Hosting: true}}
+	for _, k := range ipatlas.RecordFields() {
+		got := r.Text(k)
+		if k == "privacy" {
+			if got != "" {
+				t.Errorf("Text(privacy) = %q, want \"\": each caller writes the object its own way", got)
+			}
+			continue
+		}
+		if got == "" {
+			t.Errorf("Text(%q) is empty", k)
+		}
+	}
+	if r.Text("latitude") != "37.4225" || r.Text("longitude") != "-122.0841" || r.Text("route") != "8.8.8.0/24" {
+		t.Errorf("coordinates and route: %q %q %q", r.Text("latitude"), r.Text("longitude"), r.Text("route"))
+	}
+	var empty ipatlas.Record
+	if empty.Text("latitude") != "" || empty.Text("route") != "" || empty.Text("nope") != "" {
+		t.Error("unset or unknown fields are not empty")
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"strconv"
 	"strings"
 
 	"github.com/ipatlas/ipatlas"
@@ -179,31 +178,9 @@ func writeLocalBlock(w io.Writer, o localOutcome) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	r := &o.rec
-	coord := func(f *float64) string {
-		if f == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*f, 'f', -1, 64)
+	for _, k := range ipatlas.RecordFields() {
+		line(k, recordField(&o.rec, k))
 	}
-	line("ip", r.IP)
-	line("continent", r.Continent)
-	line("continent_code", r.ContinentCode)
-	line("country", r.Country)
-	line("country_code", r.CountryCode)
-	line("province", r.Province)
-	line("city", r.City)
-	line("district", r.District)
-	line("isp", r.ISP)
-	line("asn", r.ASN)
-	line("latitude", coord(r.Latitude))
-	line("longitude", coord(r.Longitude))
-	line("time_zone", r.TimeZone)
-	line("currency", r.Currency)
-	line("zip_code", r.ZipCode)
-	line("area_code", r.AreaCode)
-	line("route", recordField(r, "route"))
-	line("privacy", privacyText(r.Privacy))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -301,53 +301,10 @@ func (p *tsvPrinter) flush() error { return nil }
 
 // recordField is a record's value by JSON key; "" when unknown.
 func recordField(r *ipatlas.Record, key string) string {
-	coord := func(f *float64) string {
-		if f == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*f, 'f', -1, 64)
-	}
-	switch key {
-	case "ip":
-		return r.IP
-	case "continent":
-		return r.Continent
-	case "continent_code":
-		return r.ContinentCode
-	case "country":
-		return r.Country
-	case "country_code":
-		return r.CountryCode
-	case "province":
-		return r.Province
-	case "city":
-		return r.City
-	case "district":
-		return r.District
-	case "isp":
-		return r.ISP
-	case "asn":
-		return r.ASN
-	case "latitude":
-		return coord(r.Latitude)
-	case "longitude":
-		return coord(r.Longitude)
-	case "time_zone":
-		return r.TimeZone
-	case "currency":
-		return r.Currency
-	case "zip_code":
-		return r.ZipCode
-	case "area_code":
-		return r.AreaCode
-	case "route":
-		if r.Route.IsValid() {
-			return r.Route.String()
-		}
-	case "privacy":
+	if key == "privacy" {
 		return privacyText(r.Privacy)
 	}
-	return ""
+	return r.Text(key)
 }
 
 // privacyText is the privacy object for people: the flags that are set

@@ -157,56 +157,11 @@ func fieldNameText(name string, lang ipatlas.Lang) string {
 // back exactly, the route in CIDR form, privacy as JSON. An unset value
 // is "".
 func fieldText(rec *ipatlas.Record, name string) string {
-	switch name {
-	case "ip":
-		return rec.IP
-	case "continent":
-		return rec.Continent
-	case "continent_code":
-		return rec.ContinentCode
-	case "country":
-		return rec.Country
-	case "country_code":
-		return rec.CountryCode
-	case "province":
-		return rec.Province
-	case "city":
-		return rec.City
-	case "district":
-		return rec.District
-	case "isp":
-		return rec.ISP
-	case "asn":
-		return rec.ASN
-	case "latitude":
-		return coord(rec.Latitude)
-	case "longitude":
-		return coord(rec.Longitude)
-	case "time_zone":
-		return rec.TimeZone
-	case "currency":
-		return rec.Currency
-	case "zip_code":
-		return rec.ZipCode
-	case "area_code":
-		return rec.AreaCode
-	case "route":
-		if rec.Route.IsValid() {
-			return rec.Route.String()
-		}
-		return ""
-	case "privacy":
+	if name == "privacy" {
 		b, _ := json.Marshal(rec.Privacy) // nil: "null", unknown flags
 		return string(b)
 	}
-	return ""
-}
-
-func coord(v *float64) string {
-	if v == nil {
-		return ""
-	}
-	return strconv.FormatFloat(*v, 'f', -1, 64)
+	return rec.Text(name)
 }
 
 // renderText answers the failures of a plain-text route as one line of
@@ -216,29 +171,13 @@ func coord(v *float64) string {
 // terminal reads the reason without a JSON envelope around it. The code
 // ends the line, for scripts that test it.
 func (s *Server) renderText(w *exchange, r *http.Request, err error) {
-	lang := w.langOf(r)
-	var code ipatlas.ErrorCode
-	detail := ""
-	switch e := err.(type) {
-	case *apiError:
-		code, detail = e.code, e.detail
-	case *bodyError:
-		code, detail = e.code, e.detail(lang)
-	case *routeError:
-		code = ipatlas.CodeNotFound
-		if e.allow != "" {
-			code = ipatlas.CodeMethodNotAllowed
-		}
-	case *textError:
+	if e, ok := err.(*textError); ok {
 		w.code = e.code
 		writeText(w, e.status, e.body)
 		return
-	default:
-		if err != errInternal {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "unexpected failure", errAttr(err))
-		}
-		code = ipatlas.CodeInternal
 	}
+	lang := w.langOf(r)
+	code, detail := s.failureOf(r, err, lang)
 	w.code = code
 	writeText(w, code.HTTPStatus(), "error: "+errorText(code, detail, lang)+" ("+string(code)+")\n")
 }
