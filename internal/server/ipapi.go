@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
@@ -307,28 +306,9 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request) error {
 		}
 	}
 	if len(valid) > 0 {
-		res, err := s.deps.Meter.ChargeN(ctx, w.caller.key, int64(len(valid)))
+		res, granted, err := s.chargeBatch(ctx, w, r, len(valid), &meta, lang)
 		if err != nil {
-			if ctx.Err() == nil {
-				s.log.LogAttrs(ctx, slog.LevelWarn, "charging", errAttr(err))
-			}
-			return &apiError{code: ipatlas.CodeServiceUnavailable, meta: meta}
-		}
-		if res.Deny == account.DenyKey {
-			return s.keyError(w, r, account.ErrBadKey)
-		}
-		s.rateHeaders(w, res.Limit, res.Remaining, res.Reset)
-		meta.CurrentCredits = res.Credits
-		granted := int(res.GrantedN)
-		if granted == 0 {
-			code := deniedCode(res, 0)
-			s.metrics.queries.WithLabelValues(string(code)).Add(float64(len(valid)))
-			detail := ""
-			if code == ipatlas.CodeRateLimitExceeded {
-				w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(res.Reset), 10)}
-				detail = quotaSpent(lang, res.Limit, res.Reset)
-			}
-			return &apiError{code: code, detail: detail, meta: meta}
+			return err
 		}
 		for j, i := range valid[granted:] {
 			code := deniedCode(res, j)

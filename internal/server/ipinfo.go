@@ -380,28 +380,11 @@ func (s *api) handleIPInfoBatch(w *exchange, r *http.Request) error {
 	}
 	granted := 0
 	if len(charged) > 0 {
-		res, err := s.deps.Meter.ChargeN(ctx, w.caller.key, int64(len(charged)))
+		var res account.Outcome
+		var err error
+		res, granted, err = s.chargeBatch(ctx, w, r, len(charged), &m.meta, m.lang)
 		if err != nil {
-			if ctx.Err() == nil {
-				s.log.LogAttrs(ctx, slog.LevelWarn, "charging", errAttr(err))
-			}
-			return &apiError{code: ipatlas.CodeServiceUnavailable, meta: m.meta}
-		}
-		if res.Deny == account.DenyKey {
-			return s.keyError(w, r, account.ErrBadKey)
-		}
-		s.rateHeaders(w, res.Limit, res.Remaining, res.Reset)
-		m.meta.CurrentCredits = res.Credits
-		granted = int(res.GrantedN)
-		if granted == 0 {
-			code := deniedCode(res, 0)
-			s.metrics.queries.WithLabelValues(string(code)).Add(float64(len(charged)))
-			detail := ""
-			if code == ipatlas.CodeRateLimitExceeded {
-				w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(res.Reset), 10)}
-				detail = quotaSpent(m.lang, res.Limit, res.Reset)
-			}
-			return &apiError{code: code, detail: detail, meta: m.meta}
+			return err
 		}
 		for j, item := range charged {
 			if j < granted {

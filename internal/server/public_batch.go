@@ -1,7 +1,6 @@
 package server
 
 import (
-	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -85,28 +84,9 @@ func (s *api) handleBatch(w *exchange, r *http.Request) error {
 		writeJSON(w, http.StatusOK, &batchEnvelope{Success: true, Data: items, Meta: ipatlas.BatchMeta{Meta: meta}})
 		return nil
 	}
-	out, err := s.deps.Meter.ChargeN(ctx, c.key, int64(len(valid)))
+	out, granted, err := s.chargeBatch(ctx, w, r, len(valid), &meta, lang)
 	if err != nil {
-		if ctx.Err() == nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "charging", errAttr(err))
-		}
-		return &apiError{code: ipatlas.CodeServiceUnavailable, meta: meta}
-	}
-	if out.Deny == account.DenyKey {
-		return s.keyError(w, r, account.ErrBadKey) // revoked or rotated since authentication
-	}
-	s.rateHeaders(w, out.Limit, out.Remaining, out.Reset)
-	meta.CurrentCredits = out.Credits
-	granted := int(out.GrantedN)
-	if granted == 0 {
-		code := deniedCode(out, 0)
-		s.metrics.queries.WithLabelValues(string(code)).Add(float64(len(valid)))
-		detail := ""
-		if code == ipatlas.CodeRateLimitExceeded {
-			w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(out.Reset), 10)}
-			detail = quotaSpent(lang, out.Limit, out.Reset)
-		}
-		return &apiError{code: code, detail: detail, meta: meta}
+		return err
 	}
 	for j, i := range valid {
 		if j < granted {

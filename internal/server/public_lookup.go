@@ -86,6 +86,39 @@ func (s *api) chargeOne(ctx context.Context, w *exchange, r *http.Request, meta 
 	return &apiError{code: ipatlas.CodeRateLimitExceeded, detail: quotaSpent(lang, out.Limit, out.Reset), meta: *meta}
 }
 
+// chargeBatch charges n queries to the caller's key at once. It sets the
+// quota headers and meta's balance and returns the outcome and how many
+// were granted, the first ones in order; the caller answers the others
+// with deniedCode. When none could be granted, or the store cannot say,
+// it returns the failure to answer the whole batch with, which charged
+// nothing.
+func (s *api) chargeBatch(ctx context.Context, w *exchange, r *http.Request, n int, meta *ipatlas.Meta, lang ipatlas.Lang) (account.Outcome, int, error) {
+	out, err := s.deps.Meter.ChargeN(ctx, w.caller.key, int64(n))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "charging", errAttr(err))
+		}
+		return out, 0, &apiError{code: ipatlas.CodeServiceUnavailable, meta: *meta}
+	}
+	if out.Deny == account.DenyKey {
+		return out, 0, s.keyError(w, r, account.ErrBadKey) // revoked or rotated since authentication
+	}
+	s.rateHeaders(w, out.Limit, out.Remaining, out.Reset)
+	meta.CurrentCredits = out.Credits
+	granted := int(out.GrantedN)
+	if granted == 0 {
+		code := deniedCode(out, 0)
+		s.metrics.queries.WithLabelValues(string(code)).Add(float64(n))
+		detail := ""
+		if code == ipatlas.CodeRateLimitExceeded {
+			w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(out.Reset), 10)}
+			detail = quotaSpent(lang, out.Limit, out.Reset)
+		}
+		return out, 0, &apiError{code: code, detail: detail, meta: *meta}
+	}
+	return out, granted, nil
+}
+
 // lookupOne is one metered lookup of ip: the address's checks, then the
 // charge. Every failure is free.
 func (s *api) lookupOne(w *exchange, r *http.Request, ip string, m *metered) (ipatlas.Record, error) {
