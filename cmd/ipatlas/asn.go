@@ -51,14 +51,7 @@ func runASN(ctx context.Context, e env, args []string) error {
 	if len(ases) == 0 {
 		return usageError("asn: give at least one AS number, e.g. AS15169")
 	}
-	settings, err := cf.resolve(e)
-	if err != nil {
-		return err
-	}
-	if settings.apiKey == "" {
-		return &exitError{code: exitAuth, err: errors.New("asn: no API key: set IPATLAS_API_KEY, api_key in the config file, or --key")}
-	}
-	c, err := settings.newClient(true)
+	c, err := cf.keyedClient(e, "asn")
 	if err != nil {
 		return err
 	}

@@ -256,6 +256,19 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 }
 
 // resolve merges flags, environment, config file and defaults.
+// keyedClient is the client of a command that needs an API key (cmd names
+// it in the error when none is set), with no answer cache.
+func (f *clientFlags) keyedClient(e env, cmd string) (*client.Client, error) {
+	settings, err := f.resolve(e)
+	if err != nil {
+		return nil, err
+	}
+	if settings.apiKey == "" {
+		return nil, &exitError{code: exitAuth, err: errors.New(cmd + ": no API key: set IPATLAS_API_KEY, api_key in the config file, or --key")}
+	}
+	return settings.newClient(true)
+}
+
 // lookupClient is the client the lookup commands ask through, and the
 // disk cache of their answers; noCache asks the service every time.
 func (f *clientFlags) lookupClient(e env, noCache bool) (*client.Client, diskCache, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,14 +33,7 @@ func runUsage(ctx context.Context, e env, args []string) error {
 	if len(pos) > 0 {
 		return usageError(fmt.Sprintf("usage takes no arguments, got %q", pos))
 	}
-	settings, err := cf.resolve(e)
-	if err != nil {
-		return err
-	}
-	if settings.apiKey == "" {
-		return &exitError{code: exitAuth, err: errors.New("usage: no API key: set IPATLAS_API_KEY, api_key in the config file, or --key")}
-	}
-	client, err := settings.newClient(true)
+	client, err := cf.keyedClient(e, "usage")
 	if err != nil {
 		return err
 	}
