@@ -6,9 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/netip"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
@@ -59,28 +57,8 @@ func benchAnswer(b *testing.B, dir string, addrs []netip.Addr) {
 		encode(a)
 		appendJSON(a)
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	const chunk = 512
-	var enc1, app time.Duration
-	var n int
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		base := (i * chunk) & (len(addrs) - 1)
-		t0 := threadCPU(b)
-		for j := range chunk {
-			encode(addrs[(base+j)&(len(addrs)-1)])
-		}
-		t1 := threadCPU(b)
-		for j := range chunk {
-			appendJSON(addrs[(base+j)&(len(addrs)-1)])
-		}
-		t2 := threadCPU(b)
-		enc1 += t1 - t0
-		app += t2 - t1
-		n += chunk
-	}
+	t, n := interleaved(b, addrs, func(a netip.Addr, _ int) { encode(a) }, func(a netip.Addr, _ int) { appendJSON(a) })
+	enc1, app := t[0], t[1]
 	b.ReportMetric(float64(enc1.Nanoseconds())/float64(n), "encode-ns/op")
 	b.ReportMetric(float64(app.Nanoseconds())/float64(n), "append-ns/op")
 	b.ReportMetric(float64(app)/float64(enc1), "append/encode")

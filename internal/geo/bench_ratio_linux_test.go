@@ -68,34 +68,17 @@ func benchRatio(b *testing.B, dir string, addrs []netip.Addr, opts geo.Options) 
 			b.Fatal(err)
 		}
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	const chunk = 512
-	var raw, rec time.Duration
-	var n int
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		base := (i * chunk) & (len(addrs) - 1)
-		t0 := threadCPU(b)
-		for j := range chunk {
-			v = rawFlat{}
-			if err := db.Lookup(addrs[(base+j)&(len(addrs)-1)]).Decode(&v); err != nil {
-				b.Fatal(err)
-			}
+	t, n := interleaved(b, addrs, func(a netip.Addr, _ int) {
+		v = rawFlat{}
+		if err := db.Lookup(a).Decode(&v); err != nil {
+			b.Fatal(err)
 		}
-		t1 := threadCPU(b)
-		for j := range chunk {
-			lang := ipatlas.Lang(j & 1)
-			if _, err := e.Lookup(addrs[(base+j)&(len(addrs)-1)], lang); err != nil {
-				b.Fatal(err)
-			}
+	}, func(a netip.Addr, j int) {
+		if _, err := e.Lookup(a, ipatlas.Lang(j&1)); err != nil {
+			b.Fatal(err)
 		}
-		t2 := threadCPU(b)
-		raw += t1 - t0
-		rec += t2 - t1
-		n += chunk
-	}
+	})
+	raw, rec := t[0], t[1]
 	b.ReportMetric(float64(raw.Nanoseconds())/float64(n), "raw-ns/op")
 	b.ReportMetric(float64(rec.Nanoseconds())/float64(n), "record-ns/op")
 	b.ReportMetric(float64(rec)/float64(raw), "ratio")
@@ -108,6 +91,40 @@ func threadCPU(b *testing.B) time.Duration {
 		b.Skipf("no per-thread CPU clock here: %v", err)
 	}
 	return time.Duration(ts.Nano())
+}
+
+// interleaved runs each of fns over the same chunk of addrs (a power of
+// two of them), chunk after chunk for the benchmark's time: fns[0], the
+// baseline, first, then the others in an order that rotates, so that none
+// of them always finds the caches another warmed. It returns each fn's
+// total in this thread's CPU time and the number of addresses each was
+// given: on a shared machine, the ratio of two such totals holds where
+// the ns/op of separate benchmarks drift. fn gets the address and its
+// index in the chunk.
+func interleaved(b *testing.B, addrs []netip.Addr, fns ...func(a netip.Addr, j int)) ([]time.Duration, int) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const chunk = 512
+	times := make([]time.Duration, len(fns))
+	n := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		base := (i * chunk) & (len(addrs) - 1)
+		for k := range fns {
+			f := 0
+			if k > 0 {
+				f = 1 + (i+k-1)%(len(fns)-1)
+			}
+			t0 := threadCPU(b)
+			for j := range chunk {
+				fns[f](addrs[(base+j)&(len(addrs)-1)], j)
+			}
+			times[f] += threadCPU(b) - t0
+		}
+		n += chunk
+	}
+	return times, n
 }
 
 // BenchmarkRealPrivacyCost measures, in alternating chunks over the same
@@ -142,41 +159,20 @@ func BenchmarkRealPrivacyCost(b *testing.B) {
 			}
 		}
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	const chunk = 512
-	var raw, plain, priv time.Duration
-	var n int
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		base := (i * chunk) & (len(addrs) - 1)
-		t0 := threadCPU(b)
-		for j := range chunk {
-			v = rawFlat{}
-			if err := db.Lookup(addrs[(base+j)&(len(addrs)-1)]).Decode(&v); err != nil {
+	record := func(e *geo.Engine) func(netip.Addr, int) {
+		return func(a netip.Addr, j int) {
+			if _, err := e.Lookup(a, ipatlas.Lang(j&1)); err != nil {
 				b.Fatal(err)
 			}
 		}
-		t1 := threadCPU(b)
-		times := [2]time.Duration{}
-		// Alternate which engine goes first, so neither always finds
-		// the caches the other warmed.
-		for k := range 2 {
-			e := (i + k) & 1
-			s := threadCPU(b)
-			for j := range chunk {
-				if _, err := engines[e].Lookup(addrs[(base+j)&(len(addrs)-1)], ipatlas.Lang(j&1)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			times[e] = threadCPU(b) - s
-		}
-		raw += t1 - t0
-		plain += times[0]
-		priv += times[1]
-		n += chunk
 	}
+	t, n := interleaved(b, addrs, func(a netip.Addr, _ int) {
+		v = rawFlat{}
+		if err := db.Lookup(a).Decode(&v); err != nil {
+			b.Fatal(err)
+		}
+	}, record(engines[0]), record(engines[1]))
+	raw, plain, priv := t[0], t[1], t[2]
 	b.ReportMetric(float64(raw.Nanoseconds())/float64(n), "raw-ns/op")
 	b.ReportMetric(float64(plain)/float64(raw), "ratio-plain")
 	b.ReportMetric(float64(priv)/float64(raw), "ratio-privacy")
