@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/mmdbgen"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
@@ -201,9 +201,6 @@ type echoipCounts struct{ city, asn int }
 // time zones), and the ASN file from the dataset's ASN file.
 func writeEchoipData(ctx context.Context, dataDir, out string) (echoipCounts, error) {
 	var n echoipCounts
-	// mmdbwriter's tree of a whole dataset is gigabytes, and each insert
-	// leaves garbage: collecting more often keeps the peak nearer the tree.
-	defer debug.SetGCPercent(debug.SetGCPercent(25))
 	eng, err := geo.Open(dataDir, geo.Options{})
 	if err != nil {
 		return n, err
@@ -218,6 +215,11 @@ func writeEchoipData(ctx context.Context, dataDir, out string) (echoipCounts, er
 		if ds.Kind != "city" && ds.Kind != "asn" {
 			continue
 		}
+		// A real dataset has about 15 million networks but 700,000
+		// distinct records (by their offset in the file): each is
+		// composed and converted once, and the tree holds one value per
+		// record, not per network.
+		values := make(map[uintptr]mmdbtype.DataType)
 		r, err := maxminddb.Open(filepath.Join(dataDir, ds.File))
 		if err != nil {
 			return n, err
@@ -247,25 +249,17 @@ func writeEchoipData(ctx context.Context, dataDir, out string) (echoipCounts, er
 				asn = append(asn, mmdbgen.ASNRow{Network: p.String(), ASN: a.Number, Org: a.Org})
 				continue
 			}
-			rec, err := eng.Lookup(p.Addr(), ipatlas.English)
-			if err != nil {
-				r.Close()
-				return n, err
+			v, ok := values[res.Offset()]
+			if !ok {
+				rec, err := eng.Lookup(p.Addr(), ipatlas.English)
+				if err != nil {
+					r.Close()
+					return n, err
+				}
+				v = echoipRow(rec).Value()
+				values[res.Offset()] = v
 			}
-			row := mmdbgen.GeoIP2Row{
-				Network:       p.String(),
-				ContinentCode: rec.ContinentCode, Continent: mmdbgen.Name{EN: rec.Continent},
-				CountryCode: rec.CountryCode, Country: mmdbgen.Name{EN: rec.Country},
-				City: mmdbgen.Name{EN: rec.City}, TimeZone: rec.TimeZone, Postal: rec.ZipCode,
-				NoLocation: rec.Latitude == nil || rec.Longitude == nil,
-			}
-			if !row.NoLocation {
-				row.Latitude, row.Longitude = *rec.Latitude, *rec.Longitude
-			}
-			if rec.Province != "" {
-				row.Subdivisions = []mmdbgen.Name{{EN: rec.Province}}
-			}
-			if err := city.Insert(row); err != nil {
+			if err := city.InsertValue(p, v); err != nil {
 				r.Close()
 				return n, err
 			}
@@ -282,6 +276,23 @@ func writeEchoipData(ctx context.Context, dataDir, out string) (echoipCounts, er
 	}
 	// The ASN file last: its presence marks a complete cache entry.
 	return n, mmdbgen.WriteASN(filepath.Join(out, echoipASNFile), "GeoLite2-ASN", asn)
+}
+
+// echoipRow is the GeoLite2-schema row of ipatlas's English record.
+func echoipRow(rec ipatlas.Record) mmdbgen.GeoIP2Row {
+	row := mmdbgen.GeoIP2Row{
+		ContinentCode: rec.ContinentCode, Continent: mmdbgen.Name{EN: rec.Continent},
+		CountryCode: rec.CountryCode, Country: mmdbgen.Name{EN: rec.Country},
+		City: mmdbgen.Name{EN: rec.City}, TimeZone: rec.TimeZone, Postal: rec.ZipCode,
+		NoLocation: rec.Latitude == nil || rec.Longitude == nil,
+	}
+	if !row.NoLocation {
+		row.Latitude, row.Longitude = *rec.Latitude, *rec.Longitude
+	}
+	if rec.Province != "" {
+		row.Subdivisions = []mmdbgen.Name{{EN: rec.Province}}
+	}
+	return row
 }
 
 // startEchoip runs echoip on a free loopback port with the city file as

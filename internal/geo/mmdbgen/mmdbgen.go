@@ -7,11 +7,13 @@ package mmdbgen
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
+	"go4.org/netipx"
 )
 
 // File names of the default dataset, as `db fetch` installs them.
@@ -163,6 +165,21 @@ func NewGeoIP2Writer(dbType string) (*GeoIP2Writer, error) {
 // Insert adds one network. A network inside an aliased one (IPv6 space
 // that maps to IPv4) is a *mmdbwriter.AliasedNetworkError.
 func (w *GeoIP2Writer) Insert(r GeoIP2Row) error {
+	return insert(w.t, r.Network, r.Value())
+}
+
+// InsertValue adds one network with a value made by GeoIP2Row.Value. A
+// converter that meets the same record for many networks makes its value
+// once: the tree then holds one copy, not one per network.
+func (w *GeoIP2Writer) InsertValue(network netip.Prefix, v mmdbtype.DataType) error {
+	if err := w.t.Insert(netipx.PrefixIPNet(network), v); err != nil {
+		return fmt.Errorf("inserting %s: %w", network, err)
+	}
+	return nil
+}
+
+// Value is the row's record in the GeoIP2 schema (its Network aside).
+func (r GeoIP2Row) Value() mmdbtype.DataType {
 	m := mmdbtype.Map{}
 	if r.ContinentCode != "" {
 		m["continent"] = mmdbtype.Map{"code": mmdbtype.String(r.ContinentCode), "names": namesMap(r.Continent)}
@@ -197,7 +214,7 @@ func (w *GeoIP2Writer) Insert(r GeoIP2Row) error {
 	if r.Postal != "" {
 		m["postal"] = mmdbtype.Map{"code": mmdbtype.String(r.Postal)}
 	}
-	return insert(w.t, r.Network, m)
+	return m
 }
 
 // WriteFile writes the file (to a temporary name, then renamed).
