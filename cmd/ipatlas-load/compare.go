@@ -102,7 +102,13 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 	refArgs := []string{minimalCommand, "-addr-file", refAddrFile, "-query-answer", answerFile}
 	switch o.reference {
 	case refLookup:
-		refArgs = []string{minimalCommand, "-addr-file", refAddrFile, "-data-dir", ws.dataDir}
+		// A copy of its own: two processes mapping the same files share
+		// their pages, and PSS would charge each only half of them.
+		refData := filepath.Join(tmp, "reference-data")
+		if err := copyTree(ws.dataDir, refData); err != nil {
+			return fmt.Errorf("copying the dataset for the reference: %w", err)
+		}
+		refArgs = []string{minimalCommand, "-addr-file", refAddrFile, "-data-dir", refData}
 	case refMinimal:
 	default:
 		return fmt.Errorf("unknown -reference %q: lookup or minimal", o.reference)
