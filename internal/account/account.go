@@ -71,11 +71,18 @@ type Key struct {
 	Prefix    string    `json:"prefix"` // "ipa_<ID>", what a person sees of a key
 	Label     string    `json:"label"`  // the owner's name for the key; may be empty
 	CreatedAt time.Time `json:"created_at"`
-	// LastUsedAt is the time of the last charge made to the key, nil
-	// before its first; kept by Store.Charge in the charging transaction.
+	// LastUsedAt is the time of the last charge made to the key, to
+	// LastUseStep, nil before its first; kept by Store.Charge in the
+	// charging transaction.
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
+
+// LastUseStep is how far a key's recorded last use may lag its last
+// charge: a charge records its time only when the recorded one is that
+// much older. A key's last use is read by people ("used 3 minutes ago");
+// writing it at every batch would cost a page write in every commit.
+const LastUseStep = time.Minute
 
 // Revoked reports whether the key has been revoked.
 func (k Key) Revoked() bool { return k.RevokedAt != nil }
@@ -236,7 +243,8 @@ type Store interface {
 	// in order it grants as many of its N queries as the key's quota for the
 	// period and the account's balance allow (quota first, then credits),
 	// adds them to the usage counter and to the key's counter of at's UTC
-	// day, sets the key's LastUsedAt to at, deducts Granted*Cost from the
+	// day, sets the key's LastUsedAt to at when the recorded one is
+	// LastUseStep or more before at (or none), deducts Granted*Cost from the
 	// balance and writes one ledger entry per charged key. Grants never exceed the
 	// quota or drive a balance below zero, whatever other processes do
 	// concurrently. The returned slice is parallel to reqs.

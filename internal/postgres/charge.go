@@ -275,10 +275,12 @@ func write(ctx context.Context, tx pgx.Tx, period string, at time.Time, accts ma
 			SELECT u.key_id, $1, u.added FROM unnest($2::text[], $3::bigint[]) AS u(key_id, added)
 			ON CONFLICT (key_id, day) DO UPDATE SET used = key_usage_daily.used + excluded.used`,
 			account.Day(at), usedKeys, added), len(usedKeys))
-		// last_used_at only moves forward, so a batch stamped earlier by
-		// another replica's clock that commits later cannot set it back.
+		// The last use is kept to the minute (account.LastUseStep), so
+		// most batches match no row and write none. It only moves
+		// forward, so a batch stamped earlier by another replica's clock
+		// that commits later cannot set it back.
 		b.Queue(`UPDATE api_keys SET last_used_at = $1
-			WHERE id = ANY($2) AND (last_used_at IS NULL OR last_used_at < $1)`, at, usedKeys)
+			WHERE id = ANY($2) AND (last_used_at IS NULL OR last_used_at <= $3)`, at, usedKeys, at.Add(-account.LastUseStep))
 	}
 	if len(acctIDs) > 0 {
 		expect(b.Queue(`UPDATE accounts AS a SET credits = u.credits

@@ -11,7 +11,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 )
 
-// The charging transaction is six set-based statements whatever the
+// The charging transaction is at most six set-based statements whatever the
 // number of keys in the batch: read every key, then write every monthly
 // counter, every daily counter, every key's last use, every ledger entry
 // and every balance, each list passed as one JSON array (json_each). Per-key statements cost ~25µs each in this driver,
@@ -20,7 +20,7 @@ import (
 const (
 	sqlChargeRead = `
 		SELECT k.id, k.account_id, k.hash, k.revoked_at IS NOT NULL, a.tier, a.custom_limit, a.credits,
-		       COALESCE(u.used, 0)
+		       COALESCE(u.used, 0), COALESCE(k.last_used_at, '')
 		FROM json_each(?1) j
 		JOIN api_keys k ON k.id = j.value
 		JOIN accounts a ON a.id = k.account_id
@@ -31,17 +31,21 @@ const (
 		INSERT INTO key_usage (key_id, period, used)
 		SELECT json_extract(j.value, '$[0]'), ?2, json_extract(j.value, '$[1]') FROM json_each(?1) j WHERE true
 		ON CONFLICT (key_id, period) DO UPDATE SET used = key_usage.used + excluded.used`
-	// The daily counters and the last use take the same [key, added]
-	// array as the monthly counters. last_used_at only moves forward, so
-	// a batch stamped earlier (another process's clock) that commits later
-	// cannot set it back; the fixed-width time text compares as time.
+	// The daily counters take the same [key, added] array as the monthly
+	// counters.
 	sqlChargeDaily = `
 		INSERT INTO key_usage_daily (key_id, day, used)
 		SELECT json_extract(j.value, '$[0]'), ?2, json_extract(j.value, '$[1]') FROM json_each(?1) j WHERE true
 		ON CONFLICT (key_id, day) DO UPDATE SET used = key_usage_daily.used + excluded.used`
+	// The last use is kept to the minute (account.LastUseStep): the
+	// charge lists only the keys whose recorded use is older than that,
+	// and most batches list none and skip the statement, and the page it
+	// would write. It only moves forward, so a batch stamped earlier
+	// (another process's clock) that commits later cannot set it back; the
+	// fixed-width time text compares as time.
 	sqlChargeLastUsed = `
 		UPDATE api_keys SET last_used_at = ?2
-		WHERE id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?1) j)
+		WHERE id IN (SELECT j.value FROM json_each(?1) j)
 		  AND (last_used_at IS NULL OR last_used_at < ?2)`
 	sqlChargeLedger = `
 		INSERT INTO ledger (account_id, delta, balance, reason, key_id, queries, created_at)
@@ -93,7 +97,8 @@ type chargeKey struct {
 	revoked     bool
 	tier        account.Tier
 	limit, used int64
-	added       int64 // queries this batch adds to the counter
+	added       int64  // queries this batch adds to the counter
+	lastUsed    string // as stored, "" when never used
 }
 
 // Charge applies a batch of charges in one write transaction: one fsync
@@ -157,9 +162,14 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 			return nil
 		}
 		var usage [][2]any
+		var stale []string // keys whose recorded last use is a step or more old
+		staleBefore := fmtTime(at.Add(-account.LastUseStep))
 		for _, id := range ids {
 			if k := keys[id]; k != nil && k.added > 0 {
 				usage = append(usage, [2]any{id, k.added})
+				if k.lastUsed == "" || k.lastUsed <= staleBefore {
+					stale = append(stale, id)
+				}
 			}
 		}
 		credits := make([][2]int64, len(touched))
@@ -178,6 +188,15 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 		if err != nil {
 			return err
 		}
+		if len(stale) > 0 {
+			staleJSON, err := json.Marshal(stale)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.StmtContext(ctx, s.charge.lastUsed).ExecContext(ctx, string(staleJSON), fmtTime(at)); err != nil {
+				return fmt.Errorf("sqlite: charge: last use: %w", err)
+			}
+		}
 		for _, w := range []struct {
 			what string
 			stmt *sql.Stmt
@@ -185,7 +204,6 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 		}{
 			{"usage", s.charge.usage, []any{string(usageJSON), period}},
 			{"daily usage", s.charge.daily, []any{string(usageJSON), account.Day(at)}},
-			{"last use", s.charge.lastUsed, []any{string(usageJSON), fmtTime(at)}},
 			{"ledger", s.charge.ledger, []any{string(ledgerJSON), fmtTime(at)}},
 			{"credits", s.charge.credits, []any{string(creditsJSON)}},
 		} {
@@ -217,7 +235,7 @@ func readCharge(ctx context.Context, read *sql.Stmt, idsJSON, period string) (ma
 			k           chargeKey
 			custom, bal int64
 		)
-		if err := rows.Scan(&id, &k.accountID, &k.hash, &k.revoked, &tier, &custom, &bal, &k.used); err != nil {
+		if err := rows.Scan(&id, &k.accountID, &k.hash, &k.revoked, &tier, &custom, &bal, &k.used, &k.lastUsed); err != nil {
 			return nil, nil, fmt.Errorf("sqlite: charge: %w", err)
 		}
 		k.tier = account.Tier(tier)

@@ -124,6 +124,18 @@ func testKeyLastUsed(t *testing.T, st account.Store) {
 	if got := getKey(t, st, idle.ID); got.LastUsedAt == nil || !got.LastUsedAt.Equal(t0.Add(-time.Minute)) {
 		t.Fatalf("last use %s, want the later of two stamps, %v", lastUsed(got), t0.Add(-time.Minute))
 	}
+	// It is kept to LastUseStep: a charge less than that after the
+	// recorded use leaves it, one that much later moves it.
+	busy := newKey(t, st, newAccount(t, st, 100, 100).ID)
+	chargeAt(t, st, t0, req(busy, 1, 1))
+	chargeAt(t, st, t0.Add(account.LastUseStep-time.Millisecond), req(busy, 1, 1))
+	if got := getKey(t, st, busy.ID); got.LastUsedAt == nil || !got.LastUsedAt.Equal(t0) {
+		t.Fatalf("a charge within %v of the last use %v moved it to %s", account.LastUseStep, t0, lastUsed(got))
+	}
+	chargeAt(t, st, t0.Add(account.LastUseStep), req(busy, 1, 1))
+	if got := getKey(t, st, busy.ID); got.LastUsedAt == nil || !got.LastUsedAt.Equal(t0.Add(account.LastUseStep)) {
+		t.Fatalf("last use %s after a charge %v after it, want %v", lastUsed(got), account.LastUseStep, t0.Add(account.LastUseStep))
+	}
 	// Listings carry it.
 	ks, err := st.ListKeys(ctx(t), a.ID)
 	if err != nil {
@@ -286,8 +298,10 @@ func testDailyUsageConcurrent(t *testing.T, st account.Store) {
 		if n := usage(t, st, k.ID, period0); n != day1[k.ID]+day2[k.ID] {
 			t.Fatalf("monthly usage of %s %d, want %d", k.ID, n, day1[k.ID]+day2[k.ID])
 		}
-		if got := getKey(t, st, k.ID); got.LastUsedAt == nil || !got.LastUsedAt.Equal(after) {
-			t.Fatalf("last use of %s: %s, want %v", k.ID, lastUsed(got), after)
+		// The last charge was at after; the recorded use lags it by
+		// less than LastUseStep.
+		if got := getKey(t, st, k.ID); got.LastUsedAt == nil || got.LastUsedAt.After(after) || after.Sub(*got.LastUsedAt) >= account.LastUseStep {
+			t.Fatalf("last use of %s: %s, want within %v before %v", k.ID, lastUsed(got), account.LastUseStep, after)
 		}
 	}
 }
