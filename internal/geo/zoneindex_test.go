@@ -3,14 +3,18 @@ package geo
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -423,4 +427,86 @@ func TestRealZoneIndex(t *testing.T) {
 			checkIndexAgrees(t, f)
 		}
 	}
+}
+
+// TestRealZoneIndexHeap measures, each in a fresh process, the live heap
+// after opening the real dataset and looking up 100,000 random public
+// addresses (one in eight IPv6), with the zone indexes beside the files
+// and without them (the finders then built).
+func TestRealZoneIndexHeap(t *testing.T) {
+	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
+	if dir == "" {
+		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
+	}
+	if child := os.Getenv("GEO_ZONE_HEAP_DIR"); child != "" {
+		zoneHeapChild(t, child)
+		return
+	}
+	indexed, plain := t.TempDir(), t.TempDir()
+	files, err := mmdbFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		for _, d := range []string{indexed, plain} {
+			if err := os.Symlink(f, filepath.Join(d, filepath.Base(f))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := WriteZoneIndex(context.Background(), filepath.Join(indexed, filepath.Base(f))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ name, dir string }{{"with the zone indexes", indexed}, {"without", plain}} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRealZoneIndexHeap$", "-test.v")
+		cmd.Env = append(os.Environ(), "GEO_ZONE_HEAP_DIR="+c.dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, "zone-heap ") {
+				t.Logf("%s: %s", c.name, strings.TrimPrefix(line, "zone-heap "))
+			}
+		}
+	}
+}
+
+func zoneHeapChild(t *testing.T, dir string) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rng := rand.New(rand.NewPCG(1, 1))
+	start := time.Now()
+	for i := range 100_000 {
+		var a netip.Addr
+		if i%8 == 7 {
+			var b [16]byte
+			b[0] = 0x20 | byte(rng.IntN(2))<<1
+			for j := 1; j < 16; j++ {
+				b[j] = byte(rng.IntN(256))
+			}
+			a = netip.AddrFrom16(b)
+		} else {
+			var b [4]byte
+			binary.BigEndian.PutUint32(b[:], rng.Uint32())
+			a = netip.AddrFrom4(b)
+			if !a.IsGlobalUnicast() || a.IsPrivate() {
+				continue
+			}
+		}
+		if _, err := e.Lookup(a, ipatlas.Lang(i&1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	fmt.Printf("zone-heap live heap %.1f MB after open and 100,000 lookups (%.1f MB before open), lookups took %s, %d finder lookups\n",
+		float64(after.HeapAlloc)/(1<<20), float64(before.HeapAlloc)/(1<<20), took.Round(time.Millisecond), finderLookups.Load())
 }
