@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
 
+	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/mmdbgen"
 )
 
@@ -14,7 +16,8 @@ import (
 // many IPv6 networks, each record shared by about 15 networks as in DB-IP's
 // data, every network under an ASN network, and returns the networks.
 // Records have coordinates but no time zone, like DB-IP Lite's, so the
-// engine derives it as it does on the real data.
+// zones come from the zone indexes written beside the city files, as on
+// an installed dataset.
 func makeFixture(dir string, networks int, seed uint64) ([]netip.Prefix, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -75,6 +78,13 @@ func makeFixture(dir string, networks int, seed uint64) ([]netip.Prefix, error) 
 	}
 	if err := mmdbgen.WriteASN(filepath.Join(dir, mmdbgen.ASNFile), mmdbgen.ASNType, asn); err != nil {
 		return nil, err
+	}
+	// Each city file gets its zone index, as `db fetch` installs it, so
+	// that the harness measures what users run.
+	for _, name := range []string{mmdbgen.CityV4File, mmdbgen.CityV6File} {
+		if _, err := geo.WriteZoneIndex(context.Background(), filepath.Join(dir, name)); err != nil {
+			return nil, err
+		}
 	}
 	return nets, nil
 }

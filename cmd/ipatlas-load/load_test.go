@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/geo/mmdbgen"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
@@ -144,6 +146,11 @@ func TestMakeFixture(t *testing.T) {
 			v4++
 		} else {
 			v6++
+		}
+	}
+	for _, name := range []string{mmdbgen.CityV4File, mmdbgen.CityV6File} {
+		if need, err := geo.NeedsZoneIndex(filepath.Join(dir, name)); err != nil || need {
+			t.Errorf("%s lacks the zone index an installed dataset has: %v %v", name, need, err)
 		}
 	}
 	if v4 != 300 || v6 != 300 {

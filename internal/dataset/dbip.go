@@ -123,7 +123,7 @@ func (f *fetcher) installDBIP(ctx context.Context, e dbipEdition, month string, 
 		removeStaged([]stagedFile{s})
 		return Package{}, err
 	}
-	if err := install(f.dir, []stagedFile{s}); err != nil {
+	if err := f.install(ctx, []stagedFile{s}); err != nil {
 		return Package{}, err
 	}
 	took := f.now().Sub(start)

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ipatlas/ipatlas/internal/geo"
 )
 
 // Defaults of the FetchOptions limits.
@@ -102,7 +104,8 @@ type fetchJob struct {
 // unpacked, verified (every MMDB opens, passes maxminddb's Verify and, from
 // DB-IP and MaxMind, has the expected database type, a plausible build
 // date and record count) and only then renamed into place, so a failed or
-// interrupted fetch leaves the previous files in use. A package that is
+// interrupted fetch leaves the previous files in use. Each city file is
+// installed with its zone index (zones.go), renamed into place first. A package that is
 // already at the latest version is not downloaded again unless opts.Force
 // is set. Packages are independent: if one fails, the others are still
 // updated, and the error names the one that failed. The manifest is
@@ -175,6 +178,8 @@ func (f *fetcher) runJobs(ctx context.Context, m Manifest, jobs []fetchJob) (Man
 			if err := writeManifest(f.dir, m); err != nil {
 				errs = append(errs, err)
 			}
+		} else {
+			f.ensureZoneIndexes(ctx, p)
 		}
 	}
 	return m, errs
@@ -255,6 +260,9 @@ func (f *fetcher) retire(m Manifest, jobs []fetchJob, source string) (Manifest, 
 			if err := os.Remove(filepath.Join(f.dir, file.Name)); err != nil && !isNotExist(err) {
 				errs = append(errs, err)
 				continue
+			}
+			if err := os.Remove(filepath.Join(f.dir, geo.ZoneIndexFile(file.Name))); err != nil && !isNotExist(err) {
+				errs = append(errs, err)
 			}
 			names = append(names, file.Name)
 		}
@@ -406,7 +414,7 @@ func (f *fetcher) fetchOne(ctx context.Context, src source, installed Package, h
 		removeStaged(staged)
 		return Package{}, false, err
 	}
-	if err := install(f.dir, staged); err != nil {
+	if err := f.install(ctx, staged); err != nil {
 		return Package{}, false, err
 	}
 	p = Package{

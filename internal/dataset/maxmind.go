@@ -210,7 +210,7 @@ func (f *fetcher) fetchMaxMind(ctx context.Context, edition string, installed Pa
 		removeStaged([]stagedFile{s})
 		return Package{}, false, err
 	}
-	if err := install(f.dir, []stagedFile{s}); err != nil {
+	if err := f.install(ctx, []stagedFile{s}); err != nil {
 		return Package{}, false, err
 	}
 	p := Package{

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
+	"github.com/ipatlas/ipatlas/internal/geo"
 )
 
 // fetchedAt is 2026-03-04: DB-IP's current month is 2026-03, the previous
@@ -386,10 +387,14 @@ func TestFetchSwitchSource(t *testing.T) {
 	if len(m.Packages) != 2 || m.Packages[0].Source != dataset.SourceDBIP || m.Packages[1].Source != dataset.SourceDBIP {
 		t.Errorf("packages after switching to dbip: %+v", m.Packages)
 	}
-	for _, f := range []string{dataset.CityIPv4File, dataset.CityIPv6File, dataset.ASNFile} {
+	for _, f := range []string{dataset.CityIPv4File, dataset.CityIPv6File, dataset.ASNFile,
+		geo.ZoneIndexFile(dataset.CityIPv4File), geo.ZoneIndexFile(dataset.CityIPv6File)} {
 		if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
 			t.Errorf("%s of the npm source is still there: %v", f, err)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, geo.ZoneIndexFile("dbip-city-lite.mmdb"))); err != nil {
+		t.Errorf("DB-IP's city file has no zone index: %v", err)
 	}
 	if _, err := os.Stat(own); err != nil {
 		t.Errorf("the operator's own file went: %v", err)

@@ -24,6 +24,10 @@ type cityInput struct {
 	lat, lon       float64 // NaN when absent
 	timeZone       string
 	zip            string
+	// pointZone is the zone at the coordinates as the file's zone index
+	// gives it, when pointZoneKnown; see needsPointZone.
+	pointZone      string
+	pointZoneKnown bool
 }
 
 // place is the localized text of a record in one language, below the
@@ -114,7 +118,7 @@ func (t *countryTable) get(k countryKey) *countryData {
 // Chinese provinces and cities), GeoIP2 zh-CN names for the rest of the
 // world where the file has them, else the English name.
 func compose(in cityInput, countries *countryTable) cityData {
-	cc := strings.ToUpper(strings.TrimSpace(in.countryCode))
+	cc := countryCodeOf(in)
 	var d cityData
 	cont := strings.ToUpper(strings.TrimSpace(in.continentCode))
 	if cont == "" && cc != "" {
@@ -173,16 +177,42 @@ func compose(in cityInput, countries *countryTable) cityData {
 		d.areaCode = names.AreaCode(cc, prov, city, in.lat, in.lon)
 	}
 	d.zip = strings.TrimSpace(in.zip)
-	lat, lon := in.lat, in.lon
-	if validCoord(lat, 90) && validCoord(lon, 180) {
-		d.coords = [2]float64{shortest(lat), shortest(lon)}
-		d.hasCoords = true
-	}
+	d.coords, d.hasCoords = coordsOf(in)
 	d.timeZone = strings.TrimSpace(in.timeZone)
-	if d.timeZone == "" {
+	switch {
+	case in.pointZoneKnown && needsPointZone(cc, in.timeZone, d.hasCoords):
+		d.timeZone = in.pointZone
+	case d.timeZone == "":
 		d.timeZone = timeZoneOf(cc, d.coords[0], d.coords[1], d.hasCoords)
 	}
 	return d
+}
+
+// countryCodeOf is the record's country code as the record answers it.
+func countryCodeOf(in cityInput) string {
+	return strings.ToUpper(strings.TrimSpace(in.countryCode))
+}
+
+// coordsOf is the record's coordinates as the record answers them, and
+// whether it has any.
+func coordsOf(in cityInput) ([2]float64, bool) {
+	if validCoord(in.lat, 90) && validCoord(in.lon, 180) {
+		return [2]float64{shortest(in.lat), shortest(in.lon)}, true
+	}
+	return [2]float64{}, false
+}
+
+// needsPointZone reports whether the zone of a record of country cc (as
+// countryCodeOf gives it) with its own zone ownZone comes from the finders
+// at its coordinates: it has no zone of its own, its country does not
+// decide one (timeZoneOf), and it has coordinates. These records, and only
+// they, are what a zone index holds.
+func needsPointZone(cc, ownZone string, hasCoords bool) bool {
+	if strings.TrimSpace(ownZone) != "" || !hasCoords {
+		return false
+	}
+	_, ok := countryZone(cc)
+	return !ok
 }
 
 // splitDistrict splits a city name written "City (District)", as DB-IP

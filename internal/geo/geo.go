@@ -369,7 +369,8 @@ func (e *Engine) Close() error {
 }
 
 // needsTimeZones reports whether any city source in service lacks time
-// zones in its data (the DB-IP flat schema).
+// zones in its data (the DB-IP flat schema) and a zone index to answer
+// them.
 func (e *Engine) needsTimeZones() bool {
 	g := e.acquire()
 	if g == nil {
@@ -377,7 +378,7 @@ func (e *Engine) needsTimeZones() bool {
 	}
 	defer g.release()
 	for _, s := range g.sources {
-		if s.schema == schemaFlat {
+		if s.schema == schemaFlat && s.zones == nil {
 			return true
 		}
 	}
@@ -434,6 +435,9 @@ func (e *Engine) load() (*generation, error) {
 			s.r.Close()
 			continue
 		}
+		if s.kind == kindCity || s.kind == kindCountry {
+			s.zones = e.loadZones(f, s)
+		}
 		g.add(s)
 	}
 	if len(g.sources) == 0 {
@@ -442,6 +446,21 @@ func (e *Engine) load() (*generation, error) {
 	}
 	g.order()
 	return g, nil
+}
+
+// loadZones returns the zone index of the city source s opened from
+// path, or nil when it has none that fits: its zones then come from the
+// finders. An index that is malformed or written for another file is
+// logged and ignored.
+func (e *Engine) loadZones(path string, s *source) *zoneIndex {
+	z, err := loadZoneIndex(path, s.r)
+	switch {
+	case err != nil:
+		e.log.Warn("ignoring the zone index of a city file; its time zones come from the coordinates", "file", ZoneIndexFile(path), "err", err)
+	case z == nil && s.schema == schemaFlat:
+		e.log.Debug("no zone index beside a city file; its time zones come from the coordinates", "file", path)
+	}
+	return z
 }
 
 // mmdbFiles lists the *.mmdb files of dir in name order, skipping names
@@ -626,6 +645,7 @@ func (g *generation) city(addr netip.Addr) (*cityData, error) {
 		if err != nil {
 			return cityData{}, err
 		}
+		d.pointZone, d.pointZoneKnown = s.zones.zone(res.Offset())
 		return compose(d, &g.countries), nil
 	})
 }

@@ -3,6 +3,7 @@ package geo
 import (
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ipatlas/ipatlas/internal/names"
 	"github.com/ringsaturn/tzf"
@@ -32,43 +33,56 @@ import (
 // points; the polygon finder (~11 µs a lookup) answers the rest, near zone
 // borders. Both are process-wide: they never change, and a reload must not
 // pay for them again. Lookups reach them only when a record is composed,
-// not for cached records.
+// not for cached records, and only for a record that its file's zone
+// index (zoneindex.go), written when the data is installed, does not
+// answer: with the index the serving process never builds them.
 var (
-	tzTiles = lazyFinder(func() (tzf.F, error) {
-		in := &tzfpb.PreindexTimezones{}
-		if err := proto.Unmarshal(tzfrellite.PreindexData, in); err != nil {
-			return nil, err
-		}
-		keep := multiZoneNames()
-		keys := in.Keys[:0]
-		for _, k := range in.Keys {
-			if keep[k.Name] {
-				keys = append(keys, k)
-			}
-		}
-		in.Keys = keys
-		return tzf.NewFuzzyFinderFromPB(in)
-	})
-	tzPolygons = lazyFinder(func() (tzf.F, error) {
-		in := &tzfpb.CompressedTimezones{}
-		if err := proto.Unmarshal(tzfrellite.LiteCompressData, in); err != nil {
-			return nil, err
-		}
-		keep := multiZoneNames()
-		zones := in.Timezones[:0]
-		for _, z := range in.Timezones {
-			if keep[z.Name] {
-				zones = append(zones, z)
-			}
-		}
-		in.Timezones = zones
-		f, err := tzf.NewFinderFromCompressed(in, tzf.SetDropPBTZ)
-		// Building decompresses tens of MB that are garbage right after:
-		// give them back to the OS now rather than carry them in RSS.
-		debug.FreeOSMemory()
-		return f, err
-	})
+	tzTiles    = lazyFinder(buildTiles)
+	tzPolygons = lazyFinder(buildPolygons)
 )
+
+// finderLookups counts the lookups that reach the process-wide finders:
+// a record whose zone comes from its file's zone index never does.
+var finderLookups atomic.Int64
+
+// buildTiles builds the tile index of the multi-zone countries' zones.
+func buildTiles() (tzf.F, error) {
+	in := &tzfpb.PreindexTimezones{}
+	if err := proto.Unmarshal(tzfrellite.PreindexData, in); err != nil {
+		return nil, err
+	}
+	keep := multiZoneNames()
+	keys := in.Keys[:0]
+	for _, k := range in.Keys {
+		if keep[k.Name] {
+			keys = append(keys, k)
+		}
+	}
+	in.Keys = keys
+	return tzf.NewFuzzyFinderFromPB(in)
+}
+
+// buildPolygons builds the polygon finder of the multi-zone countries'
+// zones.
+func buildPolygons() (tzf.F, error) {
+	in := &tzfpb.CompressedTimezones{}
+	if err := proto.Unmarshal(tzfrellite.LiteCompressData, in); err != nil {
+		return nil, err
+	}
+	keep := multiZoneNames()
+	zones := in.Timezones[:0]
+	for _, z := range in.Timezones {
+		if keep[z.Name] {
+			zones = append(zones, z)
+		}
+	}
+	in.Timezones = zones
+	f, err := tzf.NewFinderFromCompressed(in, tzf.SetDropPBTZ)
+	// Building decompresses tens of MB that are garbage right after:
+	// give them back to the OS now rather than carry them in RSS.
+	debug.FreeOSMemory()
+	return f, err
+}
 
 // multiZoneNames is the set of zones of every country with more than one.
 var multiZoneNames = sync.OnceValue(func() map[string]bool {
@@ -115,10 +129,7 @@ func warmTimeZones() {
 // "" when unknown) at lat, lon (valid only when hasCoords), or "" when
 // neither tells.
 func timeZoneOf(cc string, lat, lon float64, hasCoords bool) string {
-	if z := names.OnlyZone(cc); z != "" {
-		return z
-	}
-	if z, ok := nonISOZones[cc]; ok {
+	if z, ok := countryZone(cc); ok {
 		return z
 	}
 	if !hasCoords {
@@ -127,26 +138,46 @@ func timeZoneOf(cc string, lat, lon float64, hasCoords bool) string {
 	return timeZoneAt(lat, lon)
 }
 
+// countryZone returns the zone that country cc alone decides (ok), or
+// reports that a place in cc takes the zone at its coordinates.
+func countryZone(cc string) (zone string, ok bool) {
+	if z := names.OnlyZone(cc); z != "" {
+		return z, true
+	}
+	if z, ok := nonISOZones[cc]; ok {
+		return z, true
+	}
+	return "", false
+}
+
 // timeZoneAt returns the zone at a point among the zones of countries with
-// several, "" when none is found.
+// several, "" when none is found, from the process-wide finders.
 func timeZoneAt(lat, lon float64) string {
-	if f := tzTiles(); f != nil {
-		if z := f.GetTimezoneName(lon, lat); z != "" {
+	finderLookups.Add(1)
+	return zoneAt(tzTiles(), tzPolygons, lat, lon)
+}
+
+// zoneAt returns the zone at a point from a tile index and a polygon
+// finder, got only when the tiles do not answer (either may be nil), ""
+// when neither finds one.
+func zoneAt(tiles tzf.F, polygonFinder func() tzf.F, lat, lon float64) string {
+	if tiles != nil {
+		if z := tiles.GetTimezoneName(lon, lat); z != "" {
 			return z
 		}
 	}
-	f := tzPolygons()
-	if f == nil {
+	polygons := polygonFinder()
+	if polygons == nil {
 		return ""
 	}
-	if z := f.GetTimezoneName(lon, lat); z != "" {
+	if z := polygons.GetTimezoneName(lon, lat); z != "" {
 		return z
 	}
 	// As tzf's DefaultFinder does: a point on a coastline or border may
 	// fall just outside every simplified polygon.
 	for _, dx := range []float64{-0.02, 0, 0.02} {
 		for _, dy := range []float64{-0.02, 0, 0.02} {
-			if z := f.GetTimezoneName(lon+dx, lat+dy); z != "" {
+			if z := polygons.GetTimezoneName(lon+dx, lat+dy); z != "" {
 				return z
 			}
 		}

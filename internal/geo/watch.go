@@ -10,19 +10,21 @@ import (
 	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
-// Watch reloads the dataset whenever an MMDB file or the privacy lists'
-// manifest (written last by a fetch of the lists) in the data directory is
-// created, written, renamed or removed, once the directory has been quiet
-// for Options.Debounce: `db fetch` renames its new files into place one by
-// one, and one reload after the last is enough. A reload that fails is
-// logged and the previous dataset stays in service. Watch returns when ctx
-// is done (nil), or at once if the directory cannot be watched.
+// Watch reloads the dataset whenever an MMDB file, a zone index or the
+// privacy lists' manifest (written last by a fetch of the lists) in the
+// data directory is created, written, renamed or removed, once the
+// directory has been quiet for Options.Debounce: `db fetch` renames its
+// new files into place one by one, and one reload after the last is
+// enough. A reload that fails is logged and the previous dataset stays in
+// service. Watch returns when ctx is done (nil), or at once if the
+// directory cannot be watched.
 //
 // Long-running servers are what call Watch, so it also builds the
 // time-zone finders in the background (about a second of CPU) when the
-// data lacks time zones, rather than stall the first lookups, which all
-// need them; one-shot commands never pay for what they do not use. The
-// AS index is left to the first AS query (asIndex says why).
+// data lacks time zones and a city file has no zone index to answer them,
+// rather than stall the first lookups, which all need them; one-shot
+// commands never pay for what they do not use. The AS index is left to the
+// first AS query (asIndex says why).
 func (e *Engine) Watch(ctx context.Context) error {
 	if e.needsTimeZones() {
 		go warmTimeZones()
@@ -50,7 +52,7 @@ func (e *Engine) Watch(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if name := filepath.Base(ev.Name); !(isDataFile(name) || name == privacy.ManifestFile) || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Rename|fsnotify.Remove) {
+			if name := filepath.Base(ev.Name); !(isDataFile(name) || isZoneIndexFile(name) || name == privacy.ManifestFile) || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Rename|fsnotify.Remove) {
 				continue
 			}
 			e.log.Debug("data dir changed", "file", ev.Name, "op", ev.Op.String())
