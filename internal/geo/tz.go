@@ -2,6 +2,7 @@ package geo
 
 import (
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -52,13 +53,7 @@ func buildTiles() (tzf.F, error) {
 		return nil, err
 	}
 	keep := multiZoneNames()
-	keys := in.Keys[:0]
-	for _, k := range in.Keys {
-		if keep[k.Name] {
-			keys = append(keys, k)
-		}
-	}
-	in.Keys = keys
+	in.Keys = slices.DeleteFunc(in.Keys, func(k *tzfpb.PreindexTimezone) bool { return !keep[k.Name] })
 	return tzf.NewFuzzyFinderFromPB(in)
 }
 
@@ -70,13 +65,7 @@ func buildPolygons() (tzf.F, error) {
 		return nil, err
 	}
 	keep := multiZoneNames()
-	zones := in.Timezones[:0]
-	for _, z := range in.Timezones {
-		if keep[z.Name] {
-			zones = append(zones, z)
-		}
-	}
-	in.Timezones = zones
+	in.Timezones = slices.DeleteFunc(in.Timezones, func(z *tzfpb.CompressedTimezone) bool { return !keep[z.Name] })
 	f, err := tzf.NewFinderFromCompressed(in, tzf.SetDropPBTZ)
 	// Building decompresses tens of MB that are garbage right after:
 	// give them back to the OS now rather than carry them in RSS.
