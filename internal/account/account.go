@@ -87,6 +87,28 @@ const LastUseStep = time.Minute
 // Revoked reports whether the key has been revoked.
 func (k Key) Revoked() bool { return k.RevokedAt != nil }
 
+// ReasonUsage is the reason of the ledger entries that charges write.
+const ReasonUsage = "usage"
+
+// UsageEntryStep is the span of one usage entry of the ledger: a key's
+// charges at one cost within one UTC minute are one entry, while no other
+// entry of the account comes between them. Without it a busy key would
+// write an entry per group commit, hundreds a second, and a quiet one an
+// entry per query.
+const UsageEntryStep = time.Minute
+
+// TakesUsage reports whether a usage charge of keyID at cost credits per
+// query, made at at, is added to e, the account's latest entry, rather
+// than written as a new entry: e is a usage entry of the same key at the
+// same cost, made in the same UsageEntryStep. The merged entry keeps its
+// time and ID, sums the deltas and queries, and takes the new balance,
+// so every entry's balance still follows from the one before it.
+func (e LedgerEntry) TakesUsage(keyID string, cost int64, at time.Time) bool {
+	return e.ID != 0 && e.Reason == ReasonUsage && e.KeyID == keyID && e.Queries > 0 &&
+		e.Delta == -e.Queries*cost &&
+		e.CreatedAt.UTC().Truncate(UsageEntryStep).Equal(at.UTC().Truncate(UsageEntryStep))
+}
+
 // LedgerEntry is one change of an account's credit balance.
 type LedgerEntry struct {
 	ID        int64     `json:"id"`
@@ -245,7 +267,10 @@ type Store interface {
 	// adds them to the usage counter and to the key's counter of at's UTC
 	// day, sets the key's LastUsedAt to at when the recorded one is
 	// LastUseStep or more before at (or none), deducts Granted*Cost from the
-	// balance and writes one ledger entry per charged key. Grants never exceed the
+	// balance and records it in a usage entry of the ledger: neighbouring
+	// charges of one key at one cost are one entry, and the first of the
+	// batch is added to the account's latest entry when that entry takes
+	// it (LedgerEntry.TakesUsage). Grants never exceed the
 	// quota or drive a balance below zero, whatever other processes do
 	// concurrently. The returned slice is parallel to reqs.
 	Charge(ctx context.Context, period string, at time.Time, reqs []ChargeRequest) ([]Grant, error)

@@ -82,6 +82,7 @@ type chargeAccount struct {
 	custom        int64
 	credits       int64
 	creditsBefore int64
+	tail          account.LedgerEntry // the latest ledger entry; ID 0 when none
 }
 
 // chargeTx runs one attempt; a failed commit is a commitError.
@@ -147,6 +148,11 @@ func lockAndRead(ctx context.Context, tx pgx.Tx, period string, ids []string) (m
 	b.Queue(`SELECT k.id, k.account_id, k.hash, k.revoked_at IS NOT NULL, u.used
 		FROM api_keys k LEFT JOIN key_usage u ON u.key_id = k.id AND u.period = $2
 		WHERE k.id = ANY($1)`, ids, period)
+	// Every writer of an account's ledger holds the account's lock, so
+	// its latest entry read now stays the latest until commit.
+	b.Queue(`SELECT l.account_id, l.id, l.reason, COALESCE(l.key_id, ''), l.delta, l.queries, l.created_at
+		FROM (SELECT DISTINCT account_id FROM api_keys WHERE id = ANY($1)) a
+		CROSS JOIN LATERAL (SELECT * FROM ledger WHERE account_id = a.account_id ORDER BY id DESC LIMIT 1) l`, ids)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 
@@ -183,6 +189,17 @@ func lockAndRead(ctx context.Context, tx pgx.Tx, period string, ids []string) (m
 	if err != nil {
 		return nil, nil, err
 	}
+	var tail account.LedgerEntry
+	rows, _ = br.Query()
+	_, err = pgx.ForEachRow(rows, []any{&tail.AccountID, &tail.ID, &tail.Reason, &tail.KeyID, &tail.Delta, &tail.Queries, &tail.CreatedAt}, func() error {
+		if a := accts[tail.AccountID]; a != nil {
+			a.tail = tail
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	return accts, keys, br.Close()
 }
 
@@ -190,7 +207,7 @@ func lockAndRead(ctx context.Context, tx pgx.Tx, period string, ids []string) (m
 type ledgerRows struct {
 	accountIDs, deltas, balances, queries []int64
 	keyIDs                                []string
-	lastCost                              int64 // per query, of the last entry
+	costs                                 []int64 // per query, of each entry
 }
 
 // add appends a charge's entry. Neighbouring charges of one key at one
@@ -199,13 +216,13 @@ type ledgerRows struct {
 // merge, so every entry's balance still follows from the one before it.
 // The SQLite store does the same (the store contract holds both to it).
 func (l *ledgerRows) add(accountID, delta, balance int64, keyID string, queries, cost int64) {
-	if n := len(l.keyIDs) - 1; n >= 0 && l.keyIDs[n] == keyID && l.lastCost == cost {
+	if n := len(l.keyIDs) - 1; n >= 0 && l.keyIDs[n] == keyID && l.costs[n] == cost {
 		l.deltas[n] += delta
 		l.balances[n] = balance
 		l.queries[n] += queries
 		return
 	}
-	l.lastCost = cost
+	l.costs = append(l.costs, cost)
 	l.accountIDs = append(l.accountIDs, accountID)
 	l.deltas = append(l.deltas, delta)
 	l.balances = append(l.balances, balance)
@@ -288,13 +305,37 @@ func write(ctx context.Context, tx pgx.Tx, period string, at time.Time, accts ma
 			WHERE a.id = u.id AND a.credits = u.before`,
 			acctIDs, acctBefore, acctTo), len(acctIDs))
 	}
-	// Rows are inserted, and take their IDs, in request order, so that
-	// an account's entries chain their balances in ID order.
-	expect(b.Queue(`INSERT INTO ledger (account_id, delta, balance, reason, key_id, queries, created_at)
-		SELECT u.account_id, u.delta, u.balance, 'usage', u.key_id, u.queries, $1
-		FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[])
-		     WITH ORDINALITY AS u(account_id, delta, balance, key_id, queries, ord)
-		ORDER BY u.ord`,
-		at, l.accountIDs, l.deltas, l.balances, l.keyIDs, l.queries), len(l.accountIDs))
+	// The first entry of each account may go into its latest entry; the
+	// rest are inserted.
+	var merge, ins ledgerRows
+	var mergeIDs []int64
+	first := make(map[int64]bool, len(accts))
+	for i, acct := range l.accountIDs {
+		if a := accts[acct]; a != nil && !first[acct] && a.tail.TakesUsage(l.keyIDs[i], l.costs[i], at) {
+			mergeIDs = append(mergeIDs, a.tail.ID)
+			merge.add(acct, l.deltas[i], l.balances[i], l.keyIDs[i], l.queries[i], l.costs[i])
+		} else {
+			ins.accountIDs = append(ins.accountIDs, acct)
+			ins.deltas, ins.balances = append(ins.deltas, l.deltas[i]), append(ins.balances, l.balances[i])
+			ins.keyIDs, ins.queries = append(ins.keyIDs, l.keyIDs[i]), append(ins.queries, l.queries[i])
+		}
+		first[acct] = true
+	}
+	if len(mergeIDs) > 0 {
+		expect(b.Queue(`UPDATE ledger AS l SET delta = l.delta + u.delta, balance = u.balance, queries = l.queries + u.queries
+			FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS u(id, delta, balance, queries)
+			WHERE l.id = u.id`,
+			mergeIDs, merge.deltas, merge.balances, merge.queries), len(mergeIDs))
+	}
+	if len(ins.accountIDs) > 0 {
+		// Rows are inserted, and take their IDs, in request order, so
+		// that an account's entries chain their balances in ID order.
+		expect(b.Queue(`INSERT INTO ledger (account_id, delta, balance, reason, key_id, queries, created_at)
+			SELECT u.account_id, u.delta, u.balance, 'usage', u.key_id, u.queries, $1
+			FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[])
+			     WITH ORDINALITY AS u(account_id, delta, balance, key_id, queries, ord)
+			ORDER BY u.ord`,
+			at, ins.accountIDs, ins.deltas, ins.balances, ins.keyIDs, ins.queries), len(ins.accountIDs))
+	}
 	return tx.SendBatch(ctx, b).Close()
 }

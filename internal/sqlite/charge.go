@@ -11,20 +11,26 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 )
 
-// The charging transaction is at most six set-based statements whatever the
-// number of keys in the batch: read every key, then write every monthly
-// counter, every daily counter, every key's last use, every ledger entry
-// and every balance, each list passed as one JSON array (json_each). Per-key statements cost ~25µs each in this driver,
-// which at 64 keys a batch was most of a batch's CPU. The statements are
-// prepared once, on the writer connection.
+// The charging transaction is at most seven set-based statements whatever
+// the number of keys in the batch: read every key (with its account's
+// latest ledger entry), then write every monthly counter, every daily
+// counter, every key's last use that is due, the ledger entries added to
+// an account's latest one, the new ones, and every balance, each list
+// passed as one JSON array (json_each). Per-key statements cost ~25µs each
+// in this driver, which at 64 keys a batch was most of a batch's CPU. The
+// statements are prepared once, on the writer connection; a statement
+// with nothing to write is skipped.
 const (
 	sqlChargeRead = `
 		SELECT k.id, k.account_id, k.hash, k.revoked_at IS NOT NULL, a.tier, a.custom_limit, a.credits,
-		       COALESCE(u.used, 0), COALESCE(k.last_used_at, '')
+		       COALESCE(u.used, 0), COALESCE(k.last_used_at, ''),
+		       COALESCE(l.id, 0), COALESCE(l.reason, ''), COALESCE(l.key_id, ''), COALESCE(l.delta, 0),
+		       COALESCE(l.queries, 0), COALESCE(l.created_at, '')
 		FROM json_each(?1) j
 		JOIN api_keys k ON k.id = j.value
 		JOIN accounts a ON a.id = k.account_id
-		LEFT JOIN key_usage u ON u.key_id = k.id AND u.period = ?2`
+		LEFT JOIN key_usage u ON u.key_id = k.id AND u.period = ?2
+		LEFT JOIN ledger l ON l.id = (SELECT max(id) FROM ledger WHERE account_id = a.id)`
 	// "WHERE true" settles SQLite's parsing ambiguity of INSERT ... SELECT
 	// ... ON CONFLICT.
 	sqlChargeUsage = `
@@ -52,6 +58,14 @@ const (
 		SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'),
 		       'usage', json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), ?2
 		FROM json_each(?1) j ORDER BY j.key`
+	// A usage entry that the account's latest entry takes
+	// (account.LedgerEntry.TakesUsage) is added to it.
+	sqlChargeLedgerMerge = `
+		UPDATE ledger SET delta = ledger.delta + m.delta, balance = m.balance, queries = ledger.queries + m.queries
+		FROM (SELECT json_extract(j.value, '$[0]') AS id, json_extract(j.value, '$[1]') AS delta,
+		             json_extract(j.value, '$[2]') AS balance, json_extract(j.value, '$[3]') AS queries
+		      FROM json_each(?1) j) m
+		WHERE ledger.id = m.id`
 	sqlChargeCredits = `
 		UPDATE accounts SET credits = b.credits
 		FROM (SELECT json_extract(j.value, '$[0]') AS id, json_extract(j.value, '$[1]') AS credits FROM json_each(?1) j) b
@@ -59,7 +73,7 @@ const (
 )
 
 type chargeStmts struct {
-	read, usage, daily, lastUsed, ledger, credits *sql.Stmt
+	read, usage, daily, lastUsed, ledger, ledgerMerge, credits *sql.Stmt
 }
 
 func prepareCharge(ctx context.Context, db *sql.DB) (*chargeStmts, error) {
@@ -69,7 +83,8 @@ func prepareCharge(ctx context.Context, db *sql.DB) (*chargeStmts, error) {
 		sql string
 	}{
 		{&cs.read, sqlChargeRead}, {&cs.usage, sqlChargeUsage}, {&cs.daily, sqlChargeDaily},
-		{&cs.lastUsed, sqlChargeLastUsed}, {&cs.ledger, sqlChargeLedger}, {&cs.credits, sqlChargeCredits},
+		{&cs.lastUsed, sqlChargeLastUsed}, {&cs.ledger, sqlChargeLedger}, {&cs.ledgerMerge, sqlChargeLedgerMerge},
+		{&cs.credits, sqlChargeCredits},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -82,7 +97,7 @@ func prepareCharge(ctx context.Context, db *sql.DB) (*chargeStmts, error) {
 }
 
 func (cs *chargeStmts) close() {
-	for _, st := range []*sql.Stmt{cs.read, cs.usage, cs.daily, cs.lastUsed, cs.ledger, cs.credits} {
+	for _, st := range []*sql.Stmt{cs.read, cs.usage, cs.daily, cs.lastUsed, cs.ledger, cs.ledgerMerge, cs.credits} {
 		if st != nil {
 			st.Close()
 		}
@@ -128,12 +143,12 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 	}
 
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		keys, balances, err := readCharge(ctx, tx.StmtContext(ctx, s.charge.read), string(idsJSON), period)
+		keys, balances, tails, err := readCharge(ctx, tx.StmtContext(ctx, s.charge.read), string(idsJSON), period)
 		if err != nil {
 			return err
 		}
 		var ledger [][5]any // account, delta, balance, key, queries
-		var lastCost int64  // per query, of the last ledger entry
+		var costs []int64   // per query, of each ledger entry
 		var touched []int64 // accounts whose balance changes, in order
 		for i, r := range reqs {
 			g := grant(r, keys[r.KeyID], balances)
@@ -147,12 +162,12 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 			// entry each was a third of the batch's CPU. Only neighbours
 			// merge, so every entry's balance still follows from the one
 			// before it.
-			if n := len(ledger); n > 0 && ledger[n-1][3] == r.KeyID && lastCost == r.Cost {
+			if n := len(ledger); n > 0 && ledger[n-1][3] == r.KeyID && costs[n-1] == r.Cost {
 				e := &ledger[n-1]
 				e[1], e[2], e[4] = e[1].(int64)-g.Granted*r.Cost, g.Credits, e[4].(int64)+g.Granted
 				continue
 			}
-			lastCost = r.Cost
+			costs = append(costs, r.Cost)
 			ledger = append(ledger, [5]any{g.AccountID, -g.Granted * r.Cost, g.Credits, r.KeyID, g.Granted})
 			if !containsID(touched, g.AccountID) {
 				touched = append(touched, g.AccountID)
@@ -180,9 +195,36 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 		if err != nil {
 			return err
 		}
-		ledgerJSON, err := json.Marshal(ledger)
-		if err != nil {
-			return err
+		// The first entry of each account may go into its latest entry.
+		var merges [][4]any // ledger ID, delta, balance, queries
+		inserts := ledger[:0:0]
+		first := make(map[int64]bool, len(touched))
+		for i, e := range ledger {
+			acct := e[0].(int64)
+			if t, ok := tails[acct]; ok && !first[acct] && t.TakesUsage(e[3].(string), costs[i], at) {
+				merges = append(merges, [4]any{t.ID, e[1], e[2], e[4]})
+			} else {
+				inserts = append(inserts, e)
+			}
+			first[acct] = true
+		}
+		if len(merges) > 0 {
+			mergesJSON, err := json.Marshal(merges)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.StmtContext(ctx, s.charge.ledgerMerge).ExecContext(ctx, string(mergesJSON)); err != nil {
+				return fmt.Errorf("sqlite: charge: ledger: %w", err)
+			}
+		}
+		if len(inserts) > 0 {
+			insertsJSON, err := json.Marshal(inserts)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.StmtContext(ctx, s.charge.ledger).ExecContext(ctx, string(insertsJSON), fmtTime(at)); err != nil {
+				return fmt.Errorf("sqlite: charge: ledger: %w", err)
+			}
 		}
 		creditsJSON, err := json.Marshal(credits)
 		if err != nil {
@@ -204,7 +246,6 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 		}{
 			{"usage", s.charge.usage, []any{string(usageJSON), period}},
 			{"daily usage", s.charge.daily, []any{string(usageJSON), account.Day(at)}},
-			{"ledger", s.charge.ledger, []any{string(ledgerJSON), fmtTime(at)}},
 			{"credits", s.charge.credits, []any{string(creditsJSON)}},
 		} {
 			if _, err := tx.StmtContext(ctx, w.stmt).ExecContext(ctx, w.args...); err != nil {
@@ -219,34 +260,45 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 	return grants, nil
 }
 
-// readCharge reads the batch's keys, their usage this period and their
-// accounts' balances.
-func readCharge(ctx context.Context, read *sql.Stmt, idsJSON, period string) (map[string]*chargeKey, map[int64]int64, error) {
+// readCharge reads the batch's keys, their usage this period, their
+// accounts' balances and each account's latest ledger entry (ID 0 when it
+// has none).
+func readCharge(ctx context.Context, read *sql.Stmt, idsJSON, period string) (map[string]*chargeKey, map[int64]int64, map[int64]account.LedgerEntry, error) {
 	rows, err := read.QueryContext(ctx, idsJSON, period)
 	if err != nil {
-		return nil, nil, fmt.Errorf("sqlite: charge: %w", err)
+		return nil, nil, nil, fmt.Errorf("sqlite: charge: %w", err)
 	}
 	defer rows.Close()
 	keys := make(map[string]*chargeKey)
 	balances := make(map[int64]int64)
+	tails := make(map[int64]account.LedgerEntry)
 	for rows.Next() {
 		var (
 			id, tier    string
 			k           chargeKey
 			custom, bal int64
+			tail        account.LedgerEntry
+			tailAt      string
 		)
-		if err := rows.Scan(&id, &k.accountID, &k.hash, &k.revoked, &tier, &custom, &bal, &k.used, &k.lastUsed); err != nil {
-			return nil, nil, fmt.Errorf("sqlite: charge: %w", err)
+		if err := rows.Scan(&id, &k.accountID, &k.hash, &k.revoked, &tier, &custom, &bal, &k.used, &k.lastUsed,
+			&tail.ID, &tail.Reason, &tail.KeyID, &tail.Delta, &tail.Queries, &tailAt); err != nil {
+			return nil, nil, nil, fmt.Errorf("sqlite: charge: %w", err)
+		}
+		if tail.ID != 0 {
+			if tail.CreatedAt, err = parseTime(tailAt); err != nil {
+				return nil, nil, nil, err
+			}
 		}
 		k.tier = account.Tier(tier)
 		k.limit = account.Limit(k.tier, custom)
 		keys[id] = &k
 		balances[k.accountID] = bal
+		tails[k.accountID] = tail
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("sqlite: charge: %w", err)
+		return nil, nil, nil, fmt.Errorf("sqlite: charge: %w", err)
 	}
-	return keys, balances, nil
+	return keys, balances, tails, nil
 }
 
 // grant decides one request against the batch's running state and

@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
 )
@@ -32,10 +34,12 @@ func testChargeQuota(t *testing.T, st account.Store) {
 		t.Fatalf("ledger charges %d queries, want 5", q[k.ID])
 	}
 	es, _ := st.Ledger(ctx(t), a.ID, 0)
-	if len(es) != 3 { // grant + two charged batches; the refused one writes nothing
-		t.Fatalf("ledger has %d entries, want 3: %+v", len(es), es)
+	// The grant, and one usage entry: the two charged batches are one
+	// key's at one cost in one minute; the refused one writes nothing.
+	if len(es) != 2 {
+		t.Fatalf("ledger has %d entries, want 2: %+v", len(es), es)
 	}
-	if e := es[0]; e.KeyID != k.ID || e.Queries != 2 || e.Delta != -2 || e.Reason != "usage" || !e.CreatedAt.Equal(t0) {
+	if e := es[0]; e.KeyID != k.ID || e.Queries != 5 || e.Delta != -5 || e.Balance != 95 || e.Reason != "usage" || !e.CreatedAt.Equal(t0) {
 		t.Fatalf("usage entry %+v", e)
 	}
 }
@@ -67,7 +71,9 @@ func testChargeCredits(t *testing.T, st account.Store) {
 // charges of one key at one cost in a batch are one entry with their sums
 // and the balance after the last, as one charge of their sum would be; a
 // charge of another key or at another cost between them starts a new
-// entry, so every entry's balance is the one before it plus its delta.
+// entry, so every entry's balance is the one before it plus its delta. A
+// later batch's first entry is added to the account's latest entry when
+// that entry takes it (account.LedgerEntry.TakesUsage).
 func testChargeLedgerMerges(t *testing.T, st account.Store) {
 	a := newAccount(t, st, 1000, 1000)
 	k1, k2 := newKey(t, st, a.ID), newKey(t, st, a.ID)
@@ -77,30 +83,55 @@ func testChargeLedgerMerges(t *testing.T, st account.Store) {
 		req(k1, 1, 1),                // k1 again: a new entry
 		req(k1, 1, 3), req(k1, 1, 3), // another cost: one entry of 2 at 3
 	)
-	es, err := st.Ledger(ctx(t), a.ID, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	type row struct {
 		key               string
 		delta, q, balance int64
 	}
 	want := []row{{k1.ID, -4, 4, 996}, {k2.ID, -1, 1, 995}, {k1.ID, -1, 1, 994}, {k1.ID, -6, 2, 988}}
-	var got []row
-	for i := len(es) - 1; i >= 0; i-- { // Ledger lists the newest first
-		if e := es[i]; e.Reason == "usage" {
-			got = append(got, row{e.KeyID, e.Delta, e.Queries, e.Balance})
+	usageRows := func() []row {
+		t.Helper()
+		es, err := st.Ledger(ctx(t), a.ID, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(got) != len(want) {
-		t.Fatalf("usage entries %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("entry %d: %+v, want %+v", i, got[i], want[i])
+		var got []row
+		for i := len(es) - 1; i >= 0; i-- { // Ledger lists the newest first
+			if e := es[i]; e.Reason == "usage" {
+				got = append(got, row{e.KeyID, e.Delta, e.Queries, e.Balance})
+			}
 		}
+		return got
 	}
-	checkLedger(t, st, a.ID, 0)
+	check := func(what string) {
+		t.Helper()
+		if got := usageRows(); !slices.Equal(got, want) {
+			t.Fatalf("%s: usage entries\n got %+v\nwant %+v", what, got, want)
+		}
+		checkLedger(t, st, a.ID, 0)
+	}
+	check("one batch")
+
+	// Later batches in the same minute add to the account's latest entry
+	// when it is the same key's at the same cost, and only then.
+	chargeAt(t, st, t0.Add(time.Second), req(k1, 1, 3))
+	want[3] = row{k1.ID, -9, 3, 985}
+	check("the latest entry's key and cost, same minute")
+	chargeAt(t, st, t0.Add(2*time.Second), req(k1, 1, 1), req(k1, 1, 3))
+	want = append(want, row{k1.ID, -1, 1, 984}, row{k1.ID, -3, 1, 981})
+	check("another cost first, same minute")
+	chargeAt(t, st, t0.Add(3*time.Second), req(k2, 1, 3))
+	want = append(want, row{k2.ID, -3, 1, 978})
+	check("another key, same minute")
+	next := t0.Truncate(account.UsageEntryStep).Add(account.UsageEntryStep)
+	chargeAt(t, st, next, req(k2, 2, 3))
+	want = append(want, row{k2.ID, -6, 2, 972})
+	check("the next minute")
+	if _, err := st.AddCredits(ctx(t), a.ID, 10, "top-up", next); err != nil {
+		t.Fatal(err)
+	}
+	chargeAt(t, st, next, req(k2, 1, 3))
+	want = append(want, row{k2.ID, -3, 1, 979})
+	check("after a credit entry")
 }
 
 func testChargeQuotaBeforeCredits(t *testing.T, st account.Store) {
