@@ -191,10 +191,6 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 		for i, id := range touched {
 			credits[i] = [2]int64{id, balances[id]}
 		}
-		usageJSON, err := json.Marshal(usage)
-		if err != nil {
-			return err
-		}
 		// The first entry of each account may go into its latest entry.
 		var merges [][4]any // ledger ID, delta, balance, queries
 		inserts := ledger[:0:0]
@@ -208,47 +204,28 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 			}
 			first[acct] = true
 		}
-		if len(merges) > 0 {
-			mergesJSON, err := json.Marshal(merges)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.StmtContext(ctx, s.charge.ledgerMerge).ExecContext(ctx, string(mergesJSON)); err != nil {
-				return fmt.Errorf("sqlite: charge: ledger: %w", err)
-			}
-		}
-		if len(inserts) > 0 {
-			insertsJSON, err := json.Marshal(inserts)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.StmtContext(ctx, s.charge.ledger).ExecContext(ctx, string(insertsJSON), fmtTime(at)); err != nil {
-				return fmt.Errorf("sqlite: charge: ledger: %w", err)
-			}
-		}
-		creditsJSON, err := json.Marshal(credits)
-		if err != nil {
-			return err
-		}
-		if len(stale) > 0 {
-			staleJSON, err := json.Marshal(stale)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.StmtContext(ctx, s.charge.lastUsed).ExecContext(ctx, string(staleJSON), fmtTime(at)); err != nil {
-				return fmt.Errorf("sqlite: charge: last use: %w", err)
-			}
-		}
 		for _, w := range []struct {
 			what string
 			stmt *sql.Stmt
+			list any // the JSON array of the statement's first parameter
+			n    int // its length: an empty list skips the statement
 			args []any
 		}{
-			{"usage", s.charge.usage, []any{string(usageJSON), period}},
-			{"daily usage", s.charge.daily, []any{string(usageJSON), account.Day(at)}},
-			{"credits", s.charge.credits, []any{string(creditsJSON)}},
+			{"usage", s.charge.usage, usage, len(usage), []any{period}},
+			{"daily usage", s.charge.daily, usage, len(usage), []any{account.Day(at)}},
+			{"last use", s.charge.lastUsed, stale, len(stale), []any{fmtTime(at)}},
+			{"ledger", s.charge.ledgerMerge, merges, len(merges), nil},
+			{"ledger", s.charge.ledger, inserts, len(inserts), []any{fmtTime(at)}},
+			{"credits", s.charge.credits, credits, len(credits), nil},
 		} {
-			if _, err := tx.StmtContext(ctx, w.stmt).ExecContext(ctx, w.args...); err != nil {
+			if w.n == 0 {
+				continue
+			}
+			list, err := json.Marshal(w.list)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.StmtContext(ctx, w.stmt).ExecContext(ctx, append([]any{string(list)}, w.args...)...); err != nil {
 				return fmt.Errorf("sqlite: charge: %s: %w", w.what, err)
 			}
 		}
