@@ -322,18 +322,18 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		daily, err := dailyCounters(ctx, filepath.Join(tmp, "ipatlas.db"), key)
+		sc, err := readStoreCounts(ctx, filepath.Join(tmp, "ipatlas.db"), key)
 		if err != nil {
 			return err
 		}
-		verdict, dverdict := "exact", "exact"
-		if used != int64(charged) {
-			verdict = "MISMATCH"
+		exact := func(n int64) string {
+			if n != int64(charged) {
+				return "MISMATCH"
+			}
+			return "exact"
 		}
-		if daily != int64(charged) {
-			dverdict = "MISMATCH"
-		}
-		fmt.Fprintf(stdout, "\nmetering: %d successful queries answered, usage counter %d (%s), daily counters %d (%s)", charged, used, verdict, daily, dverdict)
+		fmt.Fprintf(stdout, "\nmetering: %d successful queries answered, usage counter %d (%s), daily counters %d (%s), ledger %d queries in %d usage entries (%s)",
+			charged, used, exact(used), sc.daily, exact(sc.daily), sc.ledgerQueries, sc.ledgerEntries, exact(sc.ledgerQueries))
 		if m, err := scrape(ctx, setup, "http://"+srv.admin+"/metrics"); err == nil && m["ipatlas_meter_batches_total"] > 0 {
 			charges, batches := m["ipatlas_meter_charges_total"], m["ipatlas_meter_batches_total"]
 			fmt.Fprintf(stdout, "; group commit: %.0f charges in %.0f batches, %.1f per batch; a charge waited %.2f ms for its batch, a commit took %.2f ms",
@@ -344,8 +344,11 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		if used != int64(charged) {
 			return errors.New("the usage counter does not match the successes answered")
 		}
-		if daily != int64(charged) {
+		if sc.daily != int64(charged) {
 			return errors.New("the daily usage counters do not match the successes answered")
+		}
+		if sc.ledgerQueries != int64(charged) {
+			return errors.New("the ledger's usage entries do not match the successes answered")
 		}
 	}
 	return nil
@@ -649,36 +652,52 @@ func sampleAnswer(ctx context.Context, client *http.Client, base string, h http.
 	return best, nil
 }
 
-// dailyCounters sums the key's daily usage counters of yesterday and
-// today (UTC), which the charging transactions keep beside the monthly
-// one: read from the server's SQLite file, as the CLI does while a
-// server runs on it.
-func dailyCounters(ctx context.Context, dbPath, key string) (int64, error) {
+// storeCounts is what the charging transactions kept for a key beside
+// its monthly counter.
+type storeCounts struct {
+	daily         int64 // its daily counters of yesterday and today (UTC)
+	ledgerQueries int64 // the queries of its usage entries in the ledger
+	ledgerEntries int   // those entries
+}
+
+// readStoreCounts reads them from the server's SQLite file, as the CLI
+// does while a server runs on it.
+func readStoreCounts(ctx context.Context, dbPath, key string) (storeCounts, error) {
+	var c storeCounts
 	id, ok := account.ParseSecret(key)
 	if !ok {
-		return 0, errors.New("daily counters: not an API key")
+		return c, errors.New("store counters: not an API key")
 	}
 	st, err := sqlite.Open(ctx, dbPath, sqlite.Options{RequireMigrated: true})
 	if err != nil {
-		return 0, fmt.Errorf("daily counters: %w", err)
+		return c, fmt.Errorf("store counters: %w", err)
 	}
 	defer st.Close()
 	k, err := st.Key(ctx, id)
 	if err != nil {
-		return 0, fmt.Errorf("daily counters: %w", err)
+		return c, fmt.Errorf("store counters: %w", err)
 	}
 	now := time.Now()
 	days, err := st.DailyUsage(ctx, k.AccountID, account.Day(now.Add(-24*time.Hour)), account.Day(now))
 	if err != nil {
-		return 0, fmt.Errorf("daily counters: %w", err)
+		return c, fmt.Errorf("store counters: %w", err)
 	}
-	var n int64
 	for _, d := range days {
 		if d.KeyID == id {
-			n += d.Queries
+			c.daily += d.Queries
 		}
 	}
-	return n, nil
+	entries, err := st.Ledger(ctx, k.AccountID, 0)
+	if err != nil {
+		return c, fmt.Errorf("store counters: %w", err)
+	}
+	for _, e := range entries {
+		if e.Reason == account.ReasonUsage && e.KeyID == id {
+			c.ledgerQueries += e.Queries
+			c.ledgerEntries++
+		}
+	}
+	return c, nil
 }
 
 func usageCounter(ctx context.Context, client *http.Client, base, key string) (int64, error) {

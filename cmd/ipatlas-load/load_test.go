@@ -193,11 +193,12 @@ func lookup(t *testing.T, path string, a netip.Addr, v any) {
 // TestCompareSmoke runs the compare mode briefly on both endpoints against
 // the unmetered lookup reference: the table, the per-round spread, the
 // metering check and both processes' memory must all be there, and the
-// usage counter and the daily counters must match the successes answered.
+// usage counter, the daily counters and the ledger must match the
+// successes answered.
 func TestCompareSmoke(t *testing.T) {
 	smoke(t, []string{"-duration", "1s", "-rounds", "2", "-warmup", "200ms", "-c", "4", "-networks", "300", "-echoip", "off"},
 		"echoip: not in this run: turned off", "POST /api/ip-query       4 ipatlas", "POST /api/ip-query       4 lookup", "GET /api/ip/myip         4 lookup", "client",
-		"% of the lookup reference's req/s", ", rounds ", "usage counter", "daily counters", "(exact)", "memory after the runs at 4 connections: ipatlas PSS", "PSS ratio to lookup")
+		"% of the lookup reference's req/s", ", rounds ", "usage counter", "daily counters", "usage entries (exact)", "memory after the runs at 4 connections: ipatlas PSS", "PSS ratio to lookup")
 }
 
 // TestCompareMinimalSmoke: the fixed-answer reference still runs.
