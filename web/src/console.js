@@ -314,7 +314,7 @@ async function loadAccount(id) {
   labelCells($('d-keys-table'));
 
   fillTable($('d-owners-table'), (os.owners || []).map((o) => h('tr', { dataset: { ownerId: o.id } },
-    h('td', {}, o.email), h('td', {}, o.has_password ? t('c.yes') : t('c.no')), h('td', {}, i18n.date(o.created_at)),
+    h('td', {}, o.email), h('td', {}, o.has_password ? t('c.pw.set') : t('c.pw.unset')), h('td', {}, i18n.date(o.created_at)),
     h('td', { className: 'row-actions' }, h('button', {
       type: 'button', className: 'secondary small', dataset: { test: 'owner-reset' }, 'aria-label': t('c.o.reset.for', { email: o.email }),
       onclick: () => resetOwner(id, o),
