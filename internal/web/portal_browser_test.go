@@ -219,8 +219,16 @@ func person(t *testing.T, browser context.Context, limit time.Duration) context.
 }
 
 // shown is true when the element exists and is rendered.
-func shown(sel string) string {
+// visible is true when sel is on the page and visible.
+func visible(sel string) string {
 	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.checkVisibility(); })()`, sel)
+}
+
+// shown is visible, once the view around sel has loaded (is not aria-busy):
+// a view redraws its rows when its load ends, and a node found before that
+// is gone by the time it is clicked.
+func shown(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.checkVisibility() && !e.closest('[data-view][aria-busy=true]'); })()`, sel)
 }
 
 func waitShown(t *testing.T, ctx context.Context, sel string) {
@@ -251,7 +259,7 @@ func waitOn(t *testing.T, ctx context.Context, what, cond string) {
 
 func isShown(t *testing.T, ctx context.Context, sel string) bool {
 	t.Helper()
-	return eval[bool](t, ctx, shown(sel))
+	return eval[bool](t, ctx, visible(sel))
 }
 
 func textOf(t *testing.T, ctx context.Context, sel string) string {

@@ -197,6 +197,7 @@ export class Router {
     this.views = views;
     this.fallback = fallback;
     this.onShow = onShow;
+    this.loads = new WeakMap();
     document.addEventListener('click', (ev) => {
       const a = ev.target.closest && ev.target.closest('a[data-route]');
       if (!a || ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
@@ -232,7 +233,14 @@ export class Router {
       const hd = sec.querySelector('h2');
       if (hd) { hd.tabIndex = -1; hd.focus(); }
     }
-    this.onShow(view, arg);
+    // A view is aria-busy while its data loads, and stays so until the
+    // latest of overlapping loads has drawn it.
+    const load = Promise.resolve(this.onShow(view, arg));
+    if (!sec) return;
+    const n = (this.loads.get(sec) || 0) + 1;
+    this.loads.set(sec, n);
+    sec.setAttribute('aria-busy', 'true');
+    load.finally(() => { if (this.loads.get(sec) === n) sec.setAttribute('aria-busy', 'false'); });
   }
 }
 
