@@ -145,7 +145,7 @@ func echoipData(ctx context.Context, dataDir, tmp string, generated bool, logf f
 	}
 	logf("writing echoip's GeoLite2-schema files from %s into %s", dataDir, out)
 	if !generated {
-		logf("a real dataset is millions of networks: on a 2-core machine this takes tens of minutes and several GB, once (the files are kept)")
+		logf("a real dataset is millions of networks: on a 2-core machine this takes a few minutes and several GB, once (the files are kept)")
 	}
 	start := time.Now()
 	n, err := writeEchoipData(ctx, dataDir, out)
