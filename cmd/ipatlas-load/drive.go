@@ -133,12 +133,6 @@ func drive(ctx context.Context, client *http.Client, t target, concurrency int, 
 		bytes     int64
 	}
 	workers := make([]worker, concurrency)
-	clients := workerClients(client, concurrency)
-	defer func() {
-		for _, c := range clients {
-			c.CloseIdleConnections()
-		}
-	}()
 	start := time.Now()
 	end := start.Add(d)
 	var sent atomic.Int64
@@ -148,7 +142,6 @@ func drive(ctx context.Context, client *http.Client, t target, concurrency int, 
 		w.statuses, w.errs = map[int]int{}, map[string]int{}
 		w.latencies = make([]time.Duration, 0, 1<<14)
 		r := rand.New(rand.NewPCG(seed, uint64(i)))
-		client := clients[i]
 		wg.Go(func() {
 			for ctx.Err() == nil && time.Now().Before(end) && sent.Add(1) <= maxRequestsPerRun {
 				req, err := t.request(ctx, r)
@@ -198,27 +191,6 @@ func drive(ctx context.Context, client *http.Client, t target, concurrency int, 
 	}
 	slices.Sort(res.latencies)
 	return res
-}
-
-// workerClients gives each worker a client of its own, with one
-// connection, configured as c. Workers that share one Transport contend
-// for its pool of idle connections on every request, and the more so
-// when a server answers in bursts, as a group commit does: the harness
-// then spends CPU on its own locks, taken from the server on a small
-// machine, and more for the burstier server.
-func workerClients(c *http.Client, n int) []*http.Client {
-	base, ok := c.Transport.(*http.Transport)
-	out := make([]*http.Client, n)
-	for i := range out {
-		if !ok {
-			out[i] = c
-			continue
-		}
-		t := base.Clone()
-		t.MaxIdleConns, t.MaxIdleConnsPerHost, t.MaxConnsPerHost = 1, 1, 1
-		out[i] = &http.Client{Transport: t, Timeout: c.Timeout}
-	}
-	return out
 }
 
 func shortError(err error) string {
