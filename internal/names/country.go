@@ -2,11 +2,9 @@ package names
 
 import (
 	"sort"
-	"strconv"
 	"sync"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/nyaruka/phonenumbers"
 	"golang.org/x/text/language"
 	"golang.org/x/text/language/display"
 )
@@ -74,7 +72,7 @@ type countryInfo struct {
 }
 
 // countryTable is built on first use rather than at start-up: it asks CLDR
-// and libphonenumber about every country once, a few milliseconds that
+// about every country once, a few milliseconds that
 // commands which never name a country should not pay.
 var countryTable = sync.OnceValue(func() map[string]*countryInfo {
 	en := display.English.Regions()
@@ -100,9 +98,7 @@ var countryTable = sync.OnceValue(func() map[string]*countryInfo {
 			}
 		}
 		c.currency = tenderOf(code)
-		if n := phonenumbers.GetCountryCodeForRegion(code); n > 0 {
-			c.calling = strconv.Itoa(n)
-		}
+		c.calling = callingCodeOf(code)
 		m[code] = c
 	}
 	for _, code := range isoCountries {
@@ -113,6 +109,16 @@ var countryTable = sync.OnceValue(func() map[string]*countryInfo {
 	}
 	return m
 })
+
+// callingCodeOf is the region's calling code in the generated table
+// callingCodes, "" when it has none.
+func callingCodeOf(region string) string {
+	i := sort.Search(len(callingCodes), func(i int) bool { return callingCodes[i].region >= region })
+	if i < len(callingCodes) && callingCodes[i].region == region {
+		return callingCodes[i].code
+	}
+	return ""
+}
 
 // tenderOf is the region's currency in the generated table tenders, "" when
 // it has none.

