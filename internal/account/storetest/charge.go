@@ -134,6 +134,51 @@ func testChargeLedgerMerges(t *testing.T, st account.Store) {
 	check("after a credit entry")
 }
 
+// testChargeAccountsInOneBatch is a batch of two accounts' keys: every
+// write of the charge has two rows (a store may write one row and many
+// rows differently), first as new ledger entries, then, in the same
+// minute, added to them.
+func testChargeAccountsInOneBatch(t *testing.T, st account.Store) {
+	a, b := newAccount(t, st, 100, 50), newAccount(t, st, 100, 60)
+	ka, kb := newKey(t, st, a.ID), newKey(t, st, b.ID)
+	gs := chargeAt(t, st, t0, req(ka, 2, 1), req(kb, 3, 1))
+	if gs[0].Granted != 2 || gs[0].Credits != 48 || gs[1].Granted != 3 || gs[1].Credits != 57 {
+		t.Fatalf("first batch: %+v", gs)
+	}
+	gs = chargeAt(t, st, t0.Add(time.Second), req(ka, 1, 1), req(kb, 1, 1))
+	if gs[0].Used != 3 || gs[0].Credits != 47 || gs[1].Used != 4 || gs[1].Credits != 56 {
+		t.Fatalf("second batch: %+v", gs)
+	}
+	for _, c := range []struct {
+		acct          account.Account
+		key           account.NewKey
+		queries, left int64
+	}{{a, ka, 3, 47}, {b, kb, 4, 56}} {
+		if n := usage(t, st, c.key.ID, period0); n != c.queries {
+			t.Errorf("account %d: usage %d, want %d", c.acct.ID, n, c.queries)
+		}
+		if n := balance(t, st, c.acct.ID); n != c.left {
+			t.Errorf("account %d: balance %d, want %d", c.acct.ID, n, c.left)
+		}
+		day := account.Day(t0)
+		if got := dailyUsage(t, st, c.acct.ID, day, day); len(got) != 1 || got[0].Queries != c.queries {
+			t.Errorf("account %d: daily usage %+v, want %d queries on %s", c.acct.ID, got, c.queries, day)
+		}
+		if got := getKey(t, st, c.key.ID); got.LastUsedAt == nil || !got.LastUsedAt.Equal(t0) {
+			t.Errorf("account %d: key last used %v, want %v", c.acct.ID, got.LastUsedAt, t0)
+		}
+		es, err := st.Ledger(ctx(t), c.acct.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != 2 || es[0].Reason != "usage" || es[0].KeyID != c.key.ID || es[0].Queries != c.queries ||
+			es[0].Delta != -c.queries || es[0].Balance != c.left {
+			t.Errorf("account %d: ledger %+v, want the grant and one usage entry of %d queries", c.acct.ID, es, c.queries)
+		}
+		checkLedger(t, st, c.acct.ID, 1)
+	}
+}
+
 func testChargeQuotaBeforeCredits(t *testing.T, st account.Store) {
 	// Both short: the quota runs out first, so the refusal is the quota's.
 	a := newAccount(t, st, 2, 5)

@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) account.Store) {
 		{"ChargeDeniesKeys", testChargeDeniesKeys},
 		{"ChargeSharedCredits", testChargeSharedCredits},
 		{"ChargeLedgerMerges", testChargeLedgerMerges},
+		{"ChargeAccountsInOneBatch", testChargeAccountsInOneBatch},
 		{"ChargePeriods", testChargePeriods},
 		{"ChargeEdgeCases", testChargeEdgeCases},
 		{"ChargeConcurrentCalls", testChargeConcurrentCalls},
