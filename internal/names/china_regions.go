@@ -12,11 +12,14 @@ import (
 // know by its coordinates: the county that contains it, and so its
 // prefecture-level city. china_regions.bin holds the simplified
 // polygons, each as its county (an index in cnCounties) and its rings in
-// fixed point (1/1024 degree, zigzag varint deltas); it is decoded on first
-// use into int32 rings, about 2.5 MB.
+// fixed point (1/1024 degree, zigzag varint deltas). Its first use indexes
+// the polygons by their boxes; their rings stay in the embedded file and
+// are decoded as a point is tested against them, which only a place the
+// tables do not know needs (the engine caches the record it composes):
+// kept decoded, they took 2.7 MB of heap.
 
 //go:embed china_regions.bin
-var cnRegionsData string
+var cnRegionsData []byte
 
 // cnUnit is a prefecture-level city, a municipality, or a county-level
 // division a province administers directly (仙桃市).
@@ -137,10 +140,11 @@ type cnPolygon struct {
 	county                 uint16
 	province               uint8
 	minX, minY, maxX, maxY int32
-	rings                  [][]int32 // x0, y0, x1, y1, ... per ring
+	rings                  uint32 // offset in the index's data of its rings: their count, then each ring
 }
 
 type cnRegionIndex struct {
+	data     []byte // china_regions.bin
 	polygons []cnPolygon
 	cells    map[int32][]uint16 // 1° cell -> polygons whose box meets it
 }
@@ -168,8 +172,10 @@ var cnRegions = sync.OnceValue(func() *cnRegionIndex {
 	return idx
 })
 
-func decodeRegions(s string) (*cnRegionIndex, bool) {
-	b := []byte(s)
+// decodeRegions indexes the polygons of data, checking that all of it
+// decodes.
+func decodeRegions(data []byte) (*cnRegionIndex, bool) {
+	b := data
 	if len(b) < 5 || string(b[:5]) != "CNRG1" {
 		return nil, false
 	}
@@ -194,34 +200,35 @@ func decodeRegions(s string) (*cnRegionIndex, bool) {
 	if !ok || np > 1<<16 {
 		return nil, false
 	}
-	idx := &cnRegionIndex{polygons: make([]cnPolygon, 0, np), cells: map[int32][]uint16{}}
+	idx := &cnRegionIndex{data: data, polygons: make([]cnPolygon, 0, np), cells: map[int32][]uint16{}}
 	for range np {
-		county, ok1 := next()
-		nr, ok2 := next()
-		if !ok1 || !ok2 || county >= uint64(len(cnCounties)) || nr > 1<<16 {
+		county, ok := next()
+		if !ok || county >= uint64(len(cnCounties)) {
 			return nil, false
 		}
 		pg := cnPolygon{county: uint16(county), province: cnUnits[cnCounties[county].unit].province,
-			minX: math.MaxInt32, minY: math.MaxInt32, maxX: math.MinInt32, maxY: math.MinInt32}
+			minX: math.MaxInt32, minY: math.MaxInt32, maxX: math.MinInt32, maxY: math.MinInt32,
+			rings: uint32(len(data) - len(b))}
+		nr, ok := next()
+		if !ok || nr > 1<<16 {
+			return nil, false
+		}
 		for range nr {
 			n, ok := next()
 			if !ok || n > 1<<20 {
 				return nil, false
 			}
-			ring := make([]int32, 0, 2*n)
 			var x, y int64
 			for range n {
 				dx, ok1 := nextI()
 				dy, ok2 := nextI()
-				if !ok1 || !ok2 {
+				if !ok1 || !ok2 || x+dx != int64(int32(x+dx)) || y+dy != int64(int32(y+dy)) {
 					return nil, false
 				}
 				x, y = x+dx, y+dy
-				ring = append(ring, int32(x), int32(y))
 				pg.minX, pg.maxX = min(pg.minX, int32(x)), max(pg.maxX, int32(x))
 				pg.minY, pg.maxY = min(pg.minY, int32(y)), max(pg.maxY, int32(y))
 			}
-			pg.rings = append(pg.rings, ring)
 		}
 		i := uint16(len(idx.polygons))
 		idx.polygons = append(idx.polygons, pg)
@@ -263,7 +270,7 @@ func cnCountyAt(lat, lon float64, province int, near float64) (int, bool) {
 		if x < float64(pg.minX) || x > float64(pg.maxX) || y < float64(pg.minY) || y > float64(pg.maxY) {
 			continue
 		}
-		if pg.contains(x, y) {
+		if idx.contains(pg, x, y) {
 			return int(pg.county), true
 		}
 	}
@@ -282,7 +289,7 @@ func cnCountyAt(lat, lon float64, province int, near float64) (int, bool) {
 				if x < float64(pg.minX)-limit || x > float64(pg.maxX)+limit || y < float64(pg.minY)-limit || y > float64(pg.maxY)+limit {
 					continue
 				}
-				if d := pg.distance(x, y, scale); d < bestD {
+				if d := idx.distance(pg, x, y, scale); d < bestD {
 					best, bestD = int(pg.county), d
 				}
 			}
@@ -294,35 +301,62 @@ func cnCountyAt(lat, lon float64, province int, near float64) (int, bool) {
 	return 0, false
 }
 
-// contains is the even-odd rule over all rings, so that holes and
-// islands count right.
-func (pg *cnPolygon) contains(x, y float64) bool {
-	in := false
-	for _, r := range pg.rings {
-		n := len(r) / 2
-		for i, j := 0, n-1; i < n; j, i = i, i+1 {
-			xi, yi := float64(r[2*i]), float64(r[2*i+1])
-			xj, yj := float64(r[2*j]), float64(r[2*j+1])
-			if (yi > y) != (yj > y) && x < (xj-xi)*(y-yi)/(yj-yi)+xi {
-				in = !in
+// edges calls f with each edge of the polygon's rings, decoding them from
+// the index's data as it goes (decodeRegions checked that they decode):
+// (xi, yi) is a ring's point and (xj, yj) the one before it; closed adds
+// each ring's edge from its last point back to its first, as (first,
+// last).
+func (idx *cnRegionIndex) edges(pg *cnPolygon, closed bool, f func(xi, yi, xj, yj float64)) {
+	b := idx.data[pg.rings:]
+	next := func() uint64 {
+		v, n := binary.Uvarint(b)
+		b = b[n:]
+		return v
+	}
+	nextI := func() int64 {
+		v, n := binary.Varint(b)
+		b = b[n:]
+		return v
+	}
+	for nr := next(); nr > 0; nr-- {
+		n := next()
+		var x, y int64
+		var x0, y0, xj, yj float64
+		for k := range n {
+			x, y = x+nextI(), y+nextI()
+			xi, yi := float64(int32(x)), float64(int32(y))
+			if k == 0 {
+				x0, y0 = xi, yi
+			} else {
+				f(xi, yi, xj, yj)
 			}
+			xj, yj = xi, yi
+		}
+		if closed && n > 0 {
+			f(x0, y0, xj, yj)
 		}
 	}
+}
+
+// contains is the even-odd rule over all rings, so that holes and
+// islands count right.
+func (idx *cnRegionIndex) contains(pg *cnPolygon, x, y float64) bool {
+	in := false
+	idx.edges(pg, true, func(xi, yi, xj, yj float64) {
+		if (yi > y) != (yj > y) && x < (xj-xi)*(y-yi)/(yj-yi)+xi {
+			in = !in
+		}
+	})
 	return in
 }
 
 // distance is the shortest distance from the point to the polygon's
 // edges, longitudes scaled by the cosine of the latitude.
-func (pg *cnPolygon) distance(x, y, scale float64) float64 {
+func (idx *cnRegionIndex) distance(pg *cnPolygon, x, y, scale float64) float64 {
 	best := math.Inf(1)
-	for _, r := range pg.rings {
-		n := len(r) / 2
-		for i := 1; i < n; i++ {
-			ax, ay := float64(r[2*i-2])*scale, float64(r[2*i-1])
-			bx, by := float64(r[2*i])*scale, float64(r[2*i+1])
-			best = min(best, segmentDistance(x*scale, y, ax, ay, bx, by))
-		}
-	}
+	idx.edges(pg, false, func(bx, by, ax, ay float64) {
+		best = min(best, segmentDistance(x*scale, y, ax*scale, ay, bx*scale, by))
+	})
 	return best
 }
 
