@@ -66,6 +66,10 @@ func TestServeScheduledUpdate(t *testing.T) {
 		n += q.stop(t)
 	}
 	t.Logf("%d queries answered across the update, none failed", n)
+	// The new data answers as soon as the engine swaps it in, which the
+	// data dir's watcher may do before the check that installed it has
+	// recorded the install (after its own reload returns).
+	waitFor(t, "install in the update status", func() bool { return updateStatus(t, s, token).LastInstall != nil })
 	if got := reg.TarballRequests(dataset.CityPackage); got != 2 {
 		t.Errorf("the city tarball was downloaded %d times, want 2 (the fetch, the update)", got)
 	}
