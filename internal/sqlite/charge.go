@@ -23,16 +23,20 @@ import (
 // element. The statements are prepared once, on the writer connection; a
 // statement with nothing to write is skipped.
 const (
-	sqlChargeRead = `
+	// chargeReadColumns are what readCharge scans, of a key k joined as
+	// chargeReadJoins joins it.
+	chargeReadColumns = `
 		SELECT k.id, k.account_id, k.hash, k.revoked_at IS NOT NULL, a.tier, a.custom_limit, a.credits,
 		       COALESCE(u.used, 0), COALESCE(k.last_used_at, ''),
 		       COALESCE(l.id, 0), COALESCE(l.reason, ''), COALESCE(l.key_id, ''), COALESCE(l.delta, 0),
-		       COALESCE(l.queries, 0), COALESCE(l.created_at, '')
-		FROM json_each(?1) j
-		JOIN api_keys k ON k.id = j.value
+		       COALESCE(l.queries, 0), COALESCE(l.created_at, '')`
+	chargeReadJoins = `
 		JOIN accounts a ON a.id = k.account_id
 		LEFT JOIN key_usage u ON u.key_id = k.id AND u.period = ?2
 		LEFT JOIN ledger l ON l.id = (SELECT max(id) FROM ledger WHERE account_id = a.id)`
+	sqlChargeRead = chargeReadColumns + `
+		FROM json_each(?1) j
+		JOIN api_keys k ON k.id = j.value` + chargeReadJoins
 	// "WHERE true" settles SQLite's parsing ambiguity of INSERT ... SELECT
 	// ... ON CONFLICT.
 	sqlChargeUsage = `
@@ -78,15 +82,8 @@ const (
 // as the first parameters, the list statement's other parameters after
 // them.
 const (
-	sqlChargeRead1 = `
-		SELECT k.id, k.account_id, k.hash, k.revoked_at IS NOT NULL, a.tier, a.custom_limit, a.credits,
-		       COALESCE(u.used, 0), COALESCE(k.last_used_at, ''),
-		       COALESCE(l.id, 0), COALESCE(l.reason, ''), COALESCE(l.key_id, ''), COALESCE(l.delta, 0),
-		       COALESCE(l.queries, 0), COALESCE(l.created_at, '')
-		FROM api_keys k
-		JOIN accounts a ON a.id = k.account_id
-		LEFT JOIN key_usage u ON u.key_id = k.id AND u.period = ?2
-		LEFT JOIN ledger l ON l.id = (SELECT max(id) FROM ledger WHERE account_id = a.id)
+	sqlChargeRead1 = chargeReadColumns + `
+		FROM api_keys k` + chargeReadJoins + `
 		WHERE k.id = ?1`
 	sqlChargeUsage1 = `
 		INSERT INTO key_usage (key_id, period, used) VALUES (?1, ?3, ?2)
