@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
@@ -57,7 +58,7 @@ const (
 	// fixed-width time text compares as time.
 	sqlChargeLastUsed = `
 		UPDATE api_keys SET last_used_at = ?2
-		WHERE id IN (SELECT j.value FROM json_each(?1) j)
+		WHERE id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?1) j)
 		  AND (last_used_at IS NULL OR last_used_at < ?2)`
 	sqlChargeLedger = `
 		INSERT INTO ledger (account_id, delta, balance, reason, key_id, queries, created_at)
@@ -183,7 +184,8 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 		if err != nil {
 			return err
 		}
-		var ledger [][5]any // account, delta, balance, key, queries
+		// Each write's rows, as the fields its statements take.
+		var ledger [][]any  // account, delta, balance, key, queries
 		var costs []int64   // per query, of each ledger entry
 		var touched []int64 // accounts whose balance changes, in order
 		for i, r := range reqs {
@@ -199,12 +201,12 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 			// merge, so every entry's balance still follows from the one
 			// before it.
 			if n := len(ledger); n > 0 && ledger[n-1][3] == r.KeyID && costs[n-1] == r.Cost {
-				e := &ledger[n-1]
+				e := ledger[n-1]
 				e[1], e[2], e[4] = e[1].(int64)-g.Granted*r.Cost, g.Credits, e[4].(int64)+g.Granted
 				continue
 			}
 			costs = append(costs, r.Cost)
-			ledger = append(ledger, [5]any{g.AccountID, -g.Granted * r.Cost, g.Credits, r.KeyID, g.Granted})
+			ledger = append(ledger, []any{g.AccountID, -g.Granted * r.Cost, g.Credits, r.KeyID, g.Granted})
 			if !containsID(touched, g.AccountID) {
 				touched = append(touched, g.AccountID)
 			}
@@ -212,55 +214,57 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 		if len(ledger) == 0 {
 			return nil
 		}
-		var usage [][2]any
-		var stale []string // keys whose recorded last use is a step or more old
+		var usage [][]any // key, added
+		var stale [][]any // key: its recorded last use is a step or more old
 		staleBefore := fmtTime(at.Add(-account.LastUseStep))
 		for _, id := range ids {
 			if k := keys[id]; k != nil && k.added > 0 {
-				usage = append(usage, [2]any{id, k.added})
+				usage = append(usage, []any{id, k.added})
 				if k.lastUsed == "" || k.lastUsed <= staleBefore {
-					stale = append(stale, id)
+					stale = append(stale, []any{id})
 				}
 			}
 		}
-		credits := make([][2]any, len(touched))
+		credits := make([][]any, len(touched)) // account, balance
 		for i, id := range touched {
-			credits[i] = [2]any{id, balances[id]}
+			credits[i] = []any{id, balances[id]}
 		}
 		// The first entry of each account may go into its latest entry.
-		var merges [][4]any // ledger ID, delta, balance, queries
+		var merges [][]any // ledger ID, delta, balance, queries
 		inserts := ledger[:0:0]
 		first := make(map[int64]bool, len(touched))
 		for i, e := range ledger {
 			acct := e[0].(int64)
 			if t, ok := tails[acct]; ok && !first[acct] && t.TakesUsage(e[3].(string), costs[i], at) {
-				merges = append(merges, [4]any{t.ID, e[1], e[2], e[4]})
+				merges = append(merges, []any{t.ID, e[1], e[2], e[4]})
 			} else {
 				inserts = append(inserts, e)
 			}
 			first[acct] = true
 		}
+		atText := fmtTime(at)
 		for _, w := range []struct {
 			what      string
-			stmt, one *sql.Stmt
-			list      any   // the JSON array of stmt's first parameter
-			n         int   // its length: an empty list skips the statement
-			first     []any // the fields of its first element, one's first parameters
-			args      []any
+			stmt, one *sql.Stmt // for two rows or more (a JSON array of them), for one
+			rows      [][]any   // none skips the statement
+			args      []any     // the statements' parameters after the rows'
 		}{
-			{"usage", s.charge.usage, s.charge.usage1, usage, len(usage), fieldsOf(usage), []any{period}},
-			{"daily usage", s.charge.daily, s.charge.daily1, usage, len(usage), fieldsOf(usage), []any{account.Day(at)}},
-			{"last use", s.charge.lastUsed, s.charge.lastUsed1, stale, len(stale), fieldsOf(stale), []any{fmtTime(at)}},
-			{"ledger", s.charge.ledgerMerge, s.charge.ledgerMerge1, merges, len(merges), fieldsOf(merges), nil},
-			{"ledger", s.charge.ledger, s.charge.ledger1, inserts, len(inserts), fieldsOf(inserts), []any{fmtTime(at)}},
-			{"credits", s.charge.credits, s.charge.credits1, credits, len(credits), fieldsOf(credits), nil},
+			{"usage", s.charge.usage, s.charge.usage1, usage, []any{period}},
+			{"daily usage", s.charge.daily, s.charge.daily1, usage, []any{account.Day(at)}},
+			{"last use", s.charge.lastUsed, s.charge.lastUsed1, stale, []any{atText}},
+			{"ledger", s.charge.ledgerMerge, s.charge.ledgerMerge1, merges, nil},
+			{"ledger", s.charge.ledger, s.charge.ledger1, inserts, []any{atText}},
+			{"credits", s.charge.credits, s.charge.credits1, credits, nil},
 		} {
-			if w.n == 0 {
+			var stmt *sql.Stmt
+			var args []any
+			switch len(w.rows) {
+			case 0:
 				continue
-			}
-			stmt, args := w.one, append(w.first, w.args...)
-			if w.n > 1 {
-				list, err := json.Marshal(w.list)
+			case 1:
+				stmt, args = w.one, slices.Concat(w.rows[0], w.args)
+			default:
+				list, err := json.Marshal(w.rows)
 				if err != nil {
 					return err
 				}
@@ -276,24 +280,6 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 		return nil, err
 	}
 	return grants, nil
-}
-
-// fieldsOf is the fields of a write list's first element, as parameters.
-func fieldsOf[E [2]any | [4]any | [5]any | string](list []E) []any {
-	if len(list) == 0 {
-		return nil
-	}
-	switch e := any(list[0]).(type) {
-	case [2]any:
-		return e[:]
-	case [4]any:
-		return e[:]
-	case [5]any:
-		return e[:]
-	case string:
-		return []any{e}
-	}
-	panic("unreachable")
 }
 
 // readCharge reads the batch's keys, their usage this period, their
