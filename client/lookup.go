@@ -355,11 +355,7 @@ func (c *Client) decodeLookup(r *reply) (LookupResult, error) {
 
 func rateLimit(h http.Header) RateLimit {
 	get := func(name string) int64 {
-		v := h.Get(name)
-		if v == "" {
-			v = h.Get("X-" + name)
-		}
-		n, _ := strconv.ParseInt(v, 10, 64)
+		n, _ := strconv.ParseInt(h.Get(name), 10, 64)
 		return n
 	}
 	return RateLimit{

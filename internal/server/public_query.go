@@ -403,13 +403,16 @@ func (s *api) standing(ctx context.Context, w http.ResponseWriter, c *caller, me
 	s.rateHeaders(w, limit, max(0, limit-used), account.PeriodReset(now))
 }
 
-// rateHeaders sets the quota headers: the IETF draft's RateLimit-* and the
-// common X-RateLimit-* spellings, with the same values. Reset is in
-// seconds from now in both (not a Unix time), so one reading fits both.
+// rateHeaders sets the quota headers in the IETF draft's spelling
+// (draft-ietf-httpapi-ratelimit-headers-07): RateLimit-Limit,
+// RateLimit-Remaining and RateLimit-Reset, in seconds from now. There is no
+// X-RateLimit-* copy: under that name some services send the reset as a
+// Unix time, so a client could read it either way, and each copy costs
+// every answer three header entries.
 func (s *Server) rateHeaders(w http.ResponseWriter, limit, remaining int64, reset time.Time) {
 	// Every metered answer carries these, so they are built with two
 	// allocations: the three numbers in one string, and one array whose
-	// elements back all six header values (net/http only reads them).
+	// elements back the three header values (net/http only reads them).
 	var buf [64]byte
 	b := strconv.AppendInt(buf[:0], limit, 10)
 	i := len(b)
@@ -420,9 +423,9 @@ func (s *Server) rateHeaders(w http.ResponseWriter, limit, remaining int64, rese
 	v := &[3]string{nums[:i], nums[i:j], nums[j:]}
 	l, rem, rs := v[0:1:1], v[1:2:2], v[2:3:3]
 	h := w.Header()
-	h["Ratelimit-Limit"], h["X-Ratelimit-Limit"] = l, l
-	h["Ratelimit-Remaining"], h["X-Ratelimit-Remaining"] = rem, rem
-	h["Ratelimit-Reset"], h["X-Ratelimit-Reset"] = rs, rs
+	h["Ratelimit-Limit"] = l
+	h["Ratelimit-Remaining"] = rem
+	h["Ratelimit-Reset"] = rs
 }
 
 // secondsUntil rounds up, so that a client waiting that long finds the
