@@ -312,8 +312,10 @@ func (s *api) handleQuery(w *exchange, r *http.Request) error {
 	// hand (ipatlas.AppendSuccess), byte for byte what encoding/json
 	// writes, without reflection or allocation. A selection of fields
 	// goes through the record.
+	// The record is allocated only off that path: a local would escape
+	// to the heap on every query through the encoders below.
 	var (
-		rec ipatlas.Record
+		rec *ipatlas.Record
 		ans *answerBuf
 	)
 	appender, encoded := s.deps.Geo.(recordAppender)
@@ -323,7 +325,8 @@ func (s *api) handleQuery(w *exchange, r *http.Request) error {
 		defer putAnswer(ans)
 		ans.data, err = appender.AppendJSON(ans.data[:0], addr, lang)
 	} else {
-		rec, err = s.deps.Geo.Lookup(addr, lang)
+		rec = new(ipatlas.Record)
+		*rec, err = s.deps.Geo.Lookup(addr, lang)
 	}
 	if err != nil {
 		return s.uncharged(ctx, w, &meta, s.lookupFailed(ctx, err), "")
@@ -351,9 +354,9 @@ func (s *api) handleQuery(w *exchange, r *http.Request) error {
 			ans.body = ipatlas.AppendSuccess(ans.body[:0], ans.data, meta)
 			writeBody(w, http.StatusOK, ans.body)
 		case fields.All():
-			writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: &rec, Meta: meta})
+			writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: rec, Meta: meta})
 		default:
-			writeJSON(w, http.StatusOK, &partialEnvelope{Success: true, Data: fields.Partial(&rec), Meta: meta})
+			writeJSON(w, http.StatusOK, &partialEnvelope{Success: true, Data: fields.Partial(rec), Meta: meta})
 		}
 		return nil
 	case account.DenyKey:
