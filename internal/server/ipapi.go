@@ -214,9 +214,26 @@ func (s *api) ipapiOne(w *exchange, r *http.Request, query string) error {
 		w.code = a.Code
 		s.standing(r.Context(), w, &w.caller, &meta)
 	}
+	ipapiRateHeaders(w.Header())
 	writeJSON(w, http.StatusOK, a)
 	return nil
 }
+
+// ipapiRateHeaders adds ip-api's own quota headers, which programs written
+// for ip-api read to slow down: X-Rl, the requests left in the window, and
+// X-Ttl, the seconds until it resets. The window here is the key's month,
+// so they repeat RateLimit-Remaining and RateLimit-Reset; an answer with
+// Retry-After but no quota (the burst limit's 429) is X-Rl 0 and X-Ttl its
+// Retry-After. An answer with neither, such as a refused key's, has none.
+func ipapiRateHeaders(h http.Header) {
+	if rem, ok := h["Ratelimit-Remaining"]; ok {
+		h["X-Rl"], h["X-Ttl"] = rem, h["Ratelimit-Reset"]
+	} else if ra, ok := h["Retry-After"]; ok {
+		h["X-Rl"], h["X-Ttl"] = hdrZero, ra
+	}
+}
+
+var hdrZero = []string{"0"}
 
 // ipapiBatchItem is one item of ip-api's batch body: a query string, or
 // an object with its own fields and lang.
@@ -319,6 +336,7 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request) error {
 	} else {
 		s.standing(ctx, w, &w.caller, &meta)
 	}
+	ipapiRateHeaders(w.Header())
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -329,6 +347,7 @@ func (s *Server) renderIPAPI(w *exchange, r *http.Request, err error) {
 	lang := w.langOf(r)
 	code, detail := s.failureOf(r, err, lang)
 	w.code = code
+	ipapiRateHeaders(w.Header())
 	writeJSON(w, code.HTTPStatus(), ipapiFail(errorText(code, detail, lang), "", code))
 }
 

@@ -249,3 +249,41 @@ func TestPreflightWildcard(t *testing.T) {
 		t.Errorf("a preflight labelled by its path:\n%s", e.logs)
 	}
 }
+
+// TestIPAPIRateHeaders: the ip-api shape's answers carry ip-api's X-Rl and
+// X-Ttl beside the quota headers, with the month as their window, so that
+// a program that slows down on them keeps working; the burst limit's 429
+// is X-Rl 0 for its Retry-After; a refused key has neither.
+func TestIPAPIRateHeaders(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.KeyRate, c.KeyBurst = 0.001, 3 })
+	_, k := e.customer(t, account.Enterprise, 2, 100)
+	key := "key=" + url.QueryEscape(k.Secret)
+	check := func(name string, r resp, status int, rl, ttl string) {
+		t.Helper()
+		if r.Code != status {
+			t.Fatalf("%s: %d %s, want %d", name, r.Code, r.Body, status)
+		}
+		if got := r.Header().Get("X-Rl"); got != rl {
+			t.Errorf("%s: X-Rl %q, want %q", name, got, rl)
+		}
+		if got := r.Header().Get("X-Ttl"); got != ttl {
+			t.Errorf("%s: X-Ttl %q, want %q", name, got, ttl)
+		}
+	}
+	check("one", e.do(t, req{method: "GET", path: "/ip-api/json/8.8.8.8?" + key}), http.StatusOK, "1", testResetSecs)
+	// A failed address is free and reports the quota as it stands.
+	check("private", e.do(t, req{method: "POST", path: "/ip-api/batch?" + key, body: `["10.0.0.1"]`}), http.StatusOK, "1", testResetSecs)
+	// The quota spent: 429 until the month resets.
+	check("spent", e.do(t, req{method: "POST", path: "/ip-api/batch?" + key, body: `["8.8.8.8","8.8.8.8"]`}), http.StatusOK, "0", testResetSecs)
+	r := e.do(t, req{method: "GET", path: "/ip-api/json/8.8.8.8?" + key})
+	check("burst", r, http.StatusTooManyRequests, "0", r.Header().Get("Retry-After"))
+	if r.Header().Get("Retry-After") == "" {
+		t.Errorf("burst 429 without Retry-After")
+	}
+	check("refused key", e.do(t, req{method: "GET", path: "/ip-api/json/8.8.8.8?key=ipa_bad_key"}), http.StatusUnauthorized, "", "")
+
+	_, k2 := e.customer(t, account.Enterprise, 1, 100)
+	key2 := "key=" + url.QueryEscape(k2.Secret)
+	e.do(t, req{method: "GET", path: "/ip-api/json/8.8.8.8?" + key2})
+	check("quota spent", e.do(t, req{method: "GET", path: "/ip-api/json/8.8.8.8?" + key2}), http.StatusTooManyRequests, "0", testResetSecs)
+}

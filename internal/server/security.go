@@ -46,7 +46,7 @@ import (
 // copies at WriteHeader (TestQueryHeaderKeys).
 var (
 	hdrAPICSP = []string{"default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"}
-	hdrExpose = []string{"RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After"}
+	hdrExpose = []string{"RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Rl, X-Ttl"}
 
 	hdrAllowHeaders = []string{"Authorization, Content-Type, Accept-Language"}
 	hdrMaxAge       = []string{"7200"} // Chromium's cap; Firefox allows a day
