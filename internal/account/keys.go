@@ -25,8 +25,20 @@ func KeyPrefix(id string) string { return keyTag + id }
 // HashSecret is the hash a store keeps for a secret. The whole secret is
 // hashed, ID included, so a hash cannot be moved to another key.
 func HashSecret(secret string) []byte {
-	h := sha256.Sum256([]byte(secret))
+	h := sumSecret(secret)
 	return h[:]
+}
+
+// sumSecret is HashSecret's hash as an array, computed without allocating
+// for a secret of at most keyMaxLen bytes (every request authenticates):
+// the secret is copied to the stack, where converting it would copy it to
+// the heap.
+func sumSecret(secret string) [sha256.Size]byte {
+	var buf [keyMaxLen]byte
+	if len(secret) > len(buf) {
+		return sha256.Sum256([]byte(secret))
+	}
+	return sha256.Sum256(buf[:copy(buf[:], secret)])
 }
 
 // ParseSecret returns the key ID a secret names, or false when the secret

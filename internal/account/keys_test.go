@@ -101,3 +101,15 @@ func FuzzParseSecret(f *testing.F) {
 		}
 	})
 }
+
+// TestHashSecretIsSHA256: the hash a store keeps is the SHA-256 of the whole
+// secret, at every length (the short ones are hashed from a stack copy).
+func TestHashSecretIsSHA256(t *testing.T) {
+	for _, n := range []int{0, 1, 60, 255, 256, 257, 4096} { // 256: the longest secret looked up
+		secret := strings.Repeat("k", n)
+		want := sha256.Sum256([]byte(secret))
+		if got := account.HashSecret(secret); !bytes.Equal(got, want[:]) {
+			t.Errorf("length %d: %x, want %x", n, got, want)
+		}
+	}
+}

@@ -192,7 +192,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Key, Account
 	if !ok {
 		return Key{}, Account{}, ErrBadKey
 	}
-	hash := HashSecret(secret)
+	sum := sumSecret(secret)
+	hash := sum[:]
 	if s.cache != nil {
 		// A mismatch may mean the key was rotated since it was cached, so
 		// it falls through to the store rather than failing here.

@@ -243,7 +243,9 @@ func (s *Server) limit(w *exchange, r *http.Request, class limitClass) error {
 	switch {
 	case err == nil:
 		if l.good != nil {
-			l.good.add(sha256.Sum256([]byte(token)), struct{}{})
+			// The key's hash is the token's SHA-256: authentication has
+			// just compared the two.
+			l.good.add([sha256.Size]byte(k.Hash), struct{}{})
 		}
 		if l.keys != nil {
 			lim := l.keys.getOrAdd(k.ID, func() *rate.Limiter { return rate.NewLimiter(l.keyRate, l.keyBurst) })
