@@ -311,9 +311,8 @@ func (s *api) handleQuery(w *exchange, r *http.Request) error {
 	// encoded from the engine and the envelope is written around it by
 	// hand (ipatlas.AppendSuccess), byte for byte what encoding/json
 	// writes, without reflection or allocation. A selection of fields
-	// goes through the record.
-	// The record is allocated only off that path: a local would escape
-	// to the heap on every query through the encoders below.
+	// goes through the record, which is allocated only then: a local
+	// would escape to the heap on every query through the encoders below.
 	var (
 		rec *ipatlas.Record
 		ans *answerBuf

@@ -41,9 +41,10 @@ import (
 //
 // Every header counts: each one is a map entry the server fills, copies and
 // sorts and every client parses. A Go map keeps 8 keys in its first group,
-// and a metered answer's header holds exactly 8 (these five, the three
-// quota headers): one more grows the map into a table, which net/http then
-// copies at WriteHeader (TestQueryHeaderKeys).
+// and a metered answer to a request without Origin holds exactly 8: the
+// four set here, Content-Type and the three quota headers. One more grows
+// the map into a table, which net/http then copies at WriteHeader
+// (TestQueryHeaderKeys).
 var (
 	hdrAPICSP = []string{"default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"}
 	hdrExpose = []string{"RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Rl, X-Ttl"}
