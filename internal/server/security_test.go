@@ -500,27 +500,34 @@ func TestLogPath(t *testing.T) {
 }
 
 // TestQueryHeaderKeys holds a metered answer, a success or a client's
-// mistake after the key was accepted, to the 8 header keys a Go map keeps
-// in its first group (security.go), over a real net/http server: what the
-// client receives, less Date and Content-Length, which net/http writes
-// without the map. The request has no Origin, as most clients' have none.
+// mistake after the key was accepted, of the location query and of its GET
+// form, to the 8 header keys a Go map keeps in its first group
+// (security.go), over a real net/http server: what the client receives,
+// less Date and Content-Length, which net/http writes without the map. The
+// requests have no Origin, as most clients' have none.
 func TestQueryHeaderKeys(t *testing.T) {
 	e := newEnv(t)
 	_, k := e.customer(t, account.Pro, 0, 10)
 	srv := httptest.NewServer(e.pub)
 	defer srv.Close()
+	ip := geotest.Places[0].IP
 	for _, tc := range []struct {
-		body   string
-		status int
+		method, path, body string
+		status             int
 	}{
-		{`{"ip":"` + geotest.Places[0].IP + `"}`, http.StatusOK},
-		{`{"ip":"10.0.0.1"}`, http.StatusBadRequest},
+		{"POST", "/api/ip-query", `{"ip":"` + ip + `"}`, http.StatusOK},
+		{"POST", "/api/ip-query", `{"ip":"10.0.0.1"}`, http.StatusBadRequest},
+		{"GET", "/api/lookup/" + ip, "", http.StatusOK},
+		{"GET", "/api/lookup/10.0.0.1", "", http.StatusBadRequest},
 	} {
-		r, err := http.NewRequest("POST", srv.URL+"/api/ip-query", strings.NewReader(tc.body))
+		name := tc.method + " " + tc.path + " " + tc.body
+		r, err := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.Header.Set("Content-Type", "application/json")
+		if tc.body != "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
 		r.Header.Set("Authorization", "Bearer "+k.Secret)
 		res, err := srv.Client().Do(r)
 		if err != nil {
@@ -528,21 +535,21 @@ func TestQueryHeaderKeys(t *testing.T) {
 		}
 		res.Body.Close()
 		if res.StatusCode != tc.status {
-			t.Fatalf("%s: status %d, want %d", tc.body, res.StatusCode, tc.status)
+			t.Fatalf("%s: status %d, want %d", name, res.StatusCode, tc.status)
 		}
 		var keys []string
-		for name := range res.Header {
-			if name != "Date" && name != "Content-Length" {
-				keys = append(keys, name)
+		for key := range res.Header {
+			if key != "Date" && key != "Content-Length" {
+				keys = append(keys, key)
 			}
 		}
 		slices.Sort(keys)
 		if len(keys) > 8 {
-			t.Errorf("%s: %d header keys, more than a map's first group of 8: %v", tc.body, len(keys), keys)
+			t.Errorf("%s: %d header keys, more than a map's first group of 8: %v", name, len(keys), keys)
 		}
-		for _, name := range []string{"Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset", "Cache-Control", "Content-Type"} {
-			if !slices.Contains(keys, name) {
-				t.Errorf("%s: no %s among %v", tc.body, name, keys)
+		for _, h := range []string{"Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset", "Cache-Control", "Content-Type"} {
+			if !slices.Contains(keys, h) {
+				t.Errorf("%s: no %s among %v", name, h, keys)
 			}
 		}
 	}
