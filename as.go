@@ -16,12 +16,40 @@ type AS struct {
 	CountryCode string `json:"country_code"` // ISO 3166-1 alpha-2; "" when unknown
 	// NumIPs is the number of IPv4 addresses the AS announces: the sum of
 	// the sizes of Prefixes, which never overlap.
-	NumIPs    uint64     `json:"num_ips"`
-	Prefixes  []ASPrefix `json:"prefixes"`  // IPv4, in address order
-	Prefixes6 []ASPrefix `json:"prefixes6"` // IPv6, in address order
+	NumIPs uint64 `json:"num_ips"`
+	// Prefixes and Prefixes6 are the AS's announced prefixes, IPv4 and
+	// IPv6, in address order: at most ASPageSize of each on one page of
+	// the answer (Page of Pages); NumPrefixes and NumPrefixes6 count them
+	// all.
+	Prefixes     []ASPrefix `json:"prefixes"`
+	Prefixes6    []ASPrefix `json:"prefixes6"`
+	NumPrefixes  int        `json:"num_prefixes"`
+	NumPrefixes6 int        `json:"num_prefixes6"`
+	Page         int        `json:"page"`
+	Pages        int        `json:"pages"`
 	// Hosting is whether the AS is on the datacenter list (hosting, cloud
 	// and VPN operators).
 	Hosting bool `json:"hosting"`
+}
+
+// ASPageSize is how many prefixes of each family one page of an AS's
+// answer lists: the largest ASes announce tens of thousands, and an answer
+// is bounded before it is built.
+const ASPageSize = 1000
+
+// PageAS cuts as's prefixes to page (from 1; less is 1) of ASPageSize of
+// each family, and records the counts and the page. A page past the last
+// has no prefixes.
+func PageAS(as *AS, page int) {
+	as.NumPrefixes, as.NumPrefixes6 = len(as.Prefixes), len(as.Prefixes6)
+	as.Page = max(1, page)
+	as.Pages = max(1, (as.NumPrefixes+ASPageSize-1)/ASPageSize, (as.NumPrefixes6+ASPageSize-1)/ASPageSize)
+	cut := func(ps []ASPrefix) []ASPrefix {
+		lo := min(len(ps), (as.Page-1)*ASPageSize)
+		hi := min(len(ps), lo+ASPageSize)
+		return ps[lo:hi:hi]
+	}
+	as.Prefixes, as.Prefixes6 = cut(as.Prefixes), cut(as.Prefixes6)
 }
 
 // ASEnvelope is the body of every answer of the AS query (GET

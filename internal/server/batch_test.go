@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"reflect"
 	"strings"
 	"sync"
@@ -75,16 +76,18 @@ func usageEntries(t *testing.T, e *env, accountID int64) int {
 // private and special addresses among them, in both languages: one item
 // per address in order, each success the record a single query gives,
 // each failure the code and text a single query gives; only the successes
-// are charged, in one usage entry of the ledger.
+// are charged, each distinct address once, in one usage entry of the
+// ledger.
 func TestBatchMixedItemsInOrder(t *testing.T) {
 	e := newEnv(t)
 	const credits = 1000
 	acct, k := e.customer(t, account.Pro, 0, credits)
 	type want struct {
-		rec  func(ipatlas.Lang) ipatlas.Record // nil: a failure
-		code ipatlas.ErrorCode
-		en   string
-		zh   string
+		rec    func(ipatlas.Lang) ipatlas.Record // nil: a failure
+		repeat bool                              // an address given before, in another spelling
+		code   ipatlas.ErrorCode
+		en     string
+		zh     string
 	}
 	var ips []string
 	var wants []want
@@ -113,14 +116,14 @@ func TestBatchMixedItemsInOrder(t *testing.T) {
 		return r
 	}})
 	add(geotest.UncoveredIP, want{rec: func(ipatlas.Lang) ipatlas.Record { return ipatlas.Record{IP: geotest.UncoveredIP} }})
-	add(" "+geotest.Beijing.IP+"\n", want{rec: geotest.Beijing.Want})
-	add(geotest.MountainView.IP, want{rec: geotest.MountainView.Want}) // a repeat is another query
+	add(" "+geotest.Beijing.IP+"\n", want{rec: geotest.Beijing.Want, repeat: true})
+	add(geotest.MountainView.IP, want{rec: geotest.MountainView.Want, repeat: true}) // a repeat costs nothing more
 	add("8.8.8.0/24", want{code: ipatlas.CodeInvalidIP,
 		en: "Invalid IP address format: CIDR prefixes are not allowed; give a single address", zh: "无效的IP地址格式：不允许使用 CIDR 前缀，请给出单个地址"})
 
 	valid := 0
 	for _, w := range wants {
-		if w.rec != nil {
+		if w.rec != nil && !w.repeat {
 			valid++
 		}
 	}
@@ -200,7 +203,7 @@ func TestBatchSize(t *testing.T) {
 	acct, k := e.customer(t, account.Enterprise, 1000, credits)
 	ips := make([]string, 101)
 	for i := range ips {
-		ips[i] = geotest.Places[i%len(geotest.Places)].IP
+		ips[i] = netip.AddrFrom4([4]byte{8, 8, byte(i >> 8), byte(i)}).String() // distinct, each one query
 	}
 	identified := ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: credits}
 	for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
@@ -318,7 +321,7 @@ func TestBatchRefusedAsAWhole(t *testing.T) {
 // charged is refused as a whole like a single query.
 func TestBatchQuotaAndCreditsEdge(t *testing.T) {
 	e := newEnv(t)
-	v1, v2, v3 := geotest.MountainView.IP, geotest.Beijing.IP, geotest.GoogleV6.IP
+	v1, v2, v3, v4 := geotest.MountainView.IP, geotest.Beijing.IP, geotest.GoogleV6.IP, geotest.UncoveredIP
 
 	t.Run("quota", func(t *testing.T) {
 		acct, k := e.customer(t, account.Enterprise, 5, 100)
@@ -371,7 +374,8 @@ func TestBatchQuotaAndCreditsEdge(t *testing.T) {
 		acct, k := e.customer(t, account.Pro, 0, 2)
 		r := e.batch(t, k.Secret, batchBody([]string{v1, v2, v3, v1}, "zh", nil))
 		env := r.batchEnv(t)
-		want := []ipatlas.ErrorCode{"", "", ipatlas.CodeInsufficientCredits, ipatlas.CodeInsufficientCredits}
+		// The repeat of v1 is v1's answer, not another query.
+		want := []ipatlas.ErrorCode{"", "", ipatlas.CodeInsufficientCredits, ""}
 		if c := itemCodes(env); !reflect.DeepEqual(c, want) {
 			t.Fatalf("item codes %v, want %v", c, want)
 		}
@@ -393,7 +397,7 @@ func TestBatchQuotaAndCreditsEdge(t *testing.T) {
 		// are within the quota but lack credits, the fourth is over the
 		// quota.
 		acct, k := e.customer(t, account.Enterprise, 3, 1)
-		env := e.batch(t, k.Secret, batchBody([]string{v1, v2, v3, v1}, "", nil)).batchEnv(t)
+		env := e.batch(t, k.Secret, batchBody([]string{v1, v2, v3, v4}, "", nil)).batchEnv(t)
 		want := []ipatlas.ErrorCode{"", ipatlas.CodeInsufficientCredits, ipatlas.CodeInsufficientCredits, ipatlas.CodeRateLimitExceeded}
 		if c := itemCodes(env); !reflect.DeepEqual(c, want) {
 			t.Fatalf("item codes %v, want %v", c, want)

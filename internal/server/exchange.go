@@ -25,10 +25,11 @@ type exchange struct {
 	wroteHeader bool
 	client      netip.Addr        // after trusted-proxy resolution
 	code        ipatlas.ErrorCode // the public error code answered, if any
-	success     bool              // a location query succeeded
+	metered     bool              // a metered query: its outcome is counted (query.go)
+	success     bool              // the metered query succeeded
+	counted     bool              // a batch counted its items' outcomes itself
 	lang        ipatlas.Lang      // the request's language, once a handler knows it
 	langKnown   bool
-	caller      caller // routes that take a key: who the key is (router.go)
 }
 
 var exchangePool = sync.Pool{New: func() any { return new(exchange) }}

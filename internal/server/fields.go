@@ -12,7 +12,7 @@ import (
 // No list is the common case and costs nothing. An unknown name is
 // answered with ipatlas.ParseFields's English text and its Chinese
 // counterpart.
-func parseFields(names []string) (ipatlas.FieldSet, *bodyError) {
+func parseFields(names []string) (ipatlas.FieldSet, *failure) {
 	if len(names) == 0 {
 		return 0, nil
 	}
@@ -20,9 +20,16 @@ func parseFields(names []string) (ipatlas.FieldSet, *bodyError) {
 	if err == nil {
 		return set, nil
 	}
+	for _, n := range names {
+		if looksSecret(n) {
+			return 0, bodyFail(ipatlas.CodeInvalidRequest,
+				`unknown field in "fields": `+echo(n)+"; the record's fields are "+strings.Join(ipatlas.RecordFields(), ", "),
+				`"fields" 中有未知字段：（疑似 API 密钥，不予回显）；可用字段：`+strings.Join(ipatlas.RecordFields(), ", "))
+		}
+	}
 	var e *ipatlas.Error
 	if !errors.As(err, &e) {
-		return 0, &bodyError{ipatlas.CodeInvalidRequest, err.Error(), err.Error()}
+		return 0, bodyFail(ipatlas.CodeInvalidRequest, err.Error(), err.Error())
 	}
 	zh := e.Message
 	for _, n := range names {
@@ -31,7 +38,7 @@ func parseFields(names []string) (ipatlas.FieldSet, *bodyError) {
 			break
 		}
 	}
-	return 0, &bodyError{ipatlas.CodeInvalidRequest, e.Message, zh}
+	return 0, bodyFail(ipatlas.CodeInvalidRequest, e.Message, zh)
 }
 
 // unknownFieldTextZh is the Chinese text for a "fields" entry that names

@@ -342,7 +342,7 @@ func hasPrefixFold(b []byte, prefix string) bool {
 // framing is what the connection's framing allows for r: refuse is the
 // reason to refuse it (in English and Chinese) when its body cannot be
 // trusted, and mustClose says the connection must close after the answer.
-func framing(r *http.Request) (refuse *bodyError, mustClose bool) {
+func framing(r *http.Request) (refuse *failure, mustClose bool) {
 	mustClose = len(r.TransferEncoding) > 0 // the scan, if any, ended at this request
 	fc, _ := r.Context().Value(framedConnKey{}).(*framedConn)
 	if fc == nil {
@@ -370,13 +370,15 @@ func framing(r *http.Request) (refuse *bodyError, mustClose bool) {
 }
 
 var (
-	errTEAndCL = &bodyError{ipatlas.CodeInvalidRequest,
+	errTEAndCL = bodyFail(ipatlas.CodeInvalidRequest,
 		"Transfer-Encoding and Content-Length together make the body's length ambiguous",
-		"Transfer-Encoding 与 Content-Length 同时出现，请求体长度有歧义"}
-	errTEOnHTTP1 = &bodyError{ipatlas.CodeInvalidRequest,
+		"Transfer-Encoding 与 Content-Length 同时出现，请求体长度有歧义")
+
+	errTEOnHTTP1 = bodyFail(ipatlas.CodeInvalidRequest,
 		"Transfer-Encoding in an HTTP/1.0 request makes the body's length ambiguous",
-		"HTTP/1.0 请求中的 Transfer-Encoding 使请求体长度有歧义"}
-	errUnchecked = &bodyError{ipatlas.CodeInvalidRequest,
+		"HTTP/1.0 请求中的 Transfer-Encoding 使请求体长度有歧义")
+
+	errUnchecked = bodyFail(ipatlas.CodeInvalidRequest,
 		"the request's framing on this connection cannot be trusted",
-		"此连接上的请求分帧不可信"}
+		"此连接上的请求分帧不可信")
 )

@@ -34,34 +34,24 @@ var (
 	hdrClose   = []string{"close"}
 )
 
-// bodyError is a request body the server will not accept: its code (which
-// carries the HTTP status) and a detail in both languages, appended to the
-// code's text.
-type bodyError struct {
-	code   ipatlas.ErrorCode
-	en, zh string
-}
-
-func (e *bodyError) Error() string { return string(e.code) + ": " + e.en }
-
-func (e *bodyError) detail(lang ipatlas.Lang) string {
-	if lang == ipatlas.Chinese {
-		return e.zh
-	}
-	return e.en
-}
-
 var (
-	errTooLarge = &bodyError{ipatlas.CodePayloadTooLarge,
-		"the limit is " + strconv.Itoa(maxBodyBytes) + " bytes", "上限为 " + strconv.Itoa(maxBodyBytes) + " 字节"}
-	errMediaType = &bodyError{ipatlas.CodeUnsupportedMediaType,
-		"", ""}
-	errEmptyBody = &bodyError{ipatlas.CodeInvalidRequest,
-		"the body is empty; send a JSON object", "请求体为空，请发送 JSON 对象"}
-	errNotJSON = &bodyError{ipatlas.CodeInvalidRequest,
-		"the body is not valid JSON", "请求体不是有效的 JSON"}
-	errNotObject = &bodyError{ipatlas.CodeInvalidRequest,
-		"the body must be a JSON object", "请求体必须是 JSON 对象"}
+	errBatchTooLarge = bodyFail(ipatlas.CodePayloadTooLarge,
+		"the limit of a batch body is "+strconv.Itoa(maxBatchBodyBytes)+" bytes",
+		"批量请求体上限为 "+strconv.Itoa(maxBatchBodyBytes)+" 字节")
+	errTooLarge = bodyFail(ipatlas.CodePayloadTooLarge,
+		"the limit is "+strconv.Itoa(maxBodyBytes)+" bytes", "上限为 "+strconv.Itoa(maxBodyBytes)+" 字节")
+
+	errMediaType = bodyFail(ipatlas.CodeUnsupportedMediaType,
+		"", "")
+
+	errEmptyBody = bodyFail(ipatlas.CodeInvalidRequest,
+		"the body is empty; send a JSON object", "请求体为空，请发送 JSON 对象")
+
+	errNotJSON = bodyFail(ipatlas.CodeInvalidRequest,
+		"the body is not valid JSON", "请求体不是有效的 JSON")
+
+	errNotObject = bodyFail(ipatlas.CodeInvalidRequest,
+		"the body must be a JSON object", "请求体必须是 JSON 对象")
 )
 
 // jsonContentType reports whether a request's Content-Type allows a JSON
@@ -95,14 +85,17 @@ func putBuf(b *bytes.Buffer) {
 // reading one byte past the limit. Either way the answer says
 // "Connection: close", so that net/http does not drain the rest of an
 // oversized body to keep the connection: it is never read in full.
-func readBody(w *exchange, r *http.Request) (*bytes.Buffer, *bodyError) {
-	return readBodyLimit(w, r, maxBodyBytes, errTooLarge)
+func readBody(w *exchange, r *http.Request) (*bytes.Buffer, *failure) {
+	return readBodyLimit(w, r, maxBodyBytes, errTooLarge, false)
 }
 
-// readBodyLimit is readBody with another limit, for the batch query;
-// tooLarge is the error that names it.
-func readBodyLimit(w *exchange, r *http.Request, limit int64, tooLarge *bodyError) (*bytes.Buffer, *bodyError) {
-	if !jsonContentType(r.Header.Get("Content-Type")) {
+// readBodyLimit is readBody with another limit, for the batches; tooLarge
+// is the error that names it. anyType accepts a body whatever its
+// Content-Type says, for the shapes of services whose documented
+// examples (curl -d '[...]') send a form type with a JSON body: the body
+// must still be JSON.
+func readBodyLimit(w *exchange, r *http.Request, limit int64, tooLarge *failure, anyType bool) (*bytes.Buffer, *failure) {
+	if !anyType && !jsonContentType(r.Header.Get("Content-Type")) {
 		return nil, errMediaType
 	}
 	if r.ContentLength > limit {
@@ -121,8 +114,9 @@ func readBodyLimit(w *exchange, r *http.Request, limit int64, tooLarge *bodyErro
 			w.Header()["Connection"] = hdrClose
 			return nil, tooLarge
 		}
-		return nil, &bodyError{ipatlas.CodeInvalidRequest,
-			"the body could not be read", "无法读取请求体"}
+		return nil, bodyFail(ipatlas.CodeInvalidRequest,
+			"the body could not be read", "无法读取请求体")
+
 	}
 	return buf, nil
 }
@@ -141,7 +135,7 @@ func readBodyLimit(w *exchange, r *http.Request, limit int64, tooLarge *bodyErro
 // When allowed is not nil, keys other than those are refused too (the admin
 // API is strict; the public query ignores unknown keys so that clients may
 // send more than we read).
-func decodeJSON(data []byte, v any, allowed []string) *bodyError {
+func decodeJSON(data []byte, v any, allowed []string) *failure {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return errEmptyBody
 	}
@@ -152,9 +146,10 @@ func decodeJSON(data []byte, v any, allowed []string) *bodyError {
 				return errNotObject
 			}
 			want := jsonKind(te.Type.Kind().String())
-			return &bodyError{ipatlas.CodeInvalidRequest,
+			return bodyFail(ipatlas.CodeInvalidRequest,
 				fmt.Sprintf("field %q must be %s, not %s", te.Field, want.en, te.Value),
-				fmt.Sprintf("字段 %q 必须是%s，而不是 %s", te.Field, want.zh, te.Value)}
+				fmt.Sprintf("字段 %q 必须是%s，而不是 %s", te.Field, want.zh, te.Value))
+
 		}
 		return errNotJSON
 	}
@@ -202,7 +197,7 @@ func (m *members) start(data []byte) bool {
 // next returns the next member's unescaped key and the offset of its
 // value; ok is false after the last member, and err is set for a key
 // that does not unescape.
-func (m *members) next() (key []byte, value int, ok bool, err *bodyError) {
+func (m *members) next() (key []byte, value int, ok bool, err *failure) {
 	data := m.data
 	i := skipSpace(data, m.i)
 	if i >= len(data) || data[i] == '}' {
@@ -229,7 +224,7 @@ func (m *members) next() (key []byte, value int, ok bool, err *bodyError) {
 // already validated, and refuses duplicates and (when allowed is not nil)
 // unknown keys. It allocates only for escaped keys or objects of more
 // than a handful of keys.
-func checkKeys(data []byte, allowed []string) *bodyError {
+func checkKeys(data []byte, allowed []string) *failure {
 	var small [8][]byte
 	keys := small[:0]
 	var seen map[string]struct{} // folded keys, once there are many
@@ -246,8 +241,9 @@ func checkKeys(data []byte, allowed []string) *bodyError {
 			return nil
 		}
 		if allowed != nil && !knownKey(key, allowed) {
-			return &bodyError{ipatlas.CodeInvalidRequest,
-				fmt.Sprintf("unknown field %q", key), fmt.Sprintf("未知字段 %q", key)}
+			return bodyFail(ipatlas.CodeInvalidRequest,
+				fmt.Sprintf("unknown field %q", key), fmt.Sprintf("未知字段 %q", key))
+
 		}
 		dup := false
 		if seen == nil && len(keys) < len(small) {
@@ -270,8 +266,9 @@ func checkKeys(data []byte, allowed []string) *bodyError {
 			seen[f] = struct{}{}
 		}
 		if dup {
-			return &bodyError{ipatlas.CodeInvalidRequest,
-				fmt.Sprintf("duplicate field %q", key), fmt.Sprintf("重复的字段 %q", key)}
+			return bodyFail(ipatlas.CodeInvalidRequest,
+				fmt.Sprintf("duplicate field %q", key), fmt.Sprintf("重复的字段 %q", key))
+
 		}
 	}
 }
@@ -435,14 +432,6 @@ func writeText(w http.ResponseWriter, status int, body string) {
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	io.WriteString(w, body)
-}
-
-// writeError writes the public API's error envelope (renderAPI's body):
-// success false, the code, its text in lang (followed by detail when there
-// is one) and meta, with the code's HTTP status.
-func writeError(w *exchange, lang ipatlas.Lang, code ipatlas.ErrorCode, detail string, meta ipatlas.Meta) {
-	w.code = code
-	writeJSON(w, code.HTTPStatus(), &ipatlas.Envelope{Success: false, Error: errorText(code, detail, lang), Code: code, Meta: meta})
 }
 
 // requestLang is the language of errors raised before a body names one:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/netip"
@@ -15,7 +14,6 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 )
@@ -178,94 +176,10 @@ func (f *failures) fail(now time.Time, l *limits) (started bool) {
 type limitClass uint8
 
 const (
-	unlimited     limitClass = iota // no limit of the router's (a handler may keep its own)
+	unlimited     limitClass = iota // no limit of the router's (a handler may keep its own; a keyed route has its key's, auth.go)
 	byAddress                       // a free endpoint answering JSON: the per-address bucket
 	byAddressText                   // a free endpoint answering plain text: the same bucket
-	byKey                           // a route that takes a key: authenticated once, its bucket, the address's backoff
 )
-
-// limit applies a route's limit to one request, before its handler.
-//
-// Free endpoints are limited by address and never look at keys. A route
-// that takes a key has the key authenticated here, once per request
-// (cached, in constant time, by account.Service), so that a valid key's
-// bucket is spent before the handler runs; the handler finds the result
-// in w.caller. Rejected keys count against the address. A key the store
-// could not check is left to the handler, which answers 503 after the
-// body's own errors.
-func (s *Server) limit(w *exchange, r *http.Request, class limitClass) error {
-	if class != byKey {
-		return s.limitAddress(w, r, class == byAddressText)
-	}
-	auth := r.Header["Authorization"]
-	if len(auth) > 1 {
-		// Which one would count is a guess that a proxy in front may make
-		// differently (like duplicate JSON keys): refuse both.
-		w.Header()["Www-Authenticate"] = hdrBearer
-		detail := "send exactly one Authorization header"
-		if w.langOf(r) == ipatlas.Chinese {
-			detail = "只能发送一个 Authorization 请求头"
-		}
-		return apiFail(ipatlas.CodeInvalidAPIKey, detail)
-	}
-	token, ok, err := requestKey(w, r)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		w.caller = caller{err: errNoKey}
-		return nil
-	}
-	if s.deps.Accounts == nil {
-		w.caller = caller{err: account.ErrUnavailable}
-		return nil
-	}
-	l := s.limits
-	now := s.now()
-	var group netip.Addr
-	byAddr := l != nil && l.failing != nil && w.client.IsValid()
-	if byAddr {
-		group = clientGroup(w.client)
-		if f, ok := l.failing.peek(group); ok {
-			if d := f.wait(now, l.window); d > 0 && !l.known(token) {
-				l.refused.WithLabelValues(limitInvalidKeys).Inc()
-				return limited(w, r, apiMeta, retrySeconds(d),
-					"too many invalid API keys from this address, retry in %d s", "来自此地址的无效 API 密钥过多，请在 %d 秒后重试")
-			}
-		}
-	}
-
-	k, acct, err := s.deps.Accounts.Authenticate(r.Context(), token)
-	w.caller = caller{key: k, acct: acct, err: err}
-	if l == nil {
-		return nil
-	}
-	switch {
-	case err == nil:
-		if l.good != nil {
-			// The key's hash is the token's SHA-256: authentication has
-			// just compared the two.
-			l.good.add([sha256.Size]byte(k.Hash), struct{}{})
-		}
-		if l.keys != nil {
-			lim := l.keys.getOrAdd(k.ID, func() *rate.Limiter { return rate.NewLimiter(l.keyRate, l.keyBurst) })
-			if d := take(lim, now); d > 0 {
-				l.refused.WithLabelValues(limitKeyBurst).Inc()
-				// The cached balance: reading the store here would spend
-				// what the limit is there to save.
-				return limited(w, r, ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: acct.Credits}, retrySeconds(d),
-					"burst rate exceeded, retry in %d s", "突发请求过多，请在 %d 秒后重试")
-			}
-		}
-	case errors.Is(err, account.ErrBadKey) && byAddr:
-		f := l.failing.getOrAdd(group, func() *failures { return new(failures) })
-		if f.fail(now, l) {
-			s.log.LogAttrs(r.Context(), slog.LevelWarn, "client slowed down after invalid API keys",
-				slog.String("client", group.String()), slog.Int("failures", l.maxFails))
-		}
-	}
-	return nil
-}
 
 // limitAddress spends a token of the client's bucket of free requests. A
 // refusal is in the endpoint's own format: plain text (never an address,
@@ -289,8 +203,8 @@ func (s *Server) limitAddress(w *exchange, r *http.Request, plain bool) error {
 			"too many requests from this address, retry in %d s", "来自此地址的请求过多，请在 %d 秒后重试")
 	}
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
-	return &textError{status: http.StatusTooManyRequests, code: ipatlas.CodeRateLimitExceeded,
-		body: "error: too many requests from this address; retry in " + strconv.FormatInt(secs, 10) + " s\n"}
+	return textFail(http.StatusTooManyRequests, ipatlas.CodeRateLimitExceeded,
+		"error: too many requests from this address; retry in "+strconv.FormatInt(secs, 10)+" s\n")
 }
 
 // known reports whether a key (the whole secret) has authenticated on this
@@ -312,7 +226,7 @@ func limited(w *exchange, r *http.Request, meta ipatlas.Meta, secs int64, en, zh
 		format = zh
 	}
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(secs, 10)}
-	return &apiError{code: ipatlas.CodeRateLimitExceeded, detail: sprintfInt(format, secs), meta: meta}
+	return &failure{code: ipatlas.CodeRateLimitExceeded, en: sprintfInt(format, secs), meta: meta}
 }
 
 // sprintfInt formats one %d without fmt's reflection.

@@ -613,10 +613,10 @@ func BenchmarkLimiterTable(b *testing.B) {
 	})
 }
 
-// BenchmarkGuardKeyed is the router's limit alone on a request with a
-// valid key, every limit on: the (cached) authentication, the key's
-// bucket and the known-keys table. The handler then finds the key in the
-// exchange without a second authentication.
+// BenchmarkGuardKeyed is the router's authentication alone on a request
+// with a valid key, every limit on: the (cached) authentication, the
+// key's bucket and the known-keys table. The handler then gets the
+// caller without a second authentication.
 func BenchmarkGuardKeyed(b *testing.B) {
 	e := newEnv(b, func(c *Config) {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -627,12 +627,12 @@ func BenchmarkGuardKeyed(b *testing.B) {
 	_, k := e.customer(b, account.Pro, 0, 10)
 	r, _ := benchRequest("POST", "/api/ip-query", k.Secret)
 	x := &exchange{ResponseWriter: httptest.NewRecorder(), client: netip.MustParseAddr("203.0.113.7")}
-	if err := e.srv.limit(x, r, byKey); err != nil || !x.caller.identified() {
+	if cr, err := e.srv.authenticate(x, r); err != nil || cr.c == nil {
 		b.Fatal("refused", err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := e.srv.limit(x, r, byKey); err != nil {
+		if _, err := e.srv.authenticate(x, r); err != nil {
 			b.Fatal("refused", err)
 		}
 	}

@@ -15,12 +15,13 @@ import (
 // instrument is the outer middleware of both handlers, in one piece so that
 // the request is not copied: it finds the client address, sets the
 // security headers (security.go), refuses a request whose framing cannot be
-// trusted (framing.go), turns a panic into a 500 envelope, and
+// trusted (framing.go), turns a panic into a 500 (both in the format of
+// the path's area, router.renderFor), and
 // logs and counts the request by the route template the mux matched (the
 // mux sets r.Pattern on this very request).
 //
-// admin selects the admin API's headers and error body.
-func (s *Server) instrument(next http.Handler, admin bool) http.Handler {
+// admin selects the admin API's security headers.
+func (s *Server) instrument(rt *router, admin bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := exchangePool.Get().(*exchange)
@@ -30,7 +31,7 @@ func (s *Server) instrument(next http.Handler, admin bool) http.Handler {
 		defer func() {
 			p := recover()
 			if p != nil {
-				s.recovered(rec, r, p, admin)
+				s.recovered(rt, rec, r, p, admin)
 			}
 			s.metrics.inflight.Dec()
 			s.observe(rec, r, time.Since(start))
@@ -43,30 +44,16 @@ func (s *Server) instrument(next http.Handler, admin bool) http.Handler {
 		if refuse, mustClose := framing(r); mustClose {
 			w.Header()["Connection"] = hdrClose // net/http closes after the answer
 			if refuse != nil {
-				s.renderer(admin)(rec, r, refuse)
+				rt.renderFor(r.URL.Path)(rec, r, refuse)
 				return
 			}
 		}
-		if rt, ok := next.(*router); ok {
-			rt.serve(rec, r)
-			return
-		}
-		next.ServeHTTP(rec, r)
+		rt.serve(rec, r)
 	})
 }
 
-// renderer is the renderer of failures before or outside the routes (a
-// refused framing, a panic): the admin listener's body, or the public
-// API's envelope.
-func (s *Server) renderer(admin bool) renderer {
-	if admin {
-		return s.renderCoded
-	}
-	return s.renderAPI
-}
-
 // recovered logs a panic and answers 500 when nothing was sent yet.
-func (s *Server) recovered(rec *exchange, r *http.Request, p any, admin bool) {
+func (s *Server) recovered(rt *router, rec *exchange, r *http.Request, p any, admin bool) {
 	if p == http.ErrAbortHandler {
 		return
 	}
@@ -85,7 +72,7 @@ func (s *Server) recovered(rec *exchange, r *http.Request, p any, admin bool) {
 			rec.Header()["Connection"] = conn
 		}
 		securityHeaders(rec.Header(), r, admin)
-		s.renderer(admin)(rec, r, errInternal)
+		rt.renderFor(r.URL.Path)(rec, r, errInternal)
 	}
 }
 
@@ -100,10 +87,14 @@ func (s *Server) observe(rec *exchange, r *http.Request, d time.Duration) {
 	}
 	s.metrics.requests.WithLabelValues(route, methodLabel(r.Method), statusLabel(status)).Inc()
 	s.metrics.duration.WithLabelValues(route).Observe(d.Seconds())
-	if rec.success {
-		s.metrics.queries.WithLabelValues("success").Inc()
-	} else if rec.code != "" && route == routeQuery {
-		s.metrics.queries.WithLabelValues(string(rec.code)).Inc()
+	// A metered request counts its outcome once, whatever its shape; a
+	// batch has counted its items itself.
+	if rec.metered && !rec.counted {
+		if rec.success {
+			s.metrics.queries.WithLabelValues("success").Inc()
+		} else if rec.code != "" {
+			s.metrics.queries.WithLabelValues(string(rec.code)).Inc()
+		}
 	}
 
 	level := s.cfg.AccessLogLevel

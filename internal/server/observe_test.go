@@ -118,7 +118,10 @@ func TestPanicBecomes500(t *testing.T) {
 	checkLedger(t, e, acct.ID, 10, 0)
 
 	// http.ErrAbortHandler still aborts (net/http relies on the panic).
-	h := srv.instrument(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }), false)
+	rt := newRouter(srv)
+	rt.mount([]route{{pattern: "GET /", h: func(*exchange, *http.Request) error { panic(http.ErrAbortHandler) }}}, srv.renderAPI)
+	rt.finish(area{match: anyPath, render: srv.renderAPI})
+	h := srv.instrument(rt, false)
 	func() {
 		defer func() {
 			if p := recover(); p != http.ErrAbortHandler {

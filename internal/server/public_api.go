@@ -21,11 +21,10 @@ var (
 	adminDoc  = apidoc.AdminOpenAPI
 )
 
-// api is the public API's surface: the metered location query
-// (public_query.go, public_batch.go) and AS query (public_asn.go), Get
-// my IP, ping, usage, the page's
-// own record (public_me.go) and the web page. Its failures are the
-// envelope (renderAPI).
+// api is the public API's surface: the metered query (query.go) in its
+// shapes (shape_*.go), Get my IP, ping, usage, the page's own record
+// (public_me.go) and the web page. Its failures are the envelope
+// (renderAPI), or the format of the shape.
 type api struct {
 	*Server
 	ipv4, ipv6 string                            // Config.IPv4Host and IPv6Host, lower case, without a port
@@ -71,7 +70,7 @@ func (s *api) noAddress(r *http.Request) error {
 }
 
 // errNoAddressText is noAddress on the plain-text endpoints.
-var errNoAddressText = &textError{status: http.StatusInternalServerError, body: "error: the server cannot see the client's address\n"}
+var errNoAddressText = textFail(http.StatusInternalServerError, "", "error: the server cannot see the client's address\n")
 
 // family is GET /ipv4 and GET /ipv6.
 func (s *api) family(family string) handler {
@@ -93,8 +92,8 @@ func answerFamily(w *exchange, family string) error {
 	case got == "":
 		return errNoAddressText
 	}
-	return &textError{status: http.StatusMisdirectedRequest,
-		body: "error: this endpoint answers " + family + " clients only; this request arrived over " + got + "\n"}
+	return textFail(http.StatusMisdirectedRequest, "",
+		"error: this endpoint answers "+family+" clients only; this request arrived over "+got+"\n")
 }
 
 // handleRoot is GET / : on the configured IPv4 and IPv6 hosts it is the
@@ -143,11 +142,11 @@ func (s *api) handlePing(w *exchange, r *http.Request) error {
 }
 
 // handleUsage is GET /api/usage: free, and read fresh from the store.
-func (s *api) handleUsage(w *exchange, r *http.Request) error {
+func (s *api) handleUsage(w *exchange, r *http.Request, cr credential) error {
 	w.Header()["Cache-Control"] = hdrNoStore
-	c := &w.caller
-	if !c.identified() {
-		return s.keyError(w, r, c.err)
+	c := cr.c
+	if c == nil {
+		return s.keyError(w, r, cr.err)
 	}
 	u, err := s.deps.Accounts.Usage(r.Context(), c.key.ID)
 	if errors.Is(err, account.ErrNotFound) {

@@ -78,8 +78,9 @@ func wantAS(n string, lang ipatlas.Lang) ipatlas.AS {
 		// 8.8.8.0/24 and 2001:4860::/32 in the fixture; its country is
 		// where its IPv4 addresses are.
 		a := ipatlas.AS{ASN: "AS15169", Name: "Google LLC", Country: "United States", CountryCode: "US", NumIPs: 256,
-			Prefixes:  []ipatlas.ASPrefix{pfx("8.8.8.0/24", "256")},
-			Prefixes6: []ipatlas.ASPrefix{pfx("2001:4860::/32", "79228162514264337593543950336")}}
+			Prefixes:    []ipatlas.ASPrefix{pfx("8.8.8.0/24", "256")},
+			Prefixes6:   []ipatlas.ASPrefix{pfx("2001:4860::/32", "79228162514264337593543950336")},
+			NumPrefixes: 1, NumPrefixes6: 1, Page: 1, Pages: 1}
 		if lang == ipatlas.Chinese {
 			a.Country = "美国"
 		}
@@ -88,7 +89,8 @@ func wantAS(n string, lang ipatlas.Lang) ipatlas.AS {
 		// IPv6 only, and on the datacenter list.
 		a := ipatlas.AS{ASN: "AS24940", Name: "Hetzner Online GmbH", Country: "Germany", CountryCode: "DE",
 			Prefixes:  []ipatlas.ASPrefix{},
-			Prefixes6: []ipatlas.ASPrefix{pfx("2a01:4f8::/32", "79228162514264337593543950336")}, Hosting: true}
+			Prefixes6: []ipatlas.ASPrefix{pfx("2a01:4f8::/32", "79228162514264337593543950336")}, Hosting: true,
+			NumPrefixes: 0, NumPrefixes6: 1, Page: 1, Pages: 1}
 		if lang == ipatlas.Chinese {
 			a.Country = "德国"
 		}
@@ -149,12 +151,12 @@ func testASAnswers(t *testing.T, e *env) {
 		}
 	}
 
-	// HEAD is the same request without the body, charged alike.
+	// HEAD is the same request without the body, and never charged: its
+	// status and quota headers are the ones a GET would get now.
 	r := e.do(t, req{method: "HEAD", path: "/api/asn/AS15169", key: k.Secret})
 	if r.Code != http.StatusOK {
 		t.Errorf("HEAD: %d", r.Code)
 	}
-	n++
 	checkQuota(t, r, account.ProMonthlyLimit, account.ProMonthlyLimit-n)
 	checkLedger(t, e, acct.ID, credits, n)
 }
@@ -273,10 +275,11 @@ func testASQuotaThenCredits(t *testing.T, e *env) {
 				t.Errorf("Retry-After %q, want %s", ra, testResetSecs)
 			}
 		}
-		// The AS is checked before the quota.
+		// A caller who cannot pay is refused before the AS is looked up,
+		// the costly lookup: even an AS the data does not know.
 		r := e.do(t, req{method: "GET", path: "/api/asn/AS64512", key: k.Secret})
-		if got := asEnvelope(t, r).Code; got != ipatlas.CodeUnknownAS {
-			t.Errorf("unknown AS over quota: %s, want UnknownAS", got)
+		if got := asEnvelope(t, r).Code; got != ipatlas.CodeRateLimitExceeded {
+			t.Errorf("unknown AS over quota: %s, want RateLimitExceeded", got)
 		}
 		checkQuota(t, r, 2, 0)
 		checkLedger(t, e, acct.ID, 100, 2)

@@ -41,29 +41,29 @@ func (s *api) handleMe(w *exchange, r *http.Request) error {
 	lang, ok := ipatlas.ParseLang(r.URL.Query().Get("lang"))
 	if !ok {
 		w.setLang(ipatlas.English)
-		return &apiError{code: ipatlas.CodeInvalidRequest, detail: `lang must be "en" or "zh"`, meta: meMeta}
+		return &failure{code: ipatlas.CodeInvalidRequest, en: `lang must be "en" or "zh"`, zh: `lang 必须是 "en" 或 "zh"`, meta: meMeta}
 	}
 	w.setLang(lang)
 	addr := w.client
 	if !addr.IsValid() {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "no client address", slog.String("remote", r.RemoteAddr))
-		return &apiError{code: ipatlas.CodeInternal, meta: meMeta}
+		return &failure{code: ipatlas.CodeInternal, meta: meMeta}
 	}
 	addr = addr.Unmap().WithZone("")
 	if b, special := netaddr.Classify(addr); special {
-		return &apiError{code: ipatlas.CodePrivateIP, detail: b.Why(addr, lang), meta: meMeta}
+		return &failure{code: ipatlas.CodePrivateIP, en: b.Why(addr, lang), meta: meMeta}
 	}
 	if s.me != nil {
 		lim := s.me.getOrAdd(clientGroup(addr), func() *rate.Limiter { return rate.NewLimiter(s.meRate, s.meBurst) })
 		if d := take(lim, s.now()); d > 0 {
 			w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(d), 10)}
-			return &apiError{code: ipatlas.CodeRateLimitExceeded, meta: meMeta}
+			return &failure{code: ipatlas.CodeRateLimitExceeded, meta: meMeta}
 		}
 	}
 	rec, err := s.deps.Geo.Lookup(addr, lang)
 	if err != nil {
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "looking up the caller's address", errAttr(err))
-		return &apiError{code: ipatlas.CodeServiceUnavailable, meta: meMeta}
+		return &failure{code: ipatlas.CodeServiceUnavailable, meta: meMeta}
 	}
 	writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: &rec, Meta: meMeta})
 	return nil

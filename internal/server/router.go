@@ -3,14 +3,23 @@ package server
 import (
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
+
+	"github.com/ipatlas/ipatlas"
 )
 
 // handler is a route's handler: it answers, or returns an error that its
-// surface's renderer answers (render.go). It receives the request's
+// surface's renderer answers (errors.go). It receives the request's
 // exchange (middleware.go) as a typed argument.
 type handler func(w *exchange, r *http.Request) error
+
+// keyedHandler is the handler of a route that takes an API key: the router
+// has authenticated the key before it runs and hands it the outcome
+// (auth.go), from which only admit makes the caller that the metered
+// query takes.
+type keyedHandler func(w *exchange, r *http.Request, cr credential) error
 
 // serveHTTP makes a handler of a foreign http.Handler (the web pages,
 // pprof, metrics), which answers everything itself.
@@ -21,17 +30,20 @@ func serveHTTP(h http.Handler) handler {
 	}
 }
 
-// route is one line of a route table (routes.go).
+// route is one line of a route table (routes.go). A route has h, or k
+// when it takes a key.
 type route struct {
 	pattern string     // a ServeMux pattern
-	limit   limitClass // the abuse limit the router applies before h (limits.go)
+	limit   limitClass // the abuse limit of a route that takes no key (limits.go)
 	cors    bool       // answers CORS preflights (security.go)
 	h       handler
+	k       keyedHandler
 }
 
-// area is a part of a listener's paths, for the requests that match no
-// route: its renderer answers their 404 and 405, after wrap (the admin
-// API's token check) when set.
+// area is a part of a listener's paths: its renderer answers the failures
+// that happen before a route is known or outside one (a refused framing,
+// a panic, an unknown path, a method the path does not take), after wrap
+// (the admin API's token check) when set.
 type area struct {
 	match  func(path string) bool
 	render renderer
@@ -40,53 +52,90 @@ type area struct {
 
 func anyPath(string) bool { return true }
 
-// routeError is the router's own answer: 404 for an unknown path, 405
-// with Allow for a known path asked with another method. Each renderer
-// says it in its surface's body.
-type routeError struct {
-	allow string // "" for 404
-	path  string
-	hdr   []string
+// endpoint is what the router runs for one registered pattern: the
+// route's handler and limit, and the renderer of its failures.
+type endpoint struct {
+	render renderer
+	limit  limitClass
+	h      handler
+	k      keyedHandler
+	// wild are the pattern's wildcards, for the request's path values.
+	wild []wildcard
 }
 
-func (e *routeError) Error() string {
-	if e.allow == "" {
-		return "no such path: " + e.path
-	}
-	return "method not allowed; allowed: " + e.allow
+// wildcard is one wildcard of a pattern: the path segment it takes (from
+// 0, after the leading slash), its name, and whether it takes the rest of
+// the path ("{rest...}").
+type wildcard struct {
+	seg  int
+	name string
+	rest bool
 }
 
-// router is a ServeMux built from route tables. It is the one place that
-// applies the routes' limits, answers CORS preflights, and answers, in
-// the surface's format, what the mux would answer in plain text: 404 for
-// an unknown path, and 405 with an Allow header for a known path asked
-// with another method.
+// router is a ServeMux built from route tables. The mux only matches: the
+// router runs the endpoint of the matched pattern itself, with the
+// exchange as a typed argument, so that no layer finds the exchange by
+// asserting a ResponseWriter's type. It is the one place that
+// authenticates keyed routes and applies the routes' limits, answers CORS
+// preflights, and answers, in the surface's format, what the mux would
+// answer in plain text: 404 for an unknown path, and 405 with an Allow
+// header for a known path asked with another method. It serves a path
+// that is not clean (//api/lookup/8.8.8.8) or lacks a subtree's slash
+// (/ipinfo) as the path the mux would redirect it to, rather than
+// redirect: a redirect would repeat a key that the URL carries in its
+// Location and body.
 type router struct {
-	mux     *http.ServeMux
-	limit   func(w *exchange, r *http.Request, l limitClass) error
-	methods map[string][]string // path pattern -> methods registered on it
-	order   []string
-	cors    map[string][]string // path -> the methods a preflight allows
+	mux       *http.ServeMux
+	srv       *Server
+	endpoints map[string]*endpoint // by pattern, as registered
+	methods   map[string][]string  // path pattern -> methods registered on it
+	order     []string
+	cors      map[string][]string // path -> the methods a preflight allows
 	// corsWild matches a request's path to the paths of cors with a
 	// wildcard; nil when there are none.
 	corsWild *http.ServeMux
 	areas    []area
 }
 
-func newRouter(limit func(w *exchange, r *http.Request, l limitClass) error) *router {
-	return &router{mux: http.NewServeMux(), limit: limit, methods: make(map[string][]string), cors: make(map[string][]string)}
+func newRouter(s *Server) *router {
+	return &router{mux: http.NewServeMux(), srv: s, endpoints: make(map[string]*endpoint),
+		methods: make(map[string][]string), cors: make(map[string][]string)}
+}
+
+// handle registers an endpoint under a pattern.
+func (rt *router) handle(pattern string, e *endpoint) {
+	_, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		path = pattern
+	}
+	e.wild = wildcards(path)
+	rt.endpoints[pattern] = e
+	rt.mux.Handle(pattern, http.NotFoundHandler()) // the mux only matches
+}
+
+// wildcards lists the wildcards of a pattern's path.
+func wildcards(path string) []wildcard {
+	var out []wildcard
+	for i, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
+		if len(seg) < 3 || seg[0] != '{' || seg[len(seg)-1] != '}' || seg == "{$}" {
+			continue
+		}
+		name := seg[1 : len(seg)-1]
+		name, rest := strings.CutSuffix(name, "...")
+		out = append(out, wildcard{seg: i, name: name, rest: rest})
+	}
+	return out
 }
 
 // mount registers a surface's routes, whose errors render answers.
 func (rt *router) mount(routes []route, render renderer) {
 	for _, rr := range routes {
+		e := &endpoint{render: render, limit: rr.limit, h: rr.h, k: rr.k}
 		method, path, ok := strings.Cut(rr.pattern, " ")
+		rt.handle(rr.pattern, e)
 		if !ok {
-			// No method: it answers them all.
-			rt.mux.Handle(rr.pattern, rt.adapt(render, rr.limit, rr.h))
-			continue
+			continue // no method: it answers them all
 		}
-		rt.mux.Handle(rr.pattern, rt.adapt(render, rr.limit, rr.h))
 		if _, ok := rt.methods[path]; !ok {
 			rt.order = append(rt.order, path)
 		}
@@ -104,27 +153,28 @@ func (rt *router) mount(routes []route, render renderer) {
 	}
 }
 
-// adapt is a route's http.Handler: the limit, then the handler, then the
-// renderer for an error of either.
-func (rt *router) adapt(render renderer, l limitClass, h handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// serve gives the mux the exchange that instrument made, and the
-		// mux passes it on as it is.
-		x, ok := w.(*exchange)
-		if !ok {
-			x = &exchange{ResponseWriter: w}
+// run is an endpoint's work on one request: for a keyed route the key's
+// authentication and its limits, else the route's limit; then the
+// handler; then the renderer for an error of either.
+func (rt *router) run(e *endpoint, w *exchange, r *http.Request) {
+	var err error
+	switch {
+	case e.k != nil:
+		var cr credential
+		if cr, err = rt.srv.authenticate(w, r); err == nil {
+			err = e.k(w, r, cr)
 		}
-		var err error
-		if l != unlimited {
-			err = rt.limit(x, r, l)
+	default:
+		if e.limit != unlimited {
+			err = rt.srv.limitAddress(w, r, e.limit == byAddressText)
 		}
 		if err == nil {
-			err = h(x, r)
+			err = e.h(w, r)
 		}
-		if err != nil {
-			render(x, r, err)
-		}
-	})
+	}
+	if err != nil {
+		e.render(w, r, err)
+	}
 }
 
 // finish registers a method-less pattern per path (less specific than the
@@ -145,10 +195,8 @@ func (rt *router) finish(areas ...area) {
 		ms := rt.methods[path]
 		slices.Sort(ms)
 		ms = slices.Compact(ms)
-		e := &routeError{allow: strings.Join(ms, ", ")}
-		e.hdr = []string{e.allow}
 		if !rt.shadowed(path) {
-			rt.mux.Handle(path, rt.unmatched(e))
+			rt.handle(path, rt.unmatched(ms))
 			continue
 		}
 		// A fixed path beside a wildcard of another method ("POST
@@ -157,12 +205,12 @@ func (rt *router) finish(areas ...area) {
 		// pattern per method it does not take.
 		for _, m := range stdMethods {
 			if !slices.Contains(ms, m) {
-				rt.mux.Handle(m+" "+path, rt.unmatched(e))
+				rt.handle(m+" "+path, rt.unmatched(ms))
 			}
 		}
 	}
-	if _, ok := rt.methods["/"]; !ok {
-		rt.mux.Handle("/", rt.unmatched(&routeError{}))
+	if _, ok := rt.endpoints["/"]; !ok {
+		rt.handle("/", rt.unmatched(nil))
 	}
 }
 
@@ -190,29 +238,30 @@ func (rt *router) shadowed(path string) bool {
 	return false
 }
 
-func (rt *router) unmatched(e *routeError) http.Handler {
-	hs := make([]http.Handler, len(rt.areas))
-	for i, a := range rt.areas {
-		h := notMatched(e)
+// unmatched is the endpoint of the requests that no route takes: 404, or
+// 405 with Allow when the path takes other methods (allow), in the format
+// of the request's area.
+func (rt *router) unmatched(allow []string) *endpoint {
+	var hdr []string
+	if len(allow) > 0 {
+		hdr = []string{strings.Join(allow, ", ")}
+	}
+	return &endpoint{h: func(w *exchange, r *http.Request) error {
+		a := rt.areas[rt.areaOf(r.URL.Path)]
+		h := func(w *exchange, r *http.Request) error {
+			if hdr == nil {
+				return notFound(r)
+			}
+			return notAllowed(w, hdr)
+		}
 		if a.wrap != nil {
 			h = a.wrap(h)
 		}
-		hs[i] = rt.adapt(a.render, unlimited, h)
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hs[rt.areaOf(r.URL.Path)].ServeHTTP(w, r)
-	})
-}
-
-// notMatched is the handler of a request that no route takes.
-func notMatched(e *routeError) handler {
-	return func(w *exchange, r *http.Request) error {
-		if e.allow != "" {
-			w.Header()["Allow"] = e.hdr
-			return e
+		if err := h(w, r); err != nil {
+			a.render(w, r, err)
 		}
-		return &routeError{path: r.URL.Path}
-	}
+		return nil
+	}}
 }
 
 // areaOf is the index of the first area that matches path; the last
@@ -226,20 +275,15 @@ func (rt *router) areaOf(path string) int {
 	return len(rt.areas) - 1
 }
 
-// notFound and notAllowed are the router's answers for a handler that
-// serves a subtree of paths itself (the portal's page).
-func notFound(r *http.Request) error { return &routeError{path: r.URL.Path} }
-
-func notAllowed(w http.ResponseWriter, allow []string) error {
-	w.Header()["Allow"] = allow
-	return &routeError{allow: allow[0], hdr: allow}
-}
+// renderFor is the renderer of the area of a path: for the failures that
+// happen before a route runs (a refused framing) or outside it (a panic).
+func (rt *router) renderFor(path string) renderer { return rt.areas[rt.areaOf(path)].render }
 
 // serve answers a CORS preflight for a route that takes them, and routes
 // everything else. A CONNECT with a target in authority form
-// ("CONNECT example.com:443") has no path, so no pattern matches it and
-// the mux would answer in plain text: it gets what the path "/" gets for
-// CONNECT, 405 or 404 in the surface's format.
+// ("CONNECT example.com:443") has no path, so no pattern matches it: it
+// gets what the path "/" gets for CONNECT, 405 or 404 in the surface's
+// format.
 func (rt *router) serve(w *exchange, r *http.Request) {
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		path := r.URL.Path
@@ -257,22 +301,107 @@ func (rt *router) serve(w *exchange, r *http.Request) {
 			return
 		}
 	}
-	if r.Method == http.MethodConnect && !strings.HasPrefix(r.URL.Path, "/") {
-		root := r.WithContext(r.Context())
-		u := *r.URL
-		u.Path, u.RawPath = "/", ""
-		root.URL = &u
-		h, _ := rt.mux.Handler(root)
-		h.ServeHTTP(w, r)
+	if r.RequestURI == "*" {
+		// The asterisk form is OPTIONS's alone, and no route's.
+		w.Header()["Connection"] = hdrClose
+		rt.renderFor("/")(w, r, errAsterisk)
 		return
 	}
-	rt.mux.ServeHTTP(w, r)
+	if r.Method == http.MethodConnect && !strings.HasPrefix(r.URL.Path, "/") {
+		rt.dispatch(w, r, "/")
+		return
+	}
+	if p := cleanPath(r.URL.Path); p != r.URL.Path {
+		rt.dispatch(w, r, p)
+		return
+	}
+	rt.dispatch(w, r, "")
 }
 
-// ServeHTTP serves a request outside instrument (which calls serve with
-// the exchange it made).
-func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rt.serve(&exchange{ResponseWriter: w}, r)
+var errAsterisk = bodyFail(ipatlas.CodeInvalidRequest, `the request target "*" names no resource here`, `请求目标 "*" 不对应任何资源`)
+
+// dispatch runs the endpoint of the pattern that matches r, with path in
+// place of r's path when it is not "" (a path served as another).
+func (rt *router) dispatch(w *exchange, r *http.Request, path string) {
+	if path != "" {
+		u := *r.URL
+		u.Path, u.RawPath = path, ""
+		r.URL = &u
+	}
+	_, pat := rt.mux.Handler(r)
+	e, ok := rt.endpoints[pat]
+	if !ok && pat != "" {
+		// The mux would redirect to pat: a subtree's path without its
+		// slash ("/ipinfo" for "/ipinfo/"). Serve that path instead.
+		u := *r.URL
+		u.Path, u.RawPath = pat, ""
+		r.URL = &u
+		_, pat = rt.mux.Handler(r)
+		e, ok = rt.endpoints[pat]
+	}
+	if !ok {
+		pat = "/"
+		e = rt.endpoints[pat]
+	}
+	r.Pattern = pat
+	if len(e.wild) > 0 {
+		setPathValues(r, e.wild)
+	}
+	rt.run(e, w, r)
+}
+
+// setPathValues sets r's path values from its escaped path, segment by
+// segment as the mux matched them: each unescaped, and a "{rest...}"
+// wildcard the rest of the path.
+func setPathValues(r *http.Request, wild []wildcard) {
+	p := strings.TrimPrefix(r.URL.EscapedPath(), "/")
+	seg := 0
+	for _, wc := range wild {
+		for seg < wc.seg {
+			i := strings.IndexByte(p, '/')
+			if i < 0 {
+				p = ""
+			} else {
+				p = p[i+1:]
+			}
+			seg++
+		}
+		v := p
+		if !wc.rest {
+			if i := strings.IndexByte(p, '/'); i >= 0 {
+				v = p[:i]
+			}
+		}
+		if strings.IndexByte(v, '%') >= 0 {
+			if u, err := url.PathUnescape(v); err == nil {
+				v = u
+			}
+		}
+		r.SetPathValue(wc.name, v)
+	}
+}
+
+// cleanPath is the canonical form of a path, as the mux cleans it before
+// matching: one slash between segments, no "." or ".." segments, and a
+// trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") && p[0] == '/' {
+		return p // the common case, without allocating
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		if len(p) == len(np)+1 && strings.HasPrefix(p, np) {
+			return p
+		}
+		np += "/"
+	}
+	return np
 }
 
 // isPortalAPI reports whether a path is the portal's JSON API.

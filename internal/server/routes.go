@@ -3,19 +3,18 @@ package server
 import (
 	"net/http"
 	"net/http/pprof"
-	"strings"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// routeQuery is the metered location query; metrics count its outcomes.
+// routeQuery is the metered location query.
 const routeQuery = "POST /api/ip-query"
 
-// The whole surface, one table per audience. Each route names its limit
-// (limits.go): byKey routes have their bearer key authenticated once,
-// before the handler, which finds it in the exchange; byAddress routes
-// share the free endpoints' per-address bucket; cors routes answer CORS
+// The whole surface, one table per audience. A route with k takes an API
+// key: the router accepts it before anything else (auth.go) and hands the
+// caller to k; the others name their limit (limits.go): byAddress routes
+// share the free endpoints' per-address bucket. cors routes answer CORS
 // preflights. A "GET" pattern also answers HEAD; a pattern without a
 // method answers every method.
 
@@ -23,9 +22,9 @@ const routeQuery = "POST /api/ip-query"
 // and the web page.
 func (s *api) routes() []route {
 	return []route{
-		{pattern: routeQuery, limit: byKey, cors: true, h: s.handleQuery},                   // metered location query (Bearer key)
-		{pattern: "POST /api/ip-query/batch", limit: byKey, cors: true, h: s.handleBatch},   // up to 100 metered queries in one (Bearer key)
-		{pattern: "GET /api/asn/{asn}", limit: byKey, cors: true, h: s.handleAS},            // one AS: name, country, prefixes (Bearer key, metered)
+		{pattern: routeQuery, cors: true, k: s.handleQuery},                                 // metered location query (Bearer key)
+		{pattern: "POST /api/ip-query/batch", cors: true, k: s.handleBatch},                 // up to 100 metered queries in one (Bearer key)
+		{pattern: "GET /api/asn/{asn}", cors: true, k: s.handleAS},                          // one AS: name, country, prefixes (Bearer key, metered)
 		{pattern: "GET /api/ip/myip", limit: byAddress, cors: true, h: s.handleMyIP},        // Get my IP, auto detection (JSON)
 		{pattern: "GET /ipv4", limit: byAddressText, cors: true, h: s.family(ipatlas.IPv4)}, // Get my IP, IPv4 only (text), any host
 		{pattern: "GET /ipv6", limit: byAddressText, cors: true, h: s.family(ipatlas.IPv6)}, // Get my IP, IPv6 only (text), any host
@@ -33,8 +32,8 @@ func (s *api) routes() []route {
 		{pattern: "GET " + mePath, h: s.handleMe},                                           // the caller's own record, free, limited per address (the page's map)
 		{pattern: "GET /assets/", h: serveHTTP(s.page)},                                     // the page's embedded scripts, styles and map
 		{pattern: "GET /api/ping", limit: byAddress, cors: true, h: s.handlePing},           // round-trip test (JSON)
-		{pattern: "GET /api/usage", limit: byKey, cors: true, h: s.handleUsage},             // the calling key's quota and credits (Bearer key)
-		{pattern: "GET /api/lookup/{ip}", limit: byKey, cors: true, h: s.handleLookup},      // the metered query as a GET (?lang=&fields=)
+		{pattern: "GET /api/usage", cors: true, k: s.handleUsage},                           // the calling key's quota and credits (Bearer key)
+		{pattern: "GET /api/lookup/{ip}", cors: true, k: s.handleLookup},                    // the metered query as a GET (?lang=&fields=)
 		{pattern: "GET /openapi.yaml", h: serveDoc(publicDoc)},                              // this API's OpenAPI 3 document
 	}
 }
@@ -43,7 +42,7 @@ func (s *api) routes() []route {
 // a line of text (renderText).
 func (s *api) textRoutes() []route {
 	return []route{
-		{pattern: "GET /api/lookup/{ip}/{field}", limit: byKey, cors: true, h: s.handleLookupField}, // one field of the metered query, as text
+		{pattern: "GET /api/lookup/{ip}/{field}", cors: true, k: s.handleLookupField}, // one field of the metered query, as text
 	}
 }
 
@@ -53,11 +52,12 @@ func (s *api) textRoutes() []route {
 // wildcard; the router gives them their own 405s.
 func (s *api) ipinfoRoutes() []route {
 	return []route{
-		{pattern: "GET /ipinfo/{$}", limit: byKey, cors: true, h: s.handleIPInfoSelf},             // the caller's own address
-		{pattern: "GET /ipinfo/json", limit: byKey, cors: true, h: s.handleIPInfoSelf},            // the same
-		{pattern: "GET /ipinfo/{what}", limit: byKey, cors: true, h: s.handleIPInfo},              // an address, or an AS ("AS15169")
-		{pattern: "GET /ipinfo/{what}/{field}", limit: byKey, cors: true, h: s.handleIPInfoField}, // one field of an address ("8.8.8.8/city"), or "json"
-		{pattern: "POST /ipinfo/batch", limit: byKey, cors: true, h: s.handleIPInfoBatch},         // up to 1,000 items, metered per item
+		{pattern: "GET /ipinfo", cors: true, k: s.handleIPInfoSelf},                 // the caller's own address
+		{pattern: "GET /ipinfo/{$}", cors: true, k: s.handleIPInfoSelf},             // the same
+		{pattern: "GET /ipinfo/json", cors: true, k: s.handleIPInfoSelf},            // the same
+		{pattern: "GET /ipinfo/{what}", cors: true, k: s.handleIPInfo},              // an address, or an AS ("AS15169")
+		{pattern: "GET /ipinfo/{what}/{field}", cors: true, k: s.handleIPInfoField}, // one field of an address ("8.8.8.8/city"), or "json"
+		{pattern: "POST /ipinfo/batch", cors: true, k: s.handleIPInfoBatch},         // up to 1,000 items, metered per item
 	}
 }
 
@@ -65,10 +65,10 @@ func (s *api) ipinfoRoutes() []route {
 // /ip-api/, its answers and its failure body (renderIPAPI).
 func (s *api) ipapiRoutes() []route {
 	return []route{
-		{pattern: "GET /ip-api/json", limit: byKey, cors: true, h: s.handleIPAPISelf},     // the caller's own address
-		{pattern: "GET /ip-api/json/{$}", limit: byKey, cors: true, h: s.handleIPAPISelf}, // the same
-		{pattern: "GET /ip-api/json/{ip}", limit: byKey, cors: true, h: s.handleIPAPI},    // one address (?fields=&lang=&key=)
-		{pattern: "POST /ip-api/batch", limit: byKey, cors: true, h: s.handleIPAPIBatch},  // up to 100 queries, metered per address
+		{pattern: "GET /ip-api/json", cors: true, k: s.handleIPAPISelf},     // the caller's own address
+		{pattern: "GET /ip-api/json/{$}", cors: true, k: s.handleIPAPISelf}, // the same
+		{pattern: "GET /ip-api/json/{ip}", cors: true, k: s.handleIPAPI},    // one address (?fields=&lang=&key=)
+		{pattern: "POST /ip-api/batch", cors: true, k: s.handleIPAPIBatch},  // up to 100 queries, metered per address
 	}
 }
 
@@ -158,7 +158,7 @@ func (s *admin) routes() []route {
 // that match no route belong to the portal under /account/api/ and to the
 // API elsewhere.
 func (s *Server) publicHandler() *router {
-	rt := newRouter(s.limit)
+	rt := newRouter(s)
 	for _, t := range s.publicTables() {
 		rt.mount(t.routes, t.render)
 	}
@@ -189,17 +189,11 @@ func (s *Server) publicTables() []routeTable {
 	}
 }
 
-// isLookupField reports whether a path is GET /api/lookup/{ip}/{field}'s.
-func isLookupField(path string) bool {
-	rest, ok := strings.CutPrefix(path, "/api/lookup/")
-	return ok && strings.Count(rest, "/") == 1
-}
-
 // adminHandler is the admin listener. Its unmatched requests under the
 // token-protected paths are answered to token holders only, so that
 // nobody else can map the API.
 func (s *Server) adminHandler() *router {
-	rt := newRouter(s.limit)
+	rt := newRouter(s)
 	rt.mount(s.admin.routes(), s.renderCoded)
 	rt.finish(
 		area{match: protected, render: s.renderCoded, wrap: s.admin.require},

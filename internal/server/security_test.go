@@ -128,7 +128,7 @@ func TestSecurityHeaders(t *testing.T) {
 	}
 
 	t.Run("after a panic", func(t *testing.T) {
-		h := e.srv.instrument(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := e.srv.instrument(oneRoute(e.srv, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("X-Half-Done", "1")
 			panic("boom")
 		}), false)
@@ -142,7 +142,7 @@ func TestSecurityHeaders(t *testing.T) {
 
 	t.Run("a route may set its own policy", func(t *testing.T) {
 		const pageCSP = "default-src 'self'; img-src 'self' data:"
-		h := e.srv.instrument(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := e.srv.instrument(oneRoute(e.srv, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Security-Policy", pageCSP)
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			w.Write([]byte("<!doctype html><title>page</title>"))
@@ -553,4 +553,12 @@ func TestQueryHeaderKeys(t *testing.T) {
 			}
 		}
 	}
+}
+
+// oneRoute is a router that answers every request with h.
+func oneRoute(s *Server, h http.HandlerFunc) *router {
+	rt := newRouter(s)
+	rt.mount([]route{{pattern: "/", h: serveHTTP(h)}}, s.renderAPI)
+	rt.finish(area{match: anyPath, render: s.renderAPI})
+	return rt
 }

@@ -1,11 +1,12 @@
 // Package server is the HTTP face of ipatlas, one surface per audience on
-// shared plumbing: the public API for callers (location query, Get my IP,
-// ping, usage, the web page: public_*.go), the portal for account owners
+// shared plumbing: the public API for callers (the metered query, written
+// once in query.go, in the answer formats of shape_*.go; Get my IP, ping,
+// usage, the web page: public_*.go), the portal for account owners
 // (portal_api.go) on the same listener, and the admin API and console for
 // operators (admin_*.go) on their own. routes.go lists every route once,
-// with its limit; router.go, render.go, exchange.go and middleware.go are
-// the plumbing they share (routing, limits, error bodies, request state,
-// logging and metrics).
+// with its limit; router.go, auth.go, errors.go, exchange.go and
+// middleware.go are the plumbing they share (routing, keys, error bodies,
+// request state, logging and metrics).
 package server
 
 import (

@@ -24,8 +24,9 @@ func TestServerAS(t *testing.T) {
 		return ipatlas.ASPrefix{Netblock: netip.MustParsePrefix(p), Size: size}
 	}
 	want := ipatlas.AS{ASN: "AS15169", Name: "Google LLC", Country: "United States", CountryCode: "US", NumIPs: 256,
-		Prefixes:  []ipatlas.ASPrefix{pfx("8.8.8.0/24", "256")},
-		Prefixes6: []ipatlas.ASPrefix{pfx("2001:4860::/32", "79228162514264337593543950336")}}
+		Prefixes:    []ipatlas.ASPrefix{pfx("8.8.8.0/24", "256")},
+		Prefixes6:   []ipatlas.ASPrefix{pfx("2001:4860::/32", "79228162514264337593543950336")},
+		NumPrefixes: 1, NumPrefixes6: 1, Page: 1, Pages: 1}
 	for i, tc := range []struct {
 		in      string
 		lang    ipatlas.Lang

@@ -1,8 +1,8 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -159,63 +159,87 @@ func ipapiFail(message, query string, code ipatlas.ErrorCode) *ipapiAnswer {
 	return &ipapiAnswer{Status: "fail", Message: message, Query: query, Code: code}
 }
 
-// ipapiResolve checks and looks up one query of the ip-api shape. A
-// failure is ip-api's answer (charge false); a success needs a charge.
-func (s *api) ipapiResolve(r *http.Request, query string, mask uint64, lang ipatlas.Lang) (a *ipapiAnswer, charge bool) {
-	addr, err := netaddr.Parse(query)
-	if err != nil {
-		return ipapiFail("invalid query", query, ipatlas.CodeInvalidIP), false
-	}
-	if b, private := netaddr.Classify(addr); private {
-		msg := "reserved range"
-		if b.RFC == "RFC 1918" || b.RFC == "RFC 4193" {
-			msg = "private range"
+// ipapiQuery is what one query of the ip-api shape asks for besides its
+// address: the fields (the mask) and the language.
+type ipapiQuery struct {
+	mask uint64
+	lang ipatlas.Lang
+}
+
+// ipapiResolver answers the queries of the ip-api shape, qs[i] being the
+// i-th one's fields and language. Like ip-api, an address that cannot be
+// answered (malformed, private, reserved) is a {"status": "fail"} answer,
+// free; so is a lookup that failed. A selection without a field that is
+// looked up (only status, message and query) holds nothing: free.
+func (s *api) ipapiResolver(ctx context.Context, qs []ipapiQuery) resolver {
+	return func(i int, it *item) resolved {
+		q := qs[i]
+		if it.fail != nil {
+			msg := "invalid query"
+			if it.fail.code == ipatlas.CodePrivateIP {
+				msg = "reserved range"
+				if b, _ := netaddr.Classify(it.addr); b.RFC == "RFC 1918" || b.RFC == "RFC 4193" {
+					msg = "private range"
+				}
+				return resolved{v: ipapiFail(msg, it.addr.String(), it.fail.code), free: true, code: it.fail.code}
+			}
+			return resolved{v: ipapiFail(msg, it.raw, it.fail.code), free: true, code: it.fail.code}
 		}
-		return ipapiFail(msg, addr.String(), ipatlas.CodePrivateIP), false
+		rec, f := s.lookupRecord(ctx, it, q.lang)
+		if f != nil {
+			return resolved{v: ipapiFail("service unavailable", it.addr.String(), f.code), free: true, code: f.code}
+		}
+		a := toIPAPI(rec, q.mask)
+		return resolved{v: a, free: a.empty()}
 	}
-	rec, err := s.deps.Geo.Lookup(addr, lang)
-	if err != nil {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "geo lookup", errAttr(err))
-		return ipapiFail("service unavailable", addr.String(), ipatlas.CodeServiceUnavailable), false
-	}
-	return toIPAPI(&rec, mask), true
 }
 
-// handleIPAPISelf is GET /ip-api/json and /ip-api/json/: the caller's own
-// address, as ip-api answers an empty query.
-func (s *api) handleIPAPISelf(w *exchange, r *http.Request) error {
-	if !w.client.IsValid() {
-		return s.noAddress(r)
-	}
-	return s.ipapiOne(w, r, w.client.String())
+// empty reports whether an answer holds no value that was looked up:
+// nothing but status, message and query.
+func (a *ipapiAnswer) empty() bool {
+	return a.Continent == nil && a.ContinentCode == nil && a.Country == nil && a.CountryCode == nil &&
+		a.Region == nil && a.RegionName == nil && a.City == nil && a.District == nil && a.Zip == nil &&
+		a.Lat == nil && a.Lon == nil && a.Timezone == nil && a.Currency == nil && a.ISP == nil &&
+		a.Org == nil && a.AS == nil && a.ASName == nil && a.Proxy == nil && a.Hosting == nil
 }
 
-// handleIPAPI is GET /ip-api/json/{ip}.
-func (s *api) handleIPAPI(w *exchange, r *http.Request) error {
-	return s.ipapiOne(w, r, r.PathValue("ip"))
-}
-
-func (s *api) ipapiOne(w *exchange, r *http.Request, query string) error {
+// ipapiParams reads ip-api's fields and lang of the URL (the defaults of
+// a batch's queries). An unknown lang is English, as ip-api answers its
+// other languages in English here.
+func ipapiParams(w *exchange, r *http.Request) ipapiQuery {
 	w.Header()["Cache-Control"] = hdrNoStore
 	q := r.URL.Query()
 	lang := ipapiLang(q.Get("lang"))
 	w.setLang(lang)
-	meta := identify(w)
-	if !w.caller.identified() {
-		return s.keyError(w, r, w.caller.err)
+	return ipapiQuery{mask: parseIPAPIFields(q.Get("fields")), lang: lang}
+}
+
+// handleIPAPISelf is GET /ip-api/json and /ip-api/json/: the caller's own
+// address, as ip-api answers an empty query.
+func (s *api) handleIPAPISelf(w *exchange, r *http.Request, cr credential) error {
+	if !w.client.IsValid() {
+		return s.noAddress(r)
 	}
-	a, charge := s.ipapiResolve(r, query, parseIPAPIFields(q.Get("fields")), lang)
-	if charge {
-		if err := s.chargeOne(r.Context(), w, r, &meta, lang); err != nil {
-			return err
-		}
-		w.success = true
-	} else {
-		w.code = a.Code
-		s.standing(r.Context(), w, &w.caller, &meta)
+	return s.ipapiOne(w, r, cr, w.client.String())
+}
+
+// handleIPAPI is GET /ip-api/json/{ip}.
+func (s *api) handleIPAPI(w *exchange, r *http.Request, cr credential) error {
+	return s.ipapiOne(w, r, cr, r.PathValue("ip"))
+}
+
+func (s *api) ipapiOne(w *exchange, r *http.Request, cr credential, query string) error {
+	q := ipapiParams(w, r)
+	c, err := s.admit(w, r, cr, nil)
+	if err != nil {
+		return err
+	}
+	res, _, err := s.one(w, r, c, q.lang, pathItem(query, q.lang), s.ipapiResolver(r.Context(), []ipapiQuery{q}))
+	if err != nil {
+		return err
 	}
 	ipapiRateHeaders(w.Header())
-	writeJSON(w, http.StatusOK, a)
+	writeJSON(w, http.StatusOK, res.v)
 	return nil
 }
 
@@ -275,66 +299,48 @@ const maxIPAPIBatch = 100
 
 // handleIPAPIBatch is POST /ip-api/batch: up to 100 queries, as strings
 // or {"query", "fields", "lang"} objects (the URL's fields and lang are
-// the defaults), answered as an array in order. The valid ones are
-// charged together; when the quota or the balance allows only some, the
-// first succeed and the others fail, as the native batch does; when not
-// one could be charged, the batch is refused with 429 or 402.
-func (s *api) handleIPAPIBatch(w *exchange, r *http.Request) error {
-	ctx := r.Context()
-	w.Header()["Cache-Control"] = hdrNoStore
-	q := r.URL.Query()
-	lang := ipapiLang(q.Get("lang"))
-	w.setLang(lang)
-	mask := parseIPAPIFields(q.Get("fields"))
-	meta := identify(w)
-	var items []ipapiBatchItem
-	buf, berr := readBodyLimit(w, r, maxBatchBodyBytes, errBatchTooLarge)
-	if berr == nil {
-		if err := json.Unmarshal(buf.Bytes(), &items); err != nil {
-			berr = &bodyError{ipatlas.CodeInvalidRequest, "the body must be a JSON array of queries", "请求体必须是查询组成的 JSON 数组"}
+// the defaults), answered as an array in order (query.go's batch). The
+// body is read as JSON whatever its Content-Type, as ip-api reads it.
+func (s *api) handleIPAPIBatch(w *exchange, r *http.Request, cr credential) error {
+	def := ipapiParams(w, r)
+	var raws []ipapiBatchItem
+	buf, f := readBodyLimit(w, r, maxBatchBodyBytes, errBatchTooLarge, true)
+	if f == nil {
+		if err := json.Unmarshal(buf.Bytes(), &raws); err != nil {
+			f = bodyFail(ipatlas.CodeInvalidRequest, "the body must be a JSON array of queries", "请求体必须是查询组成的 JSON 数组")
 		}
 		putBuf(buf)
 	}
-	if berr == nil {
-		berr = batchNoun{"the batch", "批量请求", "queries", "个查询", "个"}.check(len(items), maxIPAPIBatch)
+	if f == nil {
+		f = batchNoun{"the batch", "批量请求", "queries", "个查询", "个"}.check(len(raws), maxIPAPIBatch)
 	}
-	if berr != nil {
-		return s.uncharged(ctx, w, &meta, berr.code, berr.detail(lang))
+	c, err := s.admit(w, r, cr, f)
+	if err != nil {
+		return err
 	}
-	if !w.caller.identified() {
-		return s.keyError(w, r, w.caller.err)
-	}
-	out := make([]*ipapiAnswer, len(items))
-	var valid []int
-	for i, it := range items {
-		m, l := mask, lang
+	items := make([]item, len(raws))
+	qs := make([]ipapiQuery, len(raws))
+	for i, it := range raws {
+		qs[i] = def
 		if it.Fields != "" {
-			m = parseIPAPIFields(it.Fields)
+			qs[i].mask = parseIPAPIFields(it.Fields)
 		}
 		if it.Lang != "" {
-			l = ipapiLang(it.Lang)
+			qs[i].lang = ipapiLang(it.Lang)
 		}
-		a, charge := s.ipapiResolve(r, it.Query, m, l)
-		out[i] = a
-		if charge {
-			valid = append(valid, i)
-		} else {
-			s.metrics.queries.WithLabelValues(string(a.Code)).Inc()
-		}
+		items[i] = addrItem(it.Query, qs[i].lang)
 	}
-	if len(valid) > 0 {
-		res, granted, err := s.chargeBatch(ctx, w, r, len(valid), &meta, lang)
-		if err != nil {
-			return err
+	res, err := s.batch(w, r, c, items, s.ipapiResolver(r.Context(), qs))
+	if err != nil {
+		return err
+	}
+	out := make([]any, len(raws))
+	for i, rr := range res.items {
+		if rr.fail != nil {
+			out[i] = ipapiFail(errorText(rr.fail.code, rr.fail.detail(qs[i].lang), qs[i].lang), raws[i].Query, rr.fail.code)
+			continue
 		}
-		for j, i := range valid[granted:] {
-			code := deniedCode(res, j)
-			s.metrics.queries.WithLabelValues(string(code)).Inc()
-			out[i] = ipapiFail(errorText(code, "", lang), items[i].Query, code)
-		}
-		s.metrics.queries.WithLabelValues("success").Add(float64(granted))
-	} else {
-		s.standing(ctx, w, &w.caller, &meta)
+		out[i] = rr.v
 	}
 	ipapiRateHeaders(w.Header())
 	writeJSON(w, http.StatusOK, out)
@@ -345,10 +351,10 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request) error {
 // {"status": "fail", "message": ...}, with ipatlas's statuses and code.
 func (s *Server) renderIPAPI(w *exchange, r *http.Request, err error) {
 	lang := w.langOf(r)
-	code, detail := s.failureOf(r, err, lang)
-	w.code = code
+	f := s.failureOf(r, err)
+	w.code = f.code
 	ipapiRateHeaders(w.Header())
-	writeJSON(w, code.HTTPStatus(), ipapiFail(errorText(code, detail, lang), "", code))
+	writeJSON(w, f.httpStatus(), ipapiFail(errorText(f.code, f.detail(lang), lang), "", f.code))
 }
 
 // isIPAPI reports whether a path is the ip-api shape's.
