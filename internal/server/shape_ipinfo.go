@@ -310,11 +310,12 @@ func (s *api) ipinfoOne(w *exchange, r *http.Request, cr credential, raw string)
 // client fills by default.
 const maxIPInfoBatch = 1000
 
-// maxIPInfoBatchAS bounds the distinct ASes of one batch: each is a
-// costly lookup with an answer of up to two pages of prefixes
-// (ipatlas.ASPageSize of each family), so a batch answers at most about
-// 2 MB of them. A batch over it is refused whole, before anything is
-// looked up or charged.
+// maxIPInfoBatchAS bounds the AS items of one batch, counted as sent (a
+// spelling of an AS already asked for is looked up and charged once, but
+// answered under its own key): each answer holds up to two pages of
+// prefixes (ipatlas.ASPageSize of each family), so a batch answers at
+// most a few megabytes of them. A batch over it is refused whole, before
+// anything is looked up or charged.
 const maxIPInfoBatchAS = 20
 
 // maxIPInfoBatchBytes bounds a batch body: 1,000 of the longest items
@@ -350,17 +351,17 @@ func (s *api) handleIPInfoBatch(w *exchange, r *http.Request, cr credential) err
 	items := make([]item, len(raws))
 	fields := make([]string, len(raws))
 	if f == nil {
-		ases := map[uint32]bool{}
+		nAS := 0
 		for i, raw := range raws {
 			items[i], fields[i] = ipinfoItem(raw, q.lang, addrItem)
-			if items[i].isAS && items[i].fail == nil {
-				ases[items[i].as] = true
+			if items[i].isAS {
+				nAS++
 			}
 		}
-		if len(ases) > maxIPInfoBatchAS {
+		if nAS > maxIPInfoBatchAS {
 			f = bodyFail(ipatlas.CodeTooManyItems,
-				strconv.Itoa(len(ases))+" ASes; the limit of one batch is "+strconv.Itoa(maxIPInfoBatchAS)+" (ask for more in further batches)",
-				strconv.Itoa(len(ases))+" 个 AS，单个批量请求上限为 "+strconv.Itoa(maxIPInfoBatchAS)+" 个（其余请分批查询）")
+				strconv.Itoa(nAS)+" AS items; the limit of one batch is "+strconv.Itoa(maxIPInfoBatchAS)+" (ask for more in further batches)",
+				strconv.Itoa(nAS)+" 个 AS 项，单个批量请求上限为 "+strconv.Itoa(maxIPInfoBatchAS)+" 个（其余请分批查询）")
 		}
 	}
 	c, err := s.admit(w, r, cr, f)
