@@ -104,27 +104,30 @@ func (s *admin) require(next handler) handler {
 
 // checkToken accepts a request whose bearer is the admin token. Wrong
 // tokens are limited per client address like the portal's sign-ins
-// (Config.SigninFailures): past the limit, a request that sends a token
-// gets 429 with Retry-After before its token is compared, so guessing
-// costs the guesser time. A request without Authorization guesses
+// (Config.SigninFailures): past the limit, a request with a wrong token
+// gets 429 with Retry-After and extends nothing, so guessing costs the
+// guesser time. The right token still passes (it is compared in constant
+// time either way, and is at least 32 characters that serve refuses to
+// take weak): any local process could otherwise lock the operator out by
+// sending ten wrong ones. A request without Authorization guesses
 // nothing and is not counted.
 func (s *admin) checkToken(w *exchange, r *http.Request) error {
 	_, sent := r.Header["Authorization"]
+	if s.adminToken(r) {
+		return nil
+	}
 	now := s.now()
 	if sent {
 		if wait := s.failures.wait(w.client, now); wait > 0 {
 			return tooMany(w, wait, "too many wrong admin tokens from this address; try again later")
 		}
-	}
-	if !s.adminToken(r) {
-		if sent && s.failures.fail(w.client, now) {
+		if s.failures.fail(w.client, now) {
 			s.log.LogAttrs(r.Context(), slog.LevelWarn, "admin: too many wrong admin tokens from this address; it must wait",
 				slog.String("client", addrString(w.client)))
 		}
-		w.Header()["Www-Authenticate"] = []string{`Bearer realm="ipatlas-admin"`}
-		return fail(CodeUnauthorized, "missing or wrong admin token")
 	}
-	return nil
+	w.Header()["Www-Authenticate"] = []string{`Bearer realm="ipatlas-admin"`}
+	return fail(CodeUnauthorized, "missing or wrong admin token")
 }
 
 // adminToken reports whether r carries the admin token as its bearer.
