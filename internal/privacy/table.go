@@ -31,8 +31,9 @@ type Table struct {
 
 	dcASNs []uint32 // sorted: ASes whose every address is Hosting
 
-	lists []ListInfo
-	torAt time.Time // when the Tor list in the table was fetched; zero when none
+	lists   []ListInfo
+	refused []Refusal // downloads refused whole: the lists answer from the copy before, if any
+	torAt   time.Time // when the Tor list in the table was fetched; zero when none
 }
 
 type attr struct {
@@ -50,8 +51,10 @@ type ListInfo struct {
 	License string
 	Date    time.Time // the upstream's date of this copy (Last-Modified, the snapshot's commit), else when it was fetched
 	Size    int64     // bytes
-	Entries int
-	Builtin bool // the binary's snapshot, not a fetched copy
+	Entries int       // in service: the copy's entries less those refused
+	Builtin bool      // the binary's snapshot, not a fetched copy
+	// Refused are the copy's entries that Check refused.
+	Refused Refusals
 }
 
 // Loaded is one parsed list with what is known of its copy.
@@ -280,6 +283,11 @@ func (t *Table) TorFetched() time.Time { return t.torAt }
 
 // Lists describes the lists in the table, in the order of Lists.
 func (t *Table) Lists() []ListInfo { return slices.Clone(t.lists) }
+
+// Refused are the downloads of lists refused whole (privacy.json's, and
+// fetched copies that fail this build's bounds): the list answers from
+// the copy before it, the snapshot's, or not at all.
+func (t *Table) Refused() []Refusal { return slices.Clone(t.refused) }
 
 // Intervals is the number of intervals of the IPv4 and IPv6 tables, for
 // measurements.
