@@ -73,6 +73,13 @@ type List struct {
 	Widest4, Widest6 int
 	MaxShare         float64
 	MaxEntries       int
+
+	// Owner marks a cloud operator's list of the address space it holds;
+	// Tenant a list that also names the operators' shared pools its
+	// workloads draw from (GitHub's holds the Azure ranges of its Actions
+	// runners). Where a Tenant range lies inside an Owner range, the
+	// address is the owner's, and the Owner list names it (see combine).
+	Owner, Tenant bool
 }
 
 // File is the list's file name in a data directory.
@@ -149,35 +156,43 @@ func buildLists() []List {
 	out[0].MaxEntries = 5000 // the datacenter ASes: 906 in the snapshot
 	// ipranges: one directory per operator, each the operator's own
 	// published ranges; the minimum is about a fifth of the list's size
-	// when the snapshot was taken, and 1 for lists of a handful.
+	// when the snapshot was taken, and 1 for lists of a handful. The
+	// crawlers', monitors' and AI services' lists lie inside the clouds
+	// too, but name the addresses the service itself holds (hosts and
+	// small blocks), so they are not tenants: their name stays.
+	const (
+		owner  = 1
+		tenant = 2
+	)
 	for _, o := range []struct {
 		dir, service   string
 		flags          Flags
 		min4, min6     int     // 0: the operator publishes no such list
 		share4, share6 float64 // MaxShare, percent
+		role           int
 	}{
-		{"apple-proxy", "iCloud Private Relay", Relay, 500, 2000, 0.02, 0.01},
-		{"protonvpn", "Proton VPN", VPN | Hosting, 100, 0, 0.01, 0},
-		{"amazon", "Amazon AWS", Hosting, 300, 400, 15, 0.05},
-		{"google", "Google", Hosting, 20, 3, 3, 0.05}, // goog.json and cloud.json: all of Google, not only its cloud
-		{"microsoft", "Microsoft Azure", Hosting, 90, 12, 10, 0.5},
-		{"oracle", "Oracle Cloud", Hosting, 150, 0, 0.5, 0},
-		{"cloudflare", "Cloudflare", Hosting, 3, 1, 0.2, 0.03},
-		{"digitalocean", "DigitalOcean", Hosting, 35, 10, 0.5, 0.01},
-		{"linode", "Linode", Hosting, 45, 8, 0.2, 0.1},
-		{"vultr", "Vultr", Hosting, 25, 5, 0.2, 0.01},
-		{"github", "GitHub", Hosting, 800, 300, 4, 0.02},
-		{"facebook", "Meta", Hosting, 5, 9, 0.1, 0.03},
-		{"twitter", "X (Twitter)", Hosting, 3, 1, 0.01, 0.02},
-		{"telegram", "Telegram", Hosting, 1, 1, 0.01, 0.01},
-		{"googlebot", "Googlebot", Hosting, 8, 5, 0.01, 0.01},
-		{"bing", "Bingbot", Hosting, 5, 0, 0.01, 0},
-		{"duckduckbot", "DuckDuckBot", Hosting, 90, 0, 0.01, 0},
-		{"duckassistbot", "DuckAssistBot", Hosting, 90, 0, 0.01, 0},
-		{"openai", "OpenAI", Hosting, 45, 0, 0.01, 0},
-		{"perplexity", "Perplexity", Hosting, 2, 0, 0.01, 0},
-		{"pingdom", "Pingdom", Hosting, 20, 10, 0.01, 0.01},
-		{"statuscake", "StatusCake", Hosting, 35, 0, 0.01, 0},
+		{"apple-proxy", "iCloud Private Relay", Relay, 500, 2000, 0.02, 0.01, 0},
+		{"protonvpn", "Proton VPN", VPN | Hosting, 100, 0, 0.01, 0, 0},
+		{"amazon", "Amazon AWS", Hosting, 300, 400, 15, 0.05, owner},
+		{"google", "Google", Hosting, 20, 3, 3, 0.05, owner}, // goog.json and cloud.json: all of Google, not only its cloud
+		{"microsoft", "Microsoft Azure", Hosting, 90, 12, 10, 0.5, owner},
+		{"oracle", "Oracle Cloud", Hosting, 150, 0, 0.5, 0, owner},
+		{"cloudflare", "Cloudflare", Hosting, 3, 1, 0.2, 0.03, owner},
+		{"digitalocean", "DigitalOcean", Hosting, 35, 10, 0.5, 0.01, owner},
+		{"linode", "Linode", Hosting, 45, 8, 0.2, 0.1, owner},
+		{"vultr", "Vultr", Hosting, 25, 5, 0.2, 0.01, owner},
+		{"github", "GitHub", Hosting, 800, 300, 4, 0.02, tenant},
+		{"facebook", "Meta", Hosting, 5, 9, 0.1, 0.03, owner},
+		{"twitter", "X (Twitter)", Hosting, 3, 1, 0.01, 0.02, owner},
+		{"telegram", "Telegram", Hosting, 1, 1, 0.01, 0.01, owner},
+		{"googlebot", "Googlebot", Hosting, 8, 5, 0.01, 0.01, 0},
+		{"bing", "Bingbot", Hosting, 5, 0, 0.01, 0, 0},
+		{"duckduckbot", "DuckDuckBot", Hosting, 90, 0, 0.01, 0, 0},
+		{"duckassistbot", "DuckAssistBot", Hosting, 90, 0, 0.01, 0, 0},
+		{"openai", "OpenAI", Hosting, 45, 0, 0.01, 0, 0},
+		{"perplexity", "Perplexity", Hosting, 2, 0, 0.01, 0, 0},
+		{"pingdom", "Pingdom", Hosting, 20, 10, 0.01, 0.01, 0},
+		{"statuscake", "StatusCake", Hosting, 35, 0, 0.01, 0, 0},
 	} {
 		for _, v := range []struct {
 			fam   string
@@ -190,7 +205,7 @@ func buildLists() []List {
 			path := o.dir + "/" + v.fam + "_merged.txt"
 			out = append(out, List{Name: "ipranges-" + o.dir + "-" + v.fam, URL: IPRangesURL + path, Upstream: UpstreamIPRanges, Path: path,
 				Format: FormatCIDR, Flags: o.flags, Service: o.service, Source: "lord-alfred/ipranges", License: "CC0-1.0", MinEntries: v.min,
-				Widest4: 8, Widest6: 24, MaxShare: v.share})
+				Widest4: 8, Widest6: 24, MaxShare: v.share, Owner: o.role == owner, Tenant: o.role == tenant})
 		}
 	}
 	return out

@@ -64,10 +64,17 @@ type Loaded struct {
 	Info    ListInfo
 }
 
-// Compile builds a table from parsed lists. The service of an address is
-// the one named by the most specific range that covers it and names one;
-// between equal ranges, the list earlier in Lists wins. Every flag of
-// every covering range is set.
+// Compile builds a table from parsed lists. Every flag of every covering
+// range is set. The service of an address is the one named by the most
+// specific range that covers it and names one, between equal ranges the
+// list earlier in Lists, with one exception, the owner's precedence: when
+// that range is a Tenant list's and an Owner list's range also covers the
+// address, the owner names it (the most specific of the owners' ranges).
+// An address in both a cloud operator's list and a tenant's is the
+// operator's: GitHub lists the Azure ranges its Actions runners take their
+// addresses from, which are Azure's, shared with every other customer, so
+// they answer "Microsoft Azure"; GitHub's own ranges, in no operator's
+// list, stay "GitHub".
 func Compile(lists []Loaded) *Table {
 	t := &Table{attrs: []attr{{}}}
 	index := map[attr]uint16{{}: 0}
@@ -88,7 +95,8 @@ func Compile(lists []Loaded) *Table {
 	var spans4, spans6 []span
 	for _, l := range lists {
 		for _, p := range l.Entries.Prefixes {
-			s := span{bits: p.Bits(), flags: l.List.Flags, service: l.List.Service, prio: prio[l.List.Name]}
+			s := span{bits: p.Bits(), flags: l.List.Flags, service: l.List.Service, prio: prio[l.List.Name],
+				owner: l.List.Owner, tenant: l.List.Tenant}
 			s.start, s.end = rangeOf(p)
 			if p.Addr().Is4() {
 				spans4 = append(spans4, s)
@@ -156,6 +164,8 @@ type span struct {
 	flags      Flags
 	service    string
 	prio       int
+	owner      bool // List.Owner
+	tenant     bool // List.Tenant
 }
 
 // sweep cuts the space [0, max] into intervals by the spans, which are
@@ -206,18 +216,29 @@ func sweep(spans []span, max u128, attrOf func(attr) uint16) ([]u128, []uint16) 
 	return starts, vals
 }
 
-// combine is the attribute of a point covered by the spans of stack.
+// combine is the attribute of a point covered by the spans of stack: see
+// Compile for the service.
 func combine(stack []span) attr {
 	var a attr
-	best := -1
+	best, owner := -1, -1
+	better := func(i, than int) bool {
+		s := stack[i]
+		return than < 0 || s.bits > stack[than].bits || (s.bits == stack[than].bits && s.prio < stack[than].prio)
+	}
 	for i, s := range stack {
 		a.flags |= s.flags
 		if s.service == "" {
 			continue
 		}
-		if best < 0 || s.bits > stack[best].bits || (s.bits == stack[best].bits && s.prio < stack[best].prio) {
+		if better(i, best) {
 			best = i
 		}
+		if s.owner && better(i, owner) {
+			owner = i
+		}
+	}
+	if best >= 0 && stack[best].tenant && owner >= 0 {
+		best = owner
 	}
 	if best >= 0 {
 		a.service = stack[best].service
