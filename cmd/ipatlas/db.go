@@ -252,6 +252,9 @@ type dbInfo struct {
 	// from: fetched copies, else the built-in snapshot's (Kind "privacy";
 	// URL, date, size in bytes and entries).
 	Privacy []geo.SourceInfo `json:"privacy_lists"`
+	// PrivacyRefused are the lists' downloads refused whole by their
+	// checks: each list answers from the copy before.
+	PrivacyRefused []privacy.Refusal `json:"privacy_refused"`
 	// Sources are every data source of the answers and the web page, with
 	// its licence: the fetched datasets and the tables built in.
 	Sources []names.Source `json:"sources"`
@@ -367,9 +370,10 @@ func describeDataDir(dir string) (dbInfo, error) {
 	if err != nil {
 		return info, err
 	}
-	info.Privacy = []geo.SourceInfo{}
+	info.Privacy, info.PrivacyRefused = []geo.SourceInfo{}, []privacy.Refusal{}
 	if pt != nil {
 		info.Privacy = geo.PrivacySources(pt.Lists())
+		info.PrivacyRefused = append(info.PrivacyRefused, pt.Refused()...)
 	}
 	return info, nil
 }
@@ -433,6 +437,17 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 			fmt.Fprintf(tw, "  %s\t%s entries\t%s\t%.1f KiB\t%s\n", s.DatabaseType, groupThousands(s.Networks), date, float64(s.Bytes)/1024, s.URL)
 		}
 		tw.Flush()
+		for _, s := range info.Privacy {
+			if r := s.RefusedEntries; r != nil {
+				fmt.Fprintf(w, "  %s: %d entries refused by its bounds, not in service: %s\n", s.DatabaseType, r.Count, strings.Join(r.Examples, "; "))
+			}
+		}
+	}
+	if len(info.PrivacyRefused) > 0 {
+		fmt.Fprintf(w, "\nprivacy lists refused (the copy before stays in service until a good one comes)\n")
+		for _, r := range info.PrivacyRefused {
+			fmt.Fprintf(w, "  %s: %s from %s: %s\n", r.Name, r.At.UTC().Format(time.RFC3339), r.URL, r.Reason)
+		}
 	}
 	fmt.Fprintf(w, "\ndata sources of the answers and the web page\n")
 	for _, s := range info.Sources {

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -228,5 +231,59 @@ func TestDBFetchPrivacyLists(t *testing.T) {
 	out, _, err = runDBTest(t, env, "db", "fetch", "--data-dir", dir, "--registry", reg.URL, "--privacy-lists=false")
 	if err != nil || strings.Contains(out, "privacy lists") {
 		t.Errorf("db fetch --privacy-lists=false: %v\n%s", err, out)
+	}
+}
+
+// db info shows what the privacy lists' bounds refused: a download refused
+// whole (here a padded Tor list from a mirror), and the entries of a list
+// in service refused one by one (Vultr's documentation and 6to4 space).
+func TestDBInfoShowsRefusedPrivacyLists(t *testing.T) {
+	reg := datasettest.NewRegistry(t, datasettest.DefaultPackages(t, "2.3.2026052009")...)
+	padded := strings.Repeat("185.220.101.1\n", 6000)
+	tor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, padded) }))
+	defer tor.Close()
+	dir := t.TempDir()
+	env := map[string]string{"IPATLAS_TOR_EXIT_URL": tor.URL}
+	_, _, err := runDBTest(t, env, "db", "fetch", "--data-dir", dir, "--registry", reg.URL)
+	if err == nil || !strings.Contains(err.Error(), "implausible list") {
+		t.Fatalf("db fetch with a padded Tor list: %v", err)
+	}
+	out, _, err := runDBTest(t, nil, "db", "info", "--data-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"privacy lists refused", "tor-exits: ", "from " + tor.URL + ": ", "6000 entries, more than the 5000",
+		"ipranges-vultr-ipv6: 4 entries refused by its bounds, not in service: ", "2002::/16: wider than /24",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("db info lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = runDBTest(t, nil, "db", "info", "--data-dir", dir, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Privacy []struct {
+			DatabaseType   string `json:"database_type"`
+			RefusedEntries *struct {
+				Count int `json:"count"`
+			} `json:"refused_entries"`
+		} `json:"privacy_lists"`
+		Refused []struct {
+			Name, URL, Reason string
+		} `json:"privacy_refused"`
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Refused) != 1 || info.Refused[0].Name != "tor-exits" || info.Refused[0].URL != tor.URL {
+		t.Errorf("privacy_refused: %+v", info.Refused)
+	}
+	for _, l := range info.Privacy {
+		if (l.RefusedEntries != nil) != (l.DatabaseType == "ipranges-vultr-ipv4" || l.DatabaseType == "ipranges-vultr-ipv6") {
+			t.Errorf("%s: refused %+v", l.DatabaseType, l.RefusedEntries)
+		}
 	}
 }

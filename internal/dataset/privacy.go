@@ -82,15 +82,19 @@ type PrivacyReport struct {
 	Manifest privacy.Manifest // privacy.json as it now is
 	Fetched  []string         // lists of which a good copy was got, changed or not
 	Changed  []string         // lists whose copy changed
+	Refused  []string         // lists whose download was refused (privacy.json's Refused says why)
 }
 
 // FetchPrivacy downloads the privacy lists into the data directory.
 //
 // Each list is downloaded whole, parsed strictly in its format and checked
 // for plausibility (privacy.List.Plausible: enough entries, and at least
-// half of the copy in service) before it is written under a temporary name
-// and renamed into place; the manifest is written last. So an empty,
-// truncated, malformed or placeholder download never replaces a good copy,
+// half of the copy in service) and against its sanity bounds
+// (privacy.List.Check: not padded, not covering more of the Internet than
+// the real list could) before it is written under a temporary name and
+// renamed into place; the manifest is written last, with the downloads
+// refused. So an empty, truncated, malformed, placeholder or padded
+// download never replaces a good copy,
 // and a list that fails keeps the copy it had (the built-in snapshot, for
 // a list never fetched). Lists are independent: the error names each one
 // that failed, and the others are still installed.
@@ -167,6 +171,17 @@ func FetchPrivacy(ctx context.Context, opts PrivacyOptions) (PrivacyReport, erro
 			have = false
 		}
 		st, err := fetchList(ctx, client, l, l.URLWith(opts.Mirrors), prev, have, opts.DataDir, maxSize, stall, now)
+		// privacy.json keeps the last download refused of each list
+		// until a good copy comes; a failed one (the network) says
+		// nothing about the list.
+		refused := errors.Is(err, privacy.ErrMalformed) || errors.Is(err, privacy.ErrImplausible)
+		if err == nil || refused {
+			m.Refused = slices.DeleteFunc(m.Refused, func(r privacy.Refusal) bool { return r.Name == l.Name })
+		}
+		if refused {
+			m.Refused = append(m.Refused, privacy.Refusal{Name: l.Name, URL: l.URLWith(opts.Mirrors), At: now().UTC(), Reason: err.Error()})
+			rep.Refused = append(rep.Refused, l.Name)
+		}
 		if err != nil {
 			log.Error("fetching a privacy list failed; the copy in service stays", "list", l.Name, "err", err)
 			fmt.Fprintf(progress, "%s: failed, keeping the copy in service: %v\n", l.Name, err)
@@ -227,6 +242,9 @@ func fetchList(ctx context.Context, client *http.Client, l privacy.List, u strin
 	if err := l.Plausible(e.Len(), prevEntries); err != nil {
 		return privacy.ListState{}, fmt.Errorf("GET %s: %w", u, err)
 	}
+	if _, _, err := l.Check(e); err != nil {
+		return privacy.ListState{}, fmt.Errorf("GET %s: %w", u, err)
+	}
 	sum := sha256.Sum256(b)
 	st := privacy.ListState{Name: l.Name, URL: u, Modified: modified.UTC(), FetchedAt: now().UTC(), Size: int64(len(b)),
 		SHA256: hex.EncodeToString(sum[:]), Entries: e.Len()}
@@ -273,7 +291,8 @@ type PrivacyUpdaterOptions struct {
 	Interval    time.Duration
 	// Installed is called after every fetch that got at least one good
 	// copy, changed or not (the engine's ReloadPrivacy): a confirmed Tor
-	// list is a fresh one. Its error is logged.
+	// list is a fresh one; and after one that refused a copy, so that the
+	// refusal shows. Its error is logged.
 	Installed func() error
 	Logger    *slog.Logger
 }
@@ -348,7 +367,8 @@ func (u *PrivacyUpdater) Check(ctx context.Context, lists []string) error {
 	opts := u.opts.Fetch
 	opts.Lists = lists
 	rep, err := FetchPrivacy(ctx, opts)
-	good := len(rep.Fetched) > 0
+	// A refusal is put in service too, so that the datasets listing shows it.
+	good := len(rep.Fetched) > 0 || len(rep.Refused) > 0
 	if err != nil && !errors.Is(err, ErrBusy) && ctx.Err() == nil {
 		u.log.Error("fetching privacy lists failed; the copies in service stay", "err", err)
 	}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -262,5 +264,91 @@ func TestPrivacyUpdaterCheck(t *testing.T) {
 	u.setHandler(named(t, privacy.TorList), http.NotFound)
 	if err := up.Check(context.Background(), []string{privacy.TorList}); err == nil || calls != 1 {
 		t.Errorf("failed check: %v, %d calls", err, calls)
+	}
+}
+
+// TestFetchPrivacyRefusesImplausible: a copy that parses but fails its
+// bounds (a padded Tor list, a mirror adding a /8 to Telegram's seven
+// ranges) never replaces the copy in service; privacy.json records the
+// refusal until a good copy comes, and the lists in service show it.
+func TestFetchPrivacyRefusesImplausible(t *testing.T) {
+	u := newUpstreams(t)
+	dir := t.TempDir()
+	lists := []string{privacy.TorList, "ipranges-telegram-ipv4", "ipranges-vultr-ipv6"}
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	opts := dataset.PrivacyOptions{DataDir: dir, Mirrors: u.mirrors(), Lists: lists, Now: func() time.Time { return now }}
+	if _, err := dataset.FetchPrivacy(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	inService := map[string][]byte{}
+	for _, name := range lists {
+		inService[name], _ = os.ReadFile(filepath.Join(dir, named(t, name).File()))
+	}
+	tor, telegram := named(t, privacy.TorList), named(t, "ipranges-telegram-ipv4")
+	u.setBody(tor, []byte(torExits(1200)+"8.8.8.8\n"+strings.Repeat("8.8.4.4\n", 4000)))
+	good, _, _ := privacy.Snapshot(telegram.Name)
+	u.setBody(telegram, append(bytes.Clone(good), "73.0.0.0/8\n"...))
+	rep, err := dataset.FetchPrivacy(context.Background(), opts)
+	if !errors.Is(err, privacy.ErrImplausible) || !slices.Equal(rep.Refused, []string{tor.Name, telegram.Name}) {
+		t.Fatalf("refused %q, %v; want both, ErrImplausible", rep.Refused, err)
+	}
+	for _, name := range lists {
+		if b, _ := os.ReadFile(filepath.Join(dir, named(t, name).File())); !bytes.Equal(b, inService[name]) {
+			t.Errorf("%s: the copy in service was replaced", name)
+		}
+	}
+	m, err := privacy.ReadManifest(dir)
+	if err != nil || len(m.Refused) != 2 {
+		t.Fatalf("privacy.json: %+v, %v", m.Refused, err)
+	}
+	for _, r := range m.Refused {
+		if r.URL != u.URL+u.path(named(t, r.Name)) || !r.At.Equal(now) || !strings.Contains(r.Reason, "implausible list") {
+			t.Errorf("refusal %+v", r)
+		}
+	}
+	tab, err := privacy.Load(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := tab.Lookup(netip.MustParseAddr("8.8.8.8"), 0); f&privacy.Tor != 0 {
+		t.Error("8.8.8.8 is a Tor exit after a padded list was refused")
+	}
+	if _, s := tab.Lookup(netip.MustParseAddr("73.170.12.34"), 0); s != "" {
+		t.Errorf("a Comcast address names %q", s)
+	}
+	if got := len(tab.Refused()); got != 2 {
+		t.Errorf("the table shows %d refusals, want 2", got)
+	}
+	for _, li := range tab.Lists() {
+		if li.Name == "ipranges-vultr-ipv6" && (li.Refused.Count != 4 || li.Entries != 23) {
+			t.Errorf("Vultr's IPv6 list: %+v, want 4 entries refused and 23 in service", li)
+		}
+	}
+
+	// A good copy clears the refusal; a failed download (the network)
+	// leaves the other in place.
+	u.setBody(telegram, good)
+	u.setHandler(tor, http.NotFound)
+	rep, err = dataset.FetchPrivacy(context.Background(), opts)
+	if err == nil || len(rep.Refused) != 0 {
+		t.Fatalf("refused %q, %v", rep.Refused, err)
+	}
+	if m, _ := privacy.ReadManifest(dir); len(m.Refused) != 1 || m.Refused[0].Name != tor.Name {
+		t.Errorf("privacy.json after a good Telegram copy and a 404 for Tor: %+v", m.Refused)
+	}
+}
+
+// TestPrivacyUpdaterCheckRefused: a check whose only news is a refusal
+// still reloads, so that the datasets listing shows it.
+func TestPrivacyUpdaterCheckRefused(t *testing.T) {
+	u := newUpstreams(t)
+	calls := 0
+	up := dataset.NewPrivacyUpdater(dataset.PrivacyUpdaterOptions{
+		Fetch:     dataset.PrivacyOptions{DataDir: t.TempDir(), Mirrors: u.mirrors()},
+		Installed: func() error { calls++; return nil },
+	})
+	u.setBody(named(t, privacy.TorList), []byte(torExits(1200)+strings.Repeat("8.8.8.8\n", 5000)))
+	if err := up.Check(context.Background(), []string{privacy.TorList}); !errors.Is(err, privacy.ErrImplausible) || calls != 1 {
+		t.Errorf("check of a padded list: %v, %d calls", err, calls)
 	}
 }

@@ -92,6 +92,9 @@ type SourceInfo struct {
 	// Networks its number of entries.
 	URL   string `json:"url,omitempty"`
 	Bytes int64  `json:"bytes,omitempty"`
+	// RefusedEntries are a privacy list's entries its sanity bounds
+	// refused (privacy.List.Check): the list answers without them.
+	RefusedEntries *privacy.Refusals `json:"refused_entries,omitempty"`
 }
 
 // Errors of the engine.
@@ -353,6 +356,15 @@ func (e *Engine) Privacy() []privacy.ListInfo {
 	return nil
 }
 
+// PrivacyRefused lists the privacy lists' downloads refused whole
+// (privacy.Table.Refused); nil when none is, or no list is loaded.
+func (e *Engine) PrivacyRefused() []privacy.Refusal {
+	if pt := e.priv.Load(); pt != nil {
+		return pt.Refused()
+	}
+	return nil
+}
+
 // Close stops the engine. Lookups in flight finish first; later ones fail
 // with ErrClosed.
 func (e *Engine) Close() error {
@@ -411,8 +423,12 @@ func PrivacySources(lists []privacy.ListInfo) []SourceInfo {
 			file = "builtin:privacy-" + l.Name + ".txt"
 			desc = "built-in snapshot of " + desc
 		}
-		out = append(out, SourceInfo{File: file, Kind: "privacy", DatabaseType: l.Name, BuildTime: l.Date.UTC().Format(time.RFC3339),
-			Networks: l.Entries, Description: desc, URL: l.URL, Bytes: l.Size})
+		si := SourceInfo{File: file, Kind: "privacy", DatabaseType: l.Name, BuildTime: l.Date.UTC().Format(time.RFC3339),
+			Networks: l.Entries, Description: desc, URL: l.URL, Bytes: l.Size}
+		if l.Refused.Count > 0 {
+			si.RefusedEntries = &l.Refused
+		}
+		out = append(out, si)
 	}
 	return out
 }

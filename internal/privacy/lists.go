@@ -61,6 +61,25 @@ type List struct {
 	// well below what the list has held for years, and far above what a
 	// truncated or placeholder file has.
 	MinEntries int
+
+	// The sanity bounds of Check. Widest4 and Widest6 are the shortest
+	// prefix an entry may have (default /8 and /24, the widest ranges any
+	// real list holds; a host for the Tor exits). MaxShare is the most of
+	// the announced space of an address family (AnnouncedIPv4,
+	// AnnouncedIPv6) the list may cover, in percent: about four times what
+	// the snapshot's copy covers, and at least 0.01. MaxEntries, when
+	// set, is the most entries a copy may have, for the lists a share
+	// cannot bound (the Tor exits, the datacenter ASes).
+	Widest4, Widest6 int
+	MaxShare         float64
+	MaxEntries       int
+
+	// Owner marks a cloud operator's list of the address space it holds;
+	// Tenant a list that also names the operators' shared pools its
+	// workloads draw from (GitHub's holds the Azure ranges of its Actions
+	// runners). Where a Tenant range lies inside an Owner range, the
+	// address is the owner's, and the Owner list names it (see combine).
+	Owner, Tenant bool
 }
 
 // File is the list's file name in a data directory.
@@ -120,59 +139,73 @@ const TorList = "tor-exits"
 var Lists = buildLists()
 
 func buildLists() []List {
-	x4b := func(name, path string, f Format, flags Flags, min int) List {
+	x4b := func(name, path string, f Format, flags Flags, min int, share float64) List {
 		return List{Name: name, URL: X4BNetURL + path, Upstream: UpstreamX4BNet, Path: path, Format: f, Flags: flags,
-			Source: "X4BNet lists_vpn", License: "MIT", MinEntries: min}
+			Source: "X4BNet lists_vpn", License: "MIT", MinEntries: min, Widest4: 8, Widest6: 24, MaxShare: share}
 	}
 	out := []List{
-		x4b("x4bnet-datacenter-asn", "input/datacenter/ASN.txt", FormatASN, Hosting, 300),
-		x4b("x4bnet-datacenter-ipv4", "output/datacenter/ipv4.txt", FormatCIDR, Hosting, 10000),
-		x4b("x4bnet-datacenter-ipv6", "output/datacenter/ipv6.txt", FormatCIDR, Hosting, 2000),
-		x4b("x4bnet-vpn-ipv4", "output/vpn/ipv4.txt", FormatCIDR, VPN, 2000),
-		x4b("x4bnet-vpn-ipv6", "output/vpn/ipv6.txt", FormatCIDR, VPN, 100),
-		{Name: TorList, URL: TorExitURL, Upstream: UpstreamTor, Format: FormatAddr, Flags: Tor, Source: "The Tor Project", License: "CC0-1.0", MinEntries: 100},
+		x4b("x4bnet-datacenter-asn", "input/datacenter/ASN.txt", FormatASN, Hosting, 300, 0),
+		x4b("x4bnet-datacenter-ipv4", "output/datacenter/ipv4.txt", FormatCIDR, Hosting, 10000, 40),
+		x4b("x4bnet-datacenter-ipv6", "output/datacenter/ipv6.txt", FormatCIDR, Hosting, 2000, 15),
+		x4b("x4bnet-vpn-ipv4", "output/vpn/ipv4.txt", FormatCIDR, VPN, 2000, 0.5),
+		x4b("x4bnet-vpn-ipv6", "output/vpn/ipv6.txt", FormatCIDR, VPN, 100, 1),
+		// Exit relays: about 1,000 to 2,000 addresses, each a host.
+		{Name: TorList, URL: TorExitURL, Upstream: UpstreamTor, Format: FormatAddr, Flags: Tor, Source: "The Tor Project", License: "CC0-1.0",
+			MinEntries: 100, Widest4: 32, Widest6: 128, MaxShare: 0.01, MaxEntries: 5000},
 	}
+	out[0].MaxEntries = 5000 // the datacenter ASes: 906 in the snapshot
 	// ipranges: one directory per operator, each the operator's own
 	// published ranges; the minimum is about a fifth of the list's size
-	// when the snapshot was taken, and 1 for lists of a handful.
+	// when the snapshot was taken, and 1 for lists of a handful. The
+	// crawlers', monitors' and AI services' lists lie inside the clouds
+	// too, but name the addresses the service itself holds (hosts and
+	// small blocks), so they are not tenants: their name stays.
+	const (
+		owner  = 1
+		tenant = 2
+	)
 	for _, o := range []struct {
-		dir, service string
-		flags        Flags
-		min4, min6   int // 0: the operator publishes no such list
+		dir, service   string
+		flags          Flags
+		min4, min6     int     // 0: the operator publishes no such list
+		share4, share6 float64 // MaxShare, percent
+		role           int
 	}{
-		{"apple-proxy", "iCloud Private Relay", Relay, 500, 2000},
-		{"protonvpn", "Proton VPN", VPN | Hosting, 100, 0},
-		{"amazon", "Amazon AWS", Hosting, 300, 400},
-		{"google", "Google", Hosting, 20, 3}, // goog.json and cloud.json: all of Google, not only its cloud
-		{"microsoft", "Microsoft Azure", Hosting, 90, 12},
-		{"oracle", "Oracle Cloud", Hosting, 150, 0},
-		{"cloudflare", "Cloudflare", Hosting, 3, 1},
-		{"digitalocean", "DigitalOcean", Hosting, 35, 10},
-		{"linode", "Linode", Hosting, 45, 8},
-		{"vultr", "Vultr", Hosting, 25, 5},
-		{"github", "GitHub", Hosting, 800, 300},
-		{"facebook", "Meta", Hosting, 5, 9},
-		{"twitter", "X (Twitter)", Hosting, 3, 1},
-		{"telegram", "Telegram", Hosting, 1, 1},
-		{"googlebot", "Googlebot", Hosting, 8, 5},
-		{"bing", "Bingbot", Hosting, 5, 0},
-		{"duckduckbot", "DuckDuckBot", Hosting, 90, 0},
-		{"duckassistbot", "DuckAssistBot", Hosting, 90, 0},
-		{"openai", "OpenAI", Hosting, 45, 0},
-		{"perplexity", "Perplexity", Hosting, 2, 0},
-		{"pingdom", "Pingdom", Hosting, 20, 10},
-		{"statuscake", "StatusCake", Hosting, 35, 0},
+		{"apple-proxy", "iCloud Private Relay", Relay, 500, 2000, 0.02, 0.01, 0},
+		{"protonvpn", "Proton VPN", VPN | Hosting, 100, 0, 0.01, 0, 0},
+		{"amazon", "Amazon AWS", Hosting, 300, 400, 15, 0.05, owner},
+		{"google", "Google", Hosting, 20, 3, 3, 0.05, owner}, // goog.json and cloud.json: all of Google, not only its cloud
+		{"microsoft", "Microsoft Azure", Hosting, 90, 12, 10, 0.5, owner},
+		{"oracle", "Oracle Cloud", Hosting, 150, 0, 0.5, 0, owner},
+		{"cloudflare", "Cloudflare", Hosting, 3, 1, 0.2, 0.03, owner},
+		{"digitalocean", "DigitalOcean", Hosting, 35, 10, 0.5, 0.01, owner},
+		{"linode", "Linode", Hosting, 45, 8, 0.2, 0.1, owner},
+		{"vultr", "Vultr", Hosting, 25, 5, 0.2, 0.01, owner},
+		{"github", "GitHub", Hosting, 800, 300, 4, 0.02, tenant},
+		{"facebook", "Meta", Hosting, 5, 9, 0.1, 0.03, owner},
+		{"twitter", "X (Twitter)", Hosting, 3, 1, 0.01, 0.02, owner},
+		{"telegram", "Telegram", Hosting, 1, 1, 0.01, 0.01, owner},
+		{"googlebot", "Googlebot", Hosting, 8, 5, 0.01, 0.01, 0},
+		{"bing", "Bingbot", Hosting, 5, 0, 0.01, 0, 0},
+		{"duckduckbot", "DuckDuckBot", Hosting, 90, 0, 0.01, 0, 0},
+		{"duckassistbot", "DuckAssistBot", Hosting, 90, 0, 0.01, 0, 0},
+		{"openai", "OpenAI", Hosting, 45, 0, 0.01, 0, 0},
+		{"perplexity", "Perplexity", Hosting, 2, 0, 0.01, 0, 0},
+		{"pingdom", "Pingdom", Hosting, 20, 10, 0.01, 0.01, 0},
+		{"statuscake", "StatusCake", Hosting, 35, 0, 0.01, 0, 0},
 	} {
 		for _, v := range []struct {
-			fam string
-			min int
-		}{{"ipv4", o.min4}, {"ipv6", o.min6}} {
+			fam   string
+			min   int
+			share float64
+		}{{"ipv4", o.min4, o.share4}, {"ipv6", o.min6, o.share6}} {
 			if v.min == 0 {
 				continue
 			}
 			path := o.dir + "/" + v.fam + "_merged.txt"
 			out = append(out, List{Name: "ipranges-" + o.dir + "-" + v.fam, URL: IPRangesURL + path, Upstream: UpstreamIPRanges, Path: path,
-				Format: FormatCIDR, Flags: o.flags, Service: o.service, Source: "lord-alfred/ipranges", License: "CC0-1.0", MinEntries: v.min})
+				Format: FormatCIDR, Flags: o.flags, Service: o.service, Source: "lord-alfred/ipranges", License: "CC0-1.0", MinEntries: v.min,
+				Widest4: 8, Widest6: 24, MaxShare: v.share, Owner: o.role == owner, Tenant: o.role == tenant})
 		}
 	}
 	return out
@@ -255,6 +288,19 @@ func (l List) parseLine(line string, e *Entries) error {
 		}
 		e.Prefixes = append(e.Prefixes, p.Masked())
 	case FormatAddr:
+		// An address, or one written as a prefix (a mirror may): Check
+		// refuses a prefix wider than a host.
+		if strings.IndexByte(line, '/') >= 0 {
+			p, err := netip.ParsePrefix(line)
+			if err != nil {
+				return fmt.Errorf("not an address: %q", short(line))
+			}
+			if p.Addr().Is4In6() && p.Bits() >= 96 {
+				p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+			}
+			e.Prefixes = append(e.Prefixes, p.Masked())
+			return nil
+		}
 		a, err := netip.ParseAddr(line)
 		if err != nil || a.Zone() != "" {
 			return fmt.Errorf("not an address: %q", short(line))

@@ -21,6 +21,9 @@ const ManifestFile = "privacy.json"
 // Manifest is the content of ManifestFile.
 type Manifest struct {
 	Lists []ListState `json:"lists"`
+	// Refused are the last downloads refused whole, one per list, until a
+	// good copy of the list is fetched.
+	Refused []Refusal `json:"refused,omitempty"`
 }
 
 // ListState is one fetched list in a data directory.
@@ -107,6 +110,7 @@ func Load(dir string, builtin bool) (*Table, error) {
 		return nil, err
 	}
 	var loaded []Loaded
+	refused := m.Refused
 	for _, l := range Lists {
 		if st, ok := m.State(l.Name); ok {
 			path := filepath.Join(dir, l.File())
@@ -118,9 +122,16 @@ func Load(dir string, builtin bool) (*Table, error) {
 			if err != nil {
 				return nil, fmt.Errorf("privacy: %s: %w", path, err)
 			}
-			loaded = append(loaded, Loaded{List: l, Entries: e, Info: ListInfo{Name: l.Name, File: l.File(), URL: st.URL,
-				Source: l.Source, License: l.License, Date: st.Date(), Size: int64(len(b)), Entries: e.Len()}})
-			continue
+			// A copy that fails the bounds (fetched by a build with
+			// looser ones) gives way to the snapshot's, as if never
+			// fetched.
+			kept, r, err := l.Check(e)
+			if err == nil {
+				loaded = append(loaded, Loaded{List: l, Entries: kept, Info: ListInfo{Name: l.Name, File: l.File(), URL: st.URL,
+					Source: l.Source, License: l.License, Date: st.Date(), Size: int64(len(b)), Entries: kept.Len(), Refused: r}})
+				continue
+			}
+			refused = append(refused, Refusal{Name: l.Name, URL: st.URL, At: st.FetchedAt, Reason: err.Error()})
 		}
 		if !builtin {
 			continue
@@ -133,14 +144,20 @@ func Load(dir string, builtin bool) (*Table, error) {
 			continue
 		}
 		e, err := l.Parse(b)
+		var r Refusals
+		if err == nil {
+			e, r, err = l.Check(e)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("privacy: the built-in snapshot of %s: %w", l.Name, err)
 		}
 		loaded = append(loaded, Loaded{List: l, Entries: e, Info: ListInfo{Name: l.Name, URL: l.URL, Source: l.Source,
-			License: l.License, Date: SnapshotDate, Size: int64(len(b)), Entries: e.Len(), Builtin: true}})
+			License: l.License, Date: SnapshotDate, Size: int64(len(b)), Entries: e.Len(), Builtin: true, Refused: r}})
 	}
 	if len(loaded) == 0 {
 		return nil, nil
 	}
-	return Compile(loaded), nil
+	t := Compile(loaded)
+	t.refused = refused
+	return t, nil
 }

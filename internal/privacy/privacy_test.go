@@ -49,7 +49,8 @@ func TestParseRejects(t *testing.T) {
 		{"x4bnet-datacenter-asn", asns + "AS4294967296\n", false},
 		{"x4bnet-datacenter-asn", asns + "ASx # x\n", false},
 		{privacy.TorList, exits, true},
-		{privacy.TorList, exits + "185.220.1.0/24\n", false},
+		{privacy.TorList, exits + "185.220.1.0/33\n", false},
+		{privacy.TorList, exits + "185.220.1.0/24\n", true}, // parses; Check refuses the entry
 		{privacy.TorList, exits + "fe80::1%eth0\n", false},
 		{privacy.TorList, "<!doctype html>\n", false},
 		{privacy.TorList, "# nothing\n", false},
@@ -178,6 +179,9 @@ func TestSnapshot(t *testing.T) {
 		if err == nil {
 			err = l.Plausible(e.Len(), 0)
 		}
+		if err == nil {
+			_, _, err = l.Check(e)
+		}
 		if err != nil {
 			t.Error(err)
 		}
@@ -202,10 +206,28 @@ func TestSnapshot(t *testing.T) {
 	}
 }
 
+// snapshotEntries is the entries of the snapshot's copy of a list that
+// Check keeps; ok is false for a list the snapshot lacks.
+func snapshotEntries(t testing.TB, l privacy.List) (e privacy.Entries, ok bool) {
+	t.Helper()
+	b, ok, err := privacy.Snapshot(l.Name)
+	if err != nil || !ok {
+		return e, false
+	}
+	e, err = l.Parse(b)
+	if err == nil {
+		e, _, err = l.Check(e)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, true
+}
+
 // TestFlagsAgainstSources draws a fresh random sample of 1,000 addresses
-// from every range list of the snapshot, uniformly over its entries and
-// then within the entry: every one must carry the list's flags (and its
-// service, unless a more specific range names another).
+// from every range list of the snapshot, uniformly over the entries its
+// bounds keep and then within the entry: every one must carry the list's
+// flags.
 func TestFlagsAgainstSources(t *testing.T) {
 	tab, err := privacy.Load(t.TempDir(), true)
 	if err != nil {
@@ -214,13 +236,9 @@ func TestFlagsAgainstSources(t *testing.T) {
 	seed := rand.Uint64()
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for _, l := range privacy.Lists {
-		b, ok, _ := privacy.Snapshot(l.Name)
+		e, ok := snapshotEntries(t, l)
 		if !ok || l.Format != privacy.FormatCIDR {
 			continue
-		}
-		e, err := l.Parse(b)
-		if err != nil {
-			t.Fatal(err)
 		}
 		const n = 1000
 		missed := 0
@@ -251,12 +269,13 @@ func RandomIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
 	return a
 }
 
-// FuzzParse: no input makes a parser panic, and whatever parses has only
-// valid, masked entries.
+// FuzzParse: no input makes a parser or Check panic, and whatever parses
+// has only valid, masked entries.
 func FuzzParse(f *testing.F) {
 	f.Add("1.2.3.0/24\n2001:db8::/32\n")
 	f.Add("AS15169 # Google, US\nAS1\t# x\n")
 	f.Add("185.220.101.1\n::ffff:1.2.3.4\n")
+	f.Add("185.220.101.0/24\n::ffff:1.2.3.4/128\n0.0.0.0/0\n")
 	f.Add("# c\r\n\r\n10.0.0.0/8\r\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, name := range []string{"x4bnet-vpn-ipv4", "x4bnet-datacenter-asn", privacy.TorList} {
@@ -270,12 +289,15 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("%s: entry %v", name, p)
 				}
 			}
+			if kept, r, err := l.Check(e); err == nil && kept.Len()+r.Count != e.Len() {
+				t.Fatalf("%s: %d kept and %d refused of %d", name, kept.Len(), r.Count, e.Len())
+			}
 		}
 	})
 }
 
 // TestLookupMatchesTheLists compares the compiled snapshot with a plain
-// scan of every list range, for addresses drawn from the ranges (and
+// scan of every list range its bounds keep, for addresses drawn from the ranges (and
 // their neighbours) and at random.
 func TestLookupMatchesTheLists(t *testing.T) {
 	tab, err := privacy.Load(t.TempDir(), true)
@@ -288,13 +310,9 @@ func TestLookupMatchesTheLists(t *testing.T) {
 	}
 	var all []rng
 	for _, l := range privacy.Lists {
-		b, ok, _ := privacy.Snapshot(l.Name)
+		e, ok := snapshotEntries(t, l)
 		if !ok || l.Format != privacy.FormatCIDR {
 			continue
-		}
-		e, err := l.Parse(b)
-		if err != nil {
-			t.Fatal(err)
 		}
 		for _, p := range e.Prefixes {
 			all = append(all, rng{p, l.Flags})

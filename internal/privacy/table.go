@@ -31,8 +31,9 @@ type Table struct {
 
 	dcASNs []uint32 // sorted: ASes whose every address is Hosting
 
-	lists []ListInfo
-	torAt time.Time // when the Tor list in the table was fetched; zero when none
+	lists   []ListInfo
+	refused []Refusal // downloads refused whole: the lists answer from the copy before, if any
+	torAt   time.Time // when the Tor list in the table was fetched; zero when none
 }
 
 type attr struct {
@@ -50,8 +51,10 @@ type ListInfo struct {
 	License string
 	Date    time.Time // the upstream's date of this copy (Last-Modified, the snapshot's commit), else when it was fetched
 	Size    int64     // bytes
-	Entries int
-	Builtin bool // the binary's snapshot, not a fetched copy
+	Entries int       // in service: the copy's entries less those refused
+	Builtin bool      // the binary's snapshot, not a fetched copy
+	// Refused are the copy's entries that Check refused.
+	Refused Refusals
 }
 
 // Loaded is one parsed list with what is known of its copy.
@@ -61,10 +64,17 @@ type Loaded struct {
 	Info    ListInfo
 }
 
-// Compile builds a table from parsed lists. The service of an address is
-// the one named by the most specific range that covers it and names one;
-// between equal ranges, the list earlier in Lists wins. Every flag of
-// every covering range is set.
+// Compile builds a table from parsed lists. Every flag of every covering
+// range is set. The service of an address is the one named by the most
+// specific range that covers it and names one, between equal ranges the
+// list earlier in Lists, with one exception, the owner's precedence: when
+// that range is a Tenant list's and an Owner list's range also covers the
+// address, the owner names it (the most specific of the owners' ranges).
+// An address in both a cloud operator's list and a tenant's is the
+// operator's: GitHub lists the Azure ranges its Actions runners take their
+// addresses from, which are Azure's, shared with every other customer, so
+// they answer "Microsoft Azure"; GitHub's own ranges, in no operator's
+// list, stay "GitHub".
 func Compile(lists []Loaded) *Table {
 	t := &Table{attrs: []attr{{}}}
 	index := map[attr]uint16{{}: 0}
@@ -85,7 +95,8 @@ func Compile(lists []Loaded) *Table {
 	var spans4, spans6 []span
 	for _, l := range lists {
 		for _, p := range l.Entries.Prefixes {
-			s := span{bits: p.Bits(), flags: l.List.Flags, service: l.List.Service, prio: prio[l.List.Name]}
+			s := span{bits: p.Bits(), flags: l.List.Flags, service: l.List.Service, prio: prio[l.List.Name],
+				owner: l.List.Owner, tenant: l.List.Tenant}
 			s.start, s.end = rangeOf(p)
 			if p.Addr().Is4() {
 				spans4 = append(spans4, s)
@@ -153,6 +164,8 @@ type span struct {
 	flags      Flags
 	service    string
 	prio       int
+	owner      bool // List.Owner
+	tenant     bool // List.Tenant
 }
 
 // sweep cuts the space [0, max] into intervals by the spans, which are
@@ -203,18 +216,29 @@ func sweep(spans []span, max u128, attrOf func(attr) uint16) ([]u128, []uint16) 
 	return starts, vals
 }
 
-// combine is the attribute of a point covered by the spans of stack.
+// combine is the attribute of a point covered by the spans of stack: see
+// Compile for the service.
 func combine(stack []span) attr {
 	var a attr
-	best := -1
+	best, owner := -1, -1
+	better := func(i, than int) bool {
+		s := stack[i]
+		return than < 0 || s.bits > stack[than].bits || (s.bits == stack[than].bits && s.prio < stack[than].prio)
+	}
 	for i, s := range stack {
 		a.flags |= s.flags
 		if s.service == "" {
 			continue
 		}
-		if best < 0 || s.bits > stack[best].bits || (s.bits == stack[best].bits && s.prio < stack[best].prio) {
+		if better(i, best) {
 			best = i
 		}
+		if s.owner && better(i, owner) {
+			owner = i
+		}
+	}
+	if best >= 0 && stack[best].tenant && owner >= 0 {
+		best = owner
 	}
 	if best >= 0 {
 		a.service = stack[best].service
@@ -280,6 +304,11 @@ func (t *Table) TorFetched() time.Time { return t.torAt }
 
 // Lists describes the lists in the table, in the order of Lists.
 func (t *Table) Lists() []ListInfo { return slices.Clone(t.lists) }
+
+// Refused are the downloads of lists refused whole (privacy.json's, and
+// fetched copies that fail this build's bounds): the list answers from
+// the copy before it, the snapshot's, or not at all.
+func (t *Table) Refused() []Refusal { return slices.Clone(t.refused) }
 
 // Intervals is the number of intervals of the IPv4 and IPv6 tables, for
 // measurements.

@@ -3,11 +3,15 @@ package server
 import (
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/ipatlas/ipatlas/internal/servertest"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -90,5 +94,50 @@ func TestAdminDatasetsPrivacy(t *testing.T) {
 	}
 	if lists < 2 {
 		t.Errorf("%d privacy lists in %+v", lists, got.Files)
+	}
+	// Vultr's own IPv6 list names documentation and 6to4 space, which
+	// its bounds refuse and the listing shows.
+	vultr := false
+	for _, f := range got.Files {
+		if f.Kind == "privacy" && f.DatabaseType == "ipranges-vultr-ipv6" {
+			vultr = true
+			if f.RefusedEntries == nil || f.RefusedEntries.Count != 4 || !slices.Contains(f.RefusedEntries.Examples, "2002::/16: wider than /24") {
+				t.Errorf("Vultr's IPv6 list: refused %+v", f.RefusedEntries)
+			}
+		}
+	}
+	if !vultr || got.RefusedLists == nil || len(got.RefusedLists) != 0 {
+		t.Errorf("Vultr's list listed %v, refused lists %#v (want [])", vultr, got.RefusedLists)
+	}
+}
+
+// GET /admin/datasets names a privacy list refused whole, and why: here a
+// padded Tor list in the data dir, which is not served.
+func TestAdminDatasetsRefusedList(t *testing.T) {
+	p := servertest.New(t, func() time.Time { return testNow })
+	dir := t.TempDir()
+	geotest.WriteFixture(t, dir)
+	geotest.WritePrivacyList(t, dir, privacy.TorList, geotest.TorExits(200, "8.8.8.8")+strings.Repeat("8.8.4.4\n", 5000), testNow.Add(-time.Hour))
+	eng, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	srv := mustNew(t, Config{AdminToken: testAdminToken, Logger: slog.New(slog.DiscardHandler), Now: p.Now},
+		Deps{Geo: eng, Accounts: p.Accounts, Meter: p.Meter, Registry: prometheus.NewRegistry()})
+	e := &env{admin: srv.AdminHandler()}
+	r := e.adminCall(t, "GET", "/admin/datasets", "")
+	if r.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", r.Code, r.Body)
+	}
+	got := decode[Datasets](t, r)
+	if len(got.RefusedLists) != 1 || got.RefusedLists[0].Name != privacy.TorList ||
+		!strings.Contains(got.RefusedLists[0].Reason, "5201 entries, more than the 5000") {
+		t.Errorf("refused lists %+v", got.RefusedLists)
+	}
+	for _, f := range got.Files {
+		if f.DatabaseType == privacy.TorList {
+			t.Errorf("the padded Tor list is in service: %+v", f)
+		}
 	}
 }

@@ -1,0 +1,4 @@
+package privacy
+
+// Coverage is coverage, for the tests of the bounds.
+var Coverage = coverage
