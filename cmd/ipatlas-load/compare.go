@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,10 @@ import (
 )
 
 const queryRoute = "POST /api/ip-query"
+
+// lookupRoute is the metered query as a GET, the request shape echoip's
+// GET /json?ip= has.
+const lookupRoute = "GET /api/lookup/{ip}"
 
 // hugeQuota is the monthly limit and the credit balance of the harness's
 // key: far more than any run can use.
@@ -181,6 +186,16 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 				if echoip != nil {
 					targets = append(targets, echoip.query)
 				}
+			case "lookup":
+				name = lookupRoute
+				getHeader := http.Header{"Authorization": queryHeader["Authorization"]}
+				targets = []*target{
+					{method: http.MethodGet, header: getHeader, urls: lookupURLs(base, addrs, o.lang)},
+					{method: http.MethodGet, urls: lookupURLs(minBase, addrs, o.lang)},
+				}
+				if echoip != nil {
+					targets = append(targets, echoip.query)
+				}
 			case "myip":
 				name, goal = "GET /api/ip/myip", 0.80
 				targets = []*target{
@@ -224,7 +239,7 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 					if ctx.Err() != nil {
 						return ctx.Err()
 					}
-					if i == 0 && name == queryRoute {
+					if i == 0 && (name == queryRoute || name == lookupRoute) {
 						charged += w.ok + r.ok
 					}
 					res[i] = res[i].merge(r)
@@ -255,6 +270,7 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 			fmt.Fprintln(stdout)
 			if n > 2 {
 				e := echoipRatios{
+					route:      name,
 					conns:      conns,
 					throughput: res[0].rps() / res[2].rps(),
 					rounds:     roundRatios[2],
@@ -282,8 +298,12 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 		for i := 1; i < len(servers); i++ {
 			if mem[0].pss > 0 && mem[i].pss > 0 {
 				fmt.Fprintf(stdout, " PSS ratio to %s %.2f;", servers[i].name, float64(mem[0].pss)/float64(mem[i].pss))
-				if servers[i].name == "echoip" && len(summary) > 0 && summary[len(summary)-1].conns == conns {
-					summary[len(summary)-1].pss = float64(mem[0].pss) / float64(mem[i].pss)
+				if servers[i].name == "echoip" {
+					for k := range summary {
+						if summary[k].conns == conns {
+							summary[k].pss = float64(mem[0].pss) / float64(mem[i].pss)
+						}
+					}
 				}
 			}
 		}
@@ -310,14 +330,14 @@ func runCompare(ctx context.Context, o options, stdout, stderr io.Writer) error 
 	}
 
 	if len(summary) > 0 {
-		fmt.Fprintf(stdout, "ipatlas / echoip, metered POST /api/ip-query against GET /json?ip= (throughput above 1 is better, the rest below 1):\n")
-		fmt.Fprintf(stdout, "%5s %10s %14s %10s %8s %8s\n", "conns", "req/s", "rounds", "cpu/req", "p99", "PSS")
+		fmt.Fprintf(stdout, "ipatlas / echoip, the metered query against GET /json?ip= (throughput above 1 is better, the rest below 1):\n")
+		fmt.Fprintf(stdout, "%-20s %5s %10s %14s %10s %8s %8s\n", "ipatlas", "conns", "req/s", "rounds", "cpu/req", "p99", "PSS")
 		for _, e := range summary {
-			fmt.Fprintf(stdout, "%5d %9.3fx %14s %9.3fx %7.2fx %7.2fx\n", e.conns, e.throughput, e.spread(), e.cpu, e.p99, e.pss)
+			fmt.Fprintf(stdout, "%-20s %5d %9.3fx %14s %9.3fx %7.2fx %7.2fx\n", e.route, e.conns, e.throughput, e.spread(), e.cpu, e.p99, e.pss)
 		}
 	}
 
-	if strings.Contains(o.endpoints, "query") {
+	if strings.Contains(o.endpoints, "query") || strings.Contains(o.endpoints, "lookup") {
 		used, err := usageCounter(ctx, setup, base, key)
 		if err != nil {
 			return err
@@ -383,6 +403,7 @@ func prepareEchoip(ctx context.Context, o options, src string, ws *workspace) (*
 
 // echoipRatios are ipatlas's figures over echoip's at one concurrency.
 type echoipRatios struct {
+	route                     string // ipatlas's request
 	conns                     int
 	throughput, cpu, p99, pss float64
 	rounds                    []float64
@@ -568,6 +589,15 @@ func queryBodies(o options, inside []netip.Prefix) ([][]byte, error) {
 		return nil, err
 	}
 	return encodeQueries(addrs, o.lang)
+}
+
+// lookupURLs are GET /api/lookup/{ip} for each queried address.
+func lookupURLs(base string, addrs []netip.Addr, lang string) []string {
+	urls := make([]string, len(addrs))
+	for i, a := range addrs {
+		urls[i] = base + "/api/lookup/" + a.String() + "?lang=" + url.QueryEscape(lang)
+	}
+	return urls
 }
 
 // encodeQueries pre-encodes the location queries of addrs.

@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.binary, "ipatlas", "", "ipatlas binary to run; default: go build ./cmd/ipatlas (run from the repository)")
 	fs.Float64Var(&o.v6Share, "v6", 0.5, "share of IPv6 addresses among the queried ones")
 	fs.StringVar(&o.lang, "lang", "en", "lang of the queries: en or zh")
-	fs.StringVar(&o.endpoints, "endpoints", "query,myip", "endpoints to measure, comma-separated: query, myip")
+	fs.StringVar(&o.endpoints, "endpoints", "query,lookup,myip", "endpoints to measure, comma-separated: query (the metered POST), lookup (the metered GET /api/lookup/{ip}), myip")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random addresses")
 	fs.StringVar(&o.profileDir, "profile", "", "directory to save CPU profiles of ipatlas in (first round of each endpoint), for go tool pprof")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (store, dataset, server log)")

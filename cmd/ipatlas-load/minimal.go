@@ -54,6 +54,14 @@ func minimalHandler(queryAnswer []byte) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(queryAnswer)
 	})
+	mux.HandleFunc("GET /api/lookup/{ip}", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := netip.ParseAddr(r.PathValue("ip")); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(queryAnswer)
+	})
 	mux.HandleFunc("GET /api/ip/myip", func(w http.ResponseWriter, r *http.Request) {
 		ap, err := netip.ParseAddrPort(r.RemoteAddr)
 		if err != nil {
@@ -82,35 +90,43 @@ func lookupHandler(eng *geo.Engine) http.Handler {
 	mux := minimalHandler(nil).(*http.ServeMux)
 	lookup := http.NewServeMux()
 	lookup.Handle("GET /api/ip/myip", mux)
+	lookup.HandleFunc("GET /api/lookup/{ip}", func(w http.ResponseWriter, r *http.Request) {
+		answerLookup(w, eng, r.PathValue("ip"), r.URL.Query().Get("lang"))
+	})
 	lookup.HandleFunc("POST /api/ip-query", func(w http.ResponseWriter, r *http.Request) {
 		var q ipatlas.QueryRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<10)).Decode(&q); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		a, err := netaddr.Parse(q.IP)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if b, special := netaddr.Classify(a); special {
-			http.Error(w, b.Name, http.StatusBadRequest)
-			return
-		}
-		lang, ok := ipatlas.ParseLang(q.Lang)
-		if !ok {
-			http.Error(w, "lang", http.StatusBadRequest)
-			return
-		}
-		rec, err := eng.Lookup(a, lang)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(ipatlas.Envelope{Success: true, Data: &rec, Meta: ipatlas.Meta{IsAPIRequest: true}})
+		answerLookup(w, eng, q.IP, q.Lang)
 	})
 	return lookup
+}
+
+// answerLookup answers one address as the service does, unmetered.
+func answerLookup(w http.ResponseWriter, eng *geo.Engine, ip, langText string) {
+	a, err := netaddr.Parse(ip)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if b, special := netaddr.Classify(a); special {
+		http.Error(w, b.Name, http.StatusBadRequest)
+		return
+	}
+	lang, ok := ipatlas.ParseLang(langText)
+	if !ok {
+		http.Error(w, "lang", http.StatusBadRequest)
+		return
+	}
+	rec, err := eng.Lookup(a, lang)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(ipatlas.Envelope{Success: true, Data: &rec, Meta: ipatlas.Meta{IsAPIRequest: true}})
 }
 
 func runMinimal(args []string) error {
