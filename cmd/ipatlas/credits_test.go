@@ -162,3 +162,32 @@ func TestCLIWhileServing(t *testing.T) {
 		t.Fatalf("ledger: %d queries, balance %d; charged %d", queries, bal, charged.Load())
 	}
 }
+
+// One credit, one query, one reply: the noun agrees with the number in
+// what the commands print.
+func TestOutputSingular(t *testing.T) {
+	m := newMgmtEnv(t)
+	out := m.ok("accounts", "create", "--name", "one", "--tier", "enterprise", "--monthly-limit", "1", "--credits", "1")
+	if !strings.Contains(out, "1 query per key and month, 1 credit.") {
+		t.Errorf("accounts create: %q", out)
+	}
+	id := "1"
+	if out := m.ok("accounts", "show", id); !strings.Contains(out, "1 query per key and month") {
+		t.Errorf("accounts show: %q", out)
+	}
+	if out := m.ok("accounts", "set-tier", id, "enterprise", "--monthly-limit", "1"); !strings.Contains(out, ": 1 query per key and month.") {
+		t.Errorf("accounts set-tier: %q", out)
+	}
+	if out := m.ok("credits", "show", id); !strings.Contains(out, "has 1 credit.") {
+		t.Errorf("credits show: %q", out)
+	}
+	if out := m.ok("credits", "add", id, "1", "--reason", "one more"); !strings.HasPrefix(out, "Added 1 credit (account 1)") {
+		t.Errorf("credits add: %q", out)
+	}
+	if out := m.ok("credits", "add", id, "-1", "--reason", "one less"); !strings.HasPrefix(out, "Deducted 1 credit (account 1)") {
+		t.Errorf("credits add -1: %q", out)
+	}
+	if out := m.ok("credits", "add", id, "2", "--reason", "two"); !strings.HasPrefix(out, "Added 2 credits") {
+		t.Errorf("credits add 2: %q", out)
+	}
+}
