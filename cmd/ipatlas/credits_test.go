@@ -49,7 +49,7 @@ func TestCredits(t *testing.T) {
 
 	// Below zero is refused and changes nothing.
 	stderr, err := m.fails(exitQuota, "credits", "add", ids, "-101", "--reason", "too much")
-	if !strings.Contains(err.Error(), "insufficient") {
+	if !strings.Contains(err.Error(), "insufficient") || !strings.Contains(err.Error(), "the balance is 100, too little to deduct 101") {
 		t.Fatalf("deduction below zero: %v %s", err, stderr)
 	}
 	m.json(&shown, "credits", "show", ids)
@@ -69,9 +69,21 @@ func TestCredits(t *testing.T) {
 	} {
 		m.fails(exitUsage, args...)
 	}
-	m.fails(exitNotFound, "credits", "add", "999", "5", "--reason", "x")
-	m.fails(exitNotFound, "credits", "show", "999")
-	m.fails(exitNotFound, "credits", "history", "999")
+	// An unknown account is named, whatever the command.
+	for _, args := range [][]string{
+		{"credits", "add", "999", "5", "--reason", "x"},
+		{"credits", "add", "999", "-5", "--reason", "x"},
+		{"credits", "show", "999"},
+		{"credits", "history", "999"},
+		{"accounts", "show", "999"},
+		{"accounts", "set-tier", "999", "pro"},
+		{"keys", "list", "--account", "999"},
+		{"keys", "create", "--account", "999"},
+	} {
+		if _, err := m.fails(exitNotFound, args...); err == nil || err.Error() != "no account 999" {
+			t.Errorf("%q: %v, want \"no account 999\"", args, err)
+		}
+	}
 
 	var es []account.LedgerEntry
 	m.json(&es, "credits", "history", ids)
