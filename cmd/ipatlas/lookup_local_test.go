@@ -141,14 +141,14 @@ func TestLookupLocalChineseRefusal(t *testing.T) {
 		t.Fatalf("exit %d: %v", exitCode(err), err)
 	}
 	l := jsonLines(t, out)
-	if len(l) != 1 || l[0]["code"] != "PrivateIP" || l[0]["error"] != "不支持私有IP地址：192.168.0.1 是私有地址（RFC 1918）" {
+	if len(l) != 1 || l[0]["code"] != "PrivateIP" || l[0]["error"] != "不支持私有 IP 地址：192.168.0.1 是私有地址（RFC 1918）" {
 		t.Errorf("Chinese refusal: %v", l)
 	}
 	// A malformed address is explained in Chinese too, not in English
 	// inside Chinese brackets.
 	out, _, _ = runLocal(t, nil, "", "--data-dir", t.TempDir(), "--lang", "zh", "--json", "garbage")
 	l = jsonLines(t, out)
-	if len(l) != 1 || l[0]["code"] != "InvalidIP" || l[0]["error"] != `无效的IP地址格式："garbage"：含有不应出现的字符 'g'` {
+	if len(l) != 1 || l[0]["code"] != "InvalidIP" || l[0]["error"] != `无效的 IP 地址格式："garbage"：含有不应出现的字符 'g'` {
 		t.Errorf("Chinese InvalidIP: %v", l)
 	}
 }
