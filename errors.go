@@ -38,8 +38,8 @@ type codeInfo struct {
 // codes is the one table from code to HTTP status and default texts. The
 // server renders errors from it and the client maps statuses back with it.
 var codes = map[ErrorCode]codeInfo{
-	CodeInvalidIP:            {http.StatusBadRequest, "Invalid IP address format", "无效的IP地址格式"},
-	CodePrivateIP:            {http.StatusBadRequest, "Private IP address not supported", "不支持私有IP地址"},
+	CodeInvalidIP:            {http.StatusBadRequest, "Invalid IP address format", "无效的 IP 地址格式"},
+	CodePrivateIP:            {http.StatusBadRequest, "Private IP address not supported", "不支持私有 IP 地址"},
 	CodeRateLimitExceeded:    {http.StatusTooManyRequests, "API rate limit exceeded", "API请求频率超出限制"},
 	CodeInsufficientCredits:  {http.StatusPaymentRequired, "Not enough API credits", "API积分不足"},
 	CodeInvalidAPIKey:        {http.StatusUnauthorized, "Invalid or missing API key", "API密钥无效或缺失"},
@@ -88,7 +88,7 @@ func (c ErrorCode) Text(lang Lang) string {
 
 // Message is how every answer words a failure: the code's text in lang,
 // then the detail when there is one, joined by the colon of that language
-// ("Invalid IP address format: …", "无效的IP地址格式：…"). The detail must be
+// ("Invalid IP address format: …", "无效的 IP 地址格式：…"). The detail must be
 // in lang too: an answer never mixes the two languages.
 func (c ErrorCode) Message(lang Lang, detail string) string {
 	text := c.Text(lang)

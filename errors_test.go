@@ -14,9 +14,9 @@ func TestMessage(t *testing.T) {
 		want   string
 	}{
 		{ipatlas.CodeInvalidIP, ipatlas.English, "", "Invalid IP address format"},
-		{ipatlas.CodeInvalidIP, ipatlas.Chinese, "", "无效的IP地址格式"},
+		{ipatlas.CodeInvalidIP, ipatlas.Chinese, "", "无效的 IP 地址格式"},
 		{ipatlas.CodeInvalidIP, ipatlas.English, "empty input", "Invalid IP address format: empty input"},
-		{ipatlas.CodeInvalidIP, ipatlas.Chinese, "输入为空", "无效的IP地址格式：输入为空"},
+		{ipatlas.CodeInvalidIP, ipatlas.Chinese, "输入为空", "无效的 IP 地址格式：输入为空"},
 	} {
 		if got := tt.code.Message(tt.lang, tt.detail); got != tt.want {
 			t.Errorf("%s.Message(%v, %q) = %q, want %q", tt.code, tt.lang, tt.detail, got, tt.want)

@@ -511,12 +511,17 @@ func malformed(r *reply, what string) *ipatlas.Error {
 	return &ipatlas.Error{Code: ipatlas.CodeInternal, Status: r.status, Message: "unexpected answer: " + what}
 }
 
+// codeForText is the code whose default text msg is, in English or
+// Chinese; "" when none. The Chinese texts are compared without spaces,
+// so that a server that writes them without the space between Chinese and
+// Latin words ("不支持私有IP地址", as ipatlas did before) is understood too.
 func codeForText(msg string) ipatlas.ErrorCode {
 	if msg == "" {
 		return ""
 	}
+	bare := strings.ReplaceAll(msg, " ", "")
 	for _, code := range ipatlas.Codes() {
-		if strings.EqualFold(msg, code.Text(ipatlas.English)) || msg == code.Text(ipatlas.Chinese) {
+		if strings.EqualFold(msg, code.Text(ipatlas.English)) || bare == strings.ReplaceAll(code.Text(ipatlas.Chinese), " ", "") {
 			return code
 		}
 	}

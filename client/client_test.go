@@ -147,10 +147,10 @@ func TestCheckAddressSpeaksOneLanguage(t *testing.T) {
 		want string
 	}{
 		{"garbage", ipatlas.English, ipatlas.CodeInvalidIP, `Invalid IP address format: "garbage": unexpected character 'g'`},
-		{"garbage", ipatlas.Chinese, ipatlas.CodeInvalidIP, `无效的IP地址格式："garbage"：含有不应出现的字符 'g'`},
-		{"08.8.8.8", ipatlas.Chinese, ipatlas.CodeInvalidIP, `无效的IP地址格式："08.8.8.8"：IPv4 地址的各段不允许有前导零`},
+		{"garbage", ipatlas.Chinese, ipatlas.CodeInvalidIP, `无效的 IP 地址格式："garbage"：含有不应出现的字符 'g'`},
+		{"08.8.8.8", ipatlas.Chinese, ipatlas.CodeInvalidIP, `无效的 IP 地址格式："08.8.8.8"：IPv4 地址的各段不允许有前导零`},
 		{"10.0.0.1", ipatlas.English, ipatlas.CodePrivateIP, "Private IP address not supported: 10.0.0.1 is a private-use address (RFC 1918)"},
-		{"10.0.0.1", ipatlas.Chinese, ipatlas.CodePrivateIP, "不支持私有IP地址：10.0.0.1 是私有地址（RFC 1918）"},
+		{"10.0.0.1", ipatlas.Chinese, ipatlas.CodePrivateIP, "不支持私有 IP 地址：10.0.0.1 是私有地址（RFC 1918）"},
 	} {
 		_, err := client.CheckAddress(tc.ip, tc.lang)
 		var e *ipatlas.Error
@@ -186,7 +186,8 @@ func TestErrorsFromAnswers(t *testing.T) {
 		{"teapot", answer{418, "", "", nil}, ipatlas.CodeInternal, 418, 0, -1, "HTTP 418"},
 		{"2xx success false with code", answer{200, "application/json", `{"success":false,"error":"nope","code":"InsufficientCredits","meta":{"isLoggedIn":true,"isApiRequest":true,"currentCredits":0}}`, nil}, ipatlas.CodeInsufficientCredits, 200, 0, 0, "nope"},
 		{"2xx success false, spec text only", answer{200, "application/json", `{"success":false,"error":"Invalid IP address format","meta":{"isLoggedIn":true,"isApiRequest":true,"currentCredits":7}}`, nil}, ipatlas.CodeInvalidIP, 200, 0, 7, "Invalid IP address format"},
-		{"2xx success false, Chinese text only", answer{200, "application/json", `{"success":false,"error":"不支持私有IP地址","meta":{"currentCredits":7}}`, nil}, ipatlas.CodePrivateIP, 200, 0, 7, "不支持私有IP地址"},
+		{"2xx success false, Chinese text only", answer{200, "application/json", `{"success":false,"error":"不支持私有 IP 地址","meta":{"currentCredits":7}}`, nil}, ipatlas.CodePrivateIP, 200, 0, 7, "不支持私有 IP 地址"},
+		{"2xx success false, Chinese text without spaces", answer{200, "application/json", `{"success":false,"error":"无效的IP地址格式","meta":{"currentCredits":7}}`, nil}, ipatlas.CodeInvalidIP, 200, 0, 7, "无效的IP地址格式"},
 		{"2xx success false, nothing", answer{200, "application/json", `{"success":false}`, nil}, ipatlas.CodeInternal, 200, 0, -1, ""},
 		{"2xx HTML captive portal", answer{200, "text/html", "<html>log in to the wifi</html>", nil}, ipatlas.CodeInternal, 200, 0, -1, "not JSON"},
 		{"2xx success without data", answer{200, "application/json", `{"success":true,"meta":{}}`, nil}, ipatlas.CodeInternal, 200, 0, -1, "without \"data\""},

@@ -18,7 +18,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 	f.Add(200, []byte(`{"success":true,"data":`+recordJSON+`,"meta":{"currentCredits":3}}`), "")
 	f.Add(429, []byte(`{"success":false,"error":"API rate limit exceeded","code":"RateLimitExceeded","meta":{}}`), "3600")
 	f.Add(502, []byte(`<html>bad gateway</html>`), "Wed, 21 Oct 2015 07:28:00 GMT")
-	f.Add(200, []byte(`{"success":false,"error":"不支持私有IP地址"}`), "-1")
+	f.Add(200, []byte(`{"success":false,"error":"不支持私有 IP 地址"}`), "-1")
 	f.Add(200, []byte(`{"success":true,"data":{"ip":"1.1.1.1","latitude":"x"}}`), "99999999999999999999")
 	c, err := client.New(client.Config{})
 	if err != nil {

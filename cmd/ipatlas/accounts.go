@@ -60,8 +60,8 @@ func runAccountsCreate(ctx context.Context, e env, args []string) error {
 	if c.json {
 		return c.printJSON(a)
 	}
-	fmt.Fprintf(e.stdout, "Created account %d %q: %s tier, %d queries per key and month, %d credits.\n",
-		a.ID, a.Name, a.Tier, a.MonthlyLimit, a.Credits)
+	fmt.Fprintf(e.stdout, "Created account %d %q: %s tier, %s per key and month, %s.\n",
+		a.ID, a.Name, a.Tier, plural(a.MonthlyLimit, "query", "queries"), plural(a.Credits, "credit", "credits"))
 	fmt.Fprintf(e.stdout, "Create its API key with: ipatlas keys create --account %d\n", a.ID)
 	return nil
 }
@@ -148,7 +148,7 @@ func runAccountsShow(ctx context.Context, e env, args []string) error {
 	fmt.Fprintf(tw, "ID\t%d\n", a.ID)
 	fmt.Fprintf(tw, "Name\t%s\n", a.Name)
 	fmt.Fprintf(tw, "Tier\t%s\n", a.Tier)
-	fmt.Fprintf(tw, "Limit\t%d queries per key and month\n", a.MonthlyLimit)
+	fmt.Fprintf(tw, "Limit\t%s per key and month\n", plural(a.MonthlyLimit, "query", "queries"))
 	fmt.Fprintf(tw, "Credits\t%d\n", a.Credits)
 	fmt.Fprintf(tw, "Created\t%s\n", mgmtTime(a.CreatedAt))
 	if err := tw.Flush(); err != nil {
@@ -202,6 +202,6 @@ func runAccountsSetTier(ctx context.Context, e env, args []string) error {
 	if c.json {
 		return c.printJSON(a)
 	}
-	fmt.Fprintf(e.stdout, "Account %d %q is now %s: %d queries per key and month.\n", a.ID, a.Name, a.Tier, a.MonthlyLimit)
+	fmt.Fprintf(e.stdout, "Account %d %q is now %s: %s per key and month.\n", a.ID, a.Name, a.Tier, plural(a.MonthlyLimit, "query", "queries"))
 	return nil
 }

@@ -86,7 +86,7 @@ func runASN(ctx context.Context, e env, args []string) error {
 	case len(ases) == 1:
 		return clientExit(first)
 	}
-	return &exitError{code: clientExitCode(first), err: fmt.Errorf("asn: %d of %d AS numbers failed; the first: %w", failed, len(ases), first)}
+	return &exitError{code: clientExitCode(first), err: fmt.Errorf("asn: %d of %s failed; the first: %w", failed, plural(len(ases), "AS number", "AS numbers"), first)}
 }
 
 func printASJSON(w io.Writer, in string, res client.ASResult, err error) error {

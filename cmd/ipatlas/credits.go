@@ -58,7 +58,7 @@ func runCreditsAdd(ctx context.Context, e env, args []string) error {
 	if amount < 0 {
 		verb, n = "Deducted", -amount
 	}
-	fmt.Fprintf(e.stdout, "%s %d credits (account %d): the balance is now %d.\n", verb, n, id, entry.Balance)
+	fmt.Fprintf(e.stdout, "%s %s (account %d): the balance is now %d.\n", verb, plural(n, "credit", "credits"), id, entry.Balance)
 	return nil
 }
 
@@ -83,7 +83,7 @@ func runCreditsShow(ctx context.Context, e env, args []string) error {
 	if c.json {
 		return c.printJSON(mgmtCreditsView{AccountID: a.ID, Name: a.Name, Credits: a.Credits})
 	}
-	fmt.Fprintf(e.stdout, "Account %d %q has %d credits.\n", a.ID, a.Name, a.Credits)
+	fmt.Fprintf(e.stdout, "Account %d %q has %s.\n", a.ID, a.Name, plural(a.Credits, "credit", "credits"))
 	return nil
 }
 

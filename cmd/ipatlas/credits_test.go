@@ -49,7 +49,7 @@ func TestCredits(t *testing.T) {
 
 	// Below zero is refused and changes nothing.
 	stderr, err := m.fails(exitQuota, "credits", "add", ids, "-101", "--reason", "too much")
-	if !strings.Contains(err.Error(), "insufficient") {
+	if !strings.Contains(err.Error(), "insufficient") || !strings.Contains(err.Error(), "the balance is 100, too little to deduct 101") {
 		t.Fatalf("deduction below zero: %v %s", err, stderr)
 	}
 	m.json(&shown, "credits", "show", ids)
@@ -69,9 +69,21 @@ func TestCredits(t *testing.T) {
 	} {
 		m.fails(exitUsage, args...)
 	}
-	m.fails(exitNotFound, "credits", "add", "999", "5", "--reason", "x")
-	m.fails(exitNotFound, "credits", "show", "999")
-	m.fails(exitNotFound, "credits", "history", "999")
+	// An unknown account is named, whatever the command.
+	for _, args := range [][]string{
+		{"credits", "add", "999", "5", "--reason", "x"},
+		{"credits", "add", "999", "-5", "--reason", "x"},
+		{"credits", "show", "999"},
+		{"credits", "history", "999"},
+		{"accounts", "show", "999"},
+		{"accounts", "set-tier", "999", "pro"},
+		{"keys", "list", "--account", "999"},
+		{"keys", "create", "--account", "999"},
+	} {
+		if _, err := m.fails(exitNotFound, args...); err == nil || err.Error() != "no account 999" {
+			t.Errorf("%q: %v, want \"no account 999\"", args, err)
+		}
+	}
 
 	var es []account.LedgerEntry
 	m.json(&es, "credits", "history", ids)
@@ -160,5 +172,34 @@ func TestCLIWhileServing(t *testing.T) {
 	}
 	if queries != charged.Load() || bal != 100000+10-charged.Load() {
 		t.Fatalf("ledger: %d queries, balance %d; charged %d", queries, bal, charged.Load())
+	}
+}
+
+// One credit, one query, one reply: the noun agrees with the number in
+// what the commands print.
+func TestOutputSingular(t *testing.T) {
+	m := newMgmtEnv(t)
+	out := m.ok("accounts", "create", "--name", "one", "--tier", "enterprise", "--monthly-limit", "1", "--credits", "1")
+	if !strings.Contains(out, "1 query per key and month, 1 credit.") {
+		t.Errorf("accounts create: %q", out)
+	}
+	id := "1"
+	if out := m.ok("accounts", "show", id); !strings.Contains(out, "1 query per key and month") {
+		t.Errorf("accounts show: %q", out)
+	}
+	if out := m.ok("accounts", "set-tier", id, "enterprise", "--monthly-limit", "1"); !strings.Contains(out, ": 1 query per key and month.") {
+		t.Errorf("accounts set-tier: %q", out)
+	}
+	if out := m.ok("credits", "show", id); !strings.Contains(out, "has 1 credit.") {
+		t.Errorf("credits show: %q", out)
+	}
+	if out := m.ok("credits", "add", id, "1", "--reason", "one more"); !strings.HasPrefix(out, "Added 1 credit (account 1)") {
+		t.Errorf("credits add: %q", out)
+	}
+	if out := m.ok("credits", "add", id, "-1", "--reason", "one less"); !strings.HasPrefix(out, "Deducted 1 credit (account 1)") {
+		t.Errorf("credits add -1: %q", out)
+	}
+	if out := m.ok("credits", "add", id, "2", "--reason", "two"); !strings.HasPrefix(out, "Added 2 credits") {
+		t.Errorf("credits add 2: %q", out)
 	}
 }

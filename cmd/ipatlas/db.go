@@ -234,7 +234,7 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 			if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
 				failed, first = len(j.Unwrap()), j.Unwrap()[0]
 			}
-			return fmt.Errorf("db fetch: %d privacy lists failed (the copies in service stay; the first: %w)", failed, first)
+			return fmt.Errorf("db fetch: %s failed (the copies in service stay; the first: %w)", plural(failed, "privacy list", "privacy lists"), first)
 		}
 	}
 	fmt.Fprintf(e.stdout, "done in %s\n", time.Since(start).Round(100*time.Millisecond))
@@ -385,7 +385,7 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 		fmt.Fprintf(w, "  source:       %s\n", d.SourceOf())
 		fmt.Fprintf(w, "  version:      %s\n", d.Version)
 		age := now.Sub(d.BuildDate)
-		fmt.Fprintf(w, "  build date:   %s (%d days ago)\n", d.BuildDate.UTC().Format(time.RFC3339), int(age.Hours()/24))
+		fmt.Fprintf(w, "  build date:   %s (%s ago)\n", d.BuildDate.UTC().Format(time.RFC3339), plural(int(age.Hours()/24), "day", "days"))
 		if age > dataset.MaxAge {
 			days := int(dataset.MaxAge.Hours() / 24)
 			if d.SourceOf() == dataset.SourceNPM {
@@ -434,7 +434,11 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 			if t, err := time.Parse(time.RFC3339, s.BuildTime); err == nil {
 				date = t.UTC().Format(time.DateOnly)
 			}
-			fmt.Fprintf(tw, "  %s\t%s entries\t%s\t%.1f KiB\t%s\n", s.DatabaseType, groupThousands(s.Networks), date, float64(s.Bytes)/1024, s.URL)
+			entries := "entries"
+			if s.Networks == 1 {
+				entries = "entry"
+			}
+			fmt.Fprintf(tw, "  %s\t%s %s\t%s\t%.1f KiB\t%s\n", s.DatabaseType, groupThousands(s.Networks), entries, date, float64(s.Bytes)/1024, s.URL)
 		}
 		tw.Flush()
 		for _, s := range info.Privacy {

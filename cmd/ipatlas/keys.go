@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ipatlas/ipatlas/internal/account"
 )
@@ -15,12 +18,15 @@ const (
 	usageKeysRotate = "rotate KEY_ID"
 )
 
+// minKeyRef is the fewest characters of a key ID that may name a key.
+const minKeyRef = 4
+
 // keysCommand manages API keys. A key's secret is printed once, when it
 // is created or rotated; the store keeps only its hash.
 var keysCommand = mgmtGroup("keys", "manage API keys",
 	mgmtSub(usageKeysCreate, "create a key for an account; its secret is printed once", runKeysCreate),
 	mgmtSub(usageKeysList, "list an account's keys and their usage", runKeysList),
-	mgmtSub(usageKeysRevoke, "revoke a key", runKeysRevoke),
+	mgmtSub(usageKeysRevoke, "revoke a key, named by its ID or prefix as 'keys list' shows it", runKeysRevoke),
 	mgmtSub(usageKeysRotate, "give a key a new secret, keeping its ID and usage", runKeysRotate),
 )
 
@@ -104,7 +110,11 @@ func runKeysRevoke(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer done()
-	k, err := svc.RevokeKey(ctx, pos[0])
+	id, err := mgmtKeyID(ctx, svc, pos[0])
+	if err != nil {
+		return err
+	}
+	k, err := svc.RevokeKey(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -126,7 +136,11 @@ func runKeysRotate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer done()
-	nk, err := svc.RotateKey(ctx, pos[0])
+	id, err := mgmtKeyID(ctx, svc, pos[0])
+	if err != nil {
+		return err
+	}
+	nk, err := svc.RotateKey(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -136,4 +150,59 @@ func runKeysRotate(ctx context.Context, e env, args []string) error {
 	mgmtPrintSecret(e.stdout, "Rotated", nk)
 	fmt.Fprintln(e.stdout, "The old secret no longer works; the key keeps its ID and this month's usage.")
 	return nil
+}
+
+// mgmtKeyID is the ID of the key that ref names, as 'keys list' shows
+// keys: the ID ("AbC123xyz789"), the prefix ("ipa_AbC123xyz789", with or
+// without the listing's "…"), or the start of either, of at least
+// minKeyRef characters of the ID, when exactly one key's ID starts so.
+// A start that several keys share is refused with their IDs; a secret is
+// refused without being echoed.
+func mgmtKeyID(ctx context.Context, svc *account.Service, ref string) (string, error) {
+	id := strings.TrimSpace(ref)
+	id = strings.TrimSuffix(strings.TrimSuffix(id, "…"), "...")
+	id = strings.TrimPrefix(id, account.KeyPrefix(""))
+	if strings.Contains(id, "_") {
+		return "", usageError("that looks like a key's secret: name the key by its ID or prefix as 'ipatlas keys list' shows it " +
+			"(and keep secrets off command lines, which others can see)")
+	}
+	isAlnum := func(r rune) bool { return r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) }
+	switch {
+	case id == "" || len(id) > account.KeyIDLen || strings.ContainsFunc(id, func(r rune) bool { return !isAlnum(r) }):
+		return "", usageError(fmt.Sprintf("%q is not a key: give its ID or prefix as 'ipatlas keys list' shows it (%s and %d letters and digits)",
+			ref, account.KeyPrefix(""), account.KeyIDLen))
+	case len(id) == account.KeyIDLen:
+		return id, nil
+	case len(id) < minKeyRef:
+		return "", usageError(fmt.Sprintf("%q is too short to name a key: give at least %d characters of its ID", ref, minKeyRef))
+	}
+	// A shortened ID: the keys of every account are read, as an operator
+	// would look them up with 'keys list'.
+	as, err := svc.Accounts(ctx)
+	if err != nil {
+		return "", err
+	}
+	var found []account.Key
+	for _, a := range as {
+		ks, err := svc.Keys(ctx, a.ID)
+		if err != nil {
+			return "", err
+		}
+		for _, k := range ks {
+			if strings.HasPrefix(k.ID, id) {
+				found = append(found, k)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", &exitError{code: exitNotFound, err: fmt.Errorf("no key's ID starts with %s", id)}
+	case 1:
+		return found[0].ID, nil
+	}
+	names := make([]string, len(found))
+	for i, k := range found {
+		names[i] = fmt.Sprintf("%s (account %d)", k.ID, k.AccountID)
+	}
+	return "", usageError(fmt.Sprintf("%q names %d keys: %s; give more of the ID", ref, len(found), strings.Join(names, ", ")))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
 )
@@ -137,4 +138,60 @@ func TestKeysRotateRevoke(t *testing.T) {
 	m.fails(exitNotFound, "keys", "revoke", "nosuchkey123")
 	m.fails(exitNotFound, "keys", "rotate", "nosuchkey123")
 	m.fails(exitUsage, "keys", "revoke")
+}
+
+// keys revoke and rotate take a key as 'keys list' shows it: the ID, the
+// prefix (with or without its "…"), or an unambiguous start of the ID; a
+// start that several keys share is refused naming them, and a secret is
+// refused without being echoed.
+func TestKeysNamedAsListed(t *testing.T) {
+	m := newMgmtEnv(t)
+	a := m.createAccount("--name", "a", "--tier", "free")
+	b := m.createAccount("--name", "b", "--tier", "free")
+	svc := m.service()
+	for _, k := range []account.Key{
+		{ID: "Twin1aaaaaaa", AccountID: a}, {ID: "Twin2bbbbbbb", AccountID: b}, {ID: "Solo9ccccccc", AccountID: a}, {ID: "Prefixdddddd", AccountID: b},
+	} {
+		k.Hash, k.CreatedAt = account.HashSecret(k.ID), time.Now()
+		if err := svc.Store.CreateKey(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := m.ok("keys", "list", "--account", fmt.Sprint(b))
+	if !strings.Contains(listed, "ipa_Prefixdddddd…") {
+		t.Fatalf("keys list does not show the prefix this test gives back:\n%s", listed)
+	}
+	for _, tc := range []struct{ ref, id string }{
+		{"ipa_Prefixdddddd…", "Prefixdddddd"}, // pasted from the listing
+		{"ipa_Twin1", "Twin1aaaaaaa"},
+		{"Solo", "Solo9ccccccc"},
+	} {
+		out := m.ok("keys", "revoke", tc.ref)
+		if !strings.Contains(out, "Revoked key "+tc.id) {
+			t.Errorf("keys revoke %s: %q, want %s revoked", tc.ref, out, tc.id)
+		}
+	}
+	var rk cliKey
+	m.json(&rk, "keys", "rotate", "ipa_Twin2bbbbbbb")
+	if rk.ID != "Twin2bbbbbbb" {
+		t.Errorf("keys rotate by prefix rotated %+v", rk)
+	}
+
+	_, err := m.fails(exitUsage, "keys", "revoke", "ipa_Twin")
+	if err == nil || !strings.Contains(err.Error(), "names 2 keys") || !strings.Contains(err.Error(), "Twin1aaaaaaa (account 1)") ||
+		!strings.Contains(err.Error(), "Twin2bbbbbbb (account 2)") || !strings.Contains(err.Error(), "give more of the ID") {
+		t.Errorf("ambiguous prefix: %v", err)
+	}
+	if _, err := m.fails(exitNotFound, "keys", "revoke", "ipa_Nope"); !strings.Contains(err.Error(), "no key's ID starts with Nope") {
+		t.Errorf("unknown prefix: %v", err)
+	}
+	if _, err := m.fails(exitNotFound, "keys", "revoke", "ipa_Nope12345678"); err.Error() != "no key Nope12345678" {
+		t.Errorf("unknown ID: %v", err)
+	}
+	m.fails(exitUsage, "keys", "revoke", "ipa_Tw")
+	m.fails(exitUsage, "keys", "revoke", "not a key")
+	secret := "ipa_Solo9ccccccc_" + strings.Repeat("s", 43)
+	if _, err := m.fails(exitUsage, "keys", "revoke", secret); strings.Contains(err.Error(), "sss") || !strings.Contains(err.Error(), "secret") {
+		t.Errorf("a secret: %v", err)
+	}
 }

@@ -1,17 +1,14 @@
 package main
 
 // What lookup and summarize share: where the addresses come from, how a
-// long list is looked up (one batch request per 100, in order), the
-// progress bar, and the CSV form of a result.
+// long list is looked up (one batch request per 100, in order), and the
+// progress bar.
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/ipatlas/ipatlas"
@@ -121,88 +118,6 @@ func lookupAll(ctx context.Context, c *client.Client, cache diskCache, ips []str
 		}
 	}
 	return nil
-}
-
-// privacyColumns are the CSV columns of the privacy object.
-var privacyColumns = []string{"hosting", "vpn", "tor", "relay", "service"}
-
-// csvPrinter writes RFC 4180 rows: "input", the record's selected fields
-// (privacy as its five columns), "error_code" and "error".
-type csvPrinter struct {
-	w       *csv.Writer
-	columns []string // the record's keys, privacy expanded
-	header  bool
-}
-
-func newCSVPrinter(w io.Writer, fields ipatlas.FieldSet) *csvPrinter {
-	var cols []string
-	for _, f := range fields.Names() {
-		if f == "privacy" {
-			cols = append(cols, privacyColumns...)
-			continue
-		}
-		cols = append(cols, f)
-	}
-	return &csvPrinter{w: csv.NewWriter(w), columns: cols}
-}
-
-func (p *csvPrinter) print(o lookupOutcome) error {
-	if !p.header {
-		p.header = true
-		head := append(append([]string{"input"}, p.columns...), "error_code", "error")
-		if err := p.w.Write(head); err != nil {
-			return err
-		}
-	}
-	row := make([]string, 0, len(p.columns)+3)
-	row = append(row, o.input)
-	if o.err != nil {
-		row = append(row, make([]string, len(p.columns))...)
-		row = append(row, string(errorCode(o.err)), errorText(o.err))
-		return p.w.Write(row)
-	}
-	r := &o.res.Record
-	for _, col := range p.columns {
-		row = append(row, csvField(r, col))
-	}
-	row = append(row, "", "")
-	return p.w.Write(row)
-}
-
-func (p *csvPrinter) flush() error {
-	p.w.Flush()
-	return p.w.Error()
-}
-
-// csvField is recordField with the privacy object in columns: a flag is
-// "true" or "false", or empty when unknown.
-func csvField(r *ipatlas.Record, col string) string {
-	pv := r.Privacy
-	flag := func(on bool) string {
-		if pv == nil {
-			return ""
-		}
-		return strconv.FormatBool(on)
-	}
-	switch col {
-	case "hosting":
-		return flag(pv != nil && pv.Hosting)
-	case "vpn":
-		return flag(pv != nil && pv.VPN)
-	case "relay":
-		return flag(pv != nil && pv.Relay)
-	case "tor":
-		if pv == nil || pv.Tor == nil {
-			return ""
-		}
-		return strconv.FormatBool(*pv.Tor)
-	case "service":
-		if pv == nil {
-			return ""
-		}
-		return pv.Service
-	}
-	return recordField(r, col)
 }
 
 // errorCode is the service's code of a failure, or "" when it has none (a

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,29 +14,26 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geo"
 )
 
-const lookupLocalHelp = `usage: ipatlas lookup --local [--data-dir DIR] [--lang zh] [--json] IP...
-       ipatlas lookup --local [flags] -     (addresses from standard input, one per line)
+func lookupLocalHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `usage: ipatlas lookup --local [flags] IP...
+       ipatlas lookup --local [flags] -          (addresses from standard input, one per line)
+       ipatlas lookup --local [flags] --file FILE   (addresses from FILE, one per line)
 
 Looks addresses up offline with the engine the service uses, on the
-datasets of the data dir (fetch them with 'ipatlas db fetch'). Malformed and
-non-public addresses are refused with their reason.
+datasets of the data dir (fetch them with 'ipatlas db fetch'), printing
+them in the order given. Malformed and non-public addresses are refused
+with the reasons and codes the service gives. It takes lookup's flags and
+prints the same formats.
 
-Output: a block of every field per address; with --json, one JSON object
-per address per line: the record, or {"ip": ..., "error": ..., "code": ...}
-with code InvalidIP or PrivateIP.
+`, lookupFieldsHelp, "\n\n", lookupInputHelp, "\n\n", lookupOutputHelp, `
 
-Exit status: 0 when every address was looked up, 3 when any was refused,
-2 for bad flags, 1 for anything else (such as a missing dataset).
+Exit status: 0 when every address was looked up; with a refused address,
+3 (with several addresses, the error names how many and the first); 2 for
+bad flags; 1 for anything else (such as a missing dataset).
 
 Flags:
-`
-
-// localOutcome is one address's answer: a record, or a refusal.
-type localOutcome struct {
-	input string
-	addr  netip.Addr
-	rec   ipatlas.Record
-	err   *ipatlas.Error
+`)
+	printFlags(w, fs)
 }
 
 func runLookupLocal(ctx context.Context, e env, args []string) error {
@@ -45,98 +41,65 @@ func runLookupLocal(ctx context.Context, e env, args []string) error {
 	fs.Bool("local", true, "look up offline on the data dir (this mode)")
 	dirFlag := fs.String("data-dir", "", "data `DIR`ectory (env IPATLAS_DATA_DIR; default $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)")
 	configFlag := fs.String("config", "", "config `file` (env IPATLAS_CONFIG)")
-	langName := fs.String("lang", "en", "text values in `LANG`: en or zh")
-	jsonOut := fs.Bool("json", false, "one JSON object per address per line")
-	ips, err := parseArgs(e, fs, args, func(w io.Writer) {
-		fmt.Fprint(w, lookupLocalHelp)
-		printFlags(w, fs)
-	})
+	lf := addLookupFlags(fs)
+	pos, err := parseArgs(e, fs, args, func(w io.Writer) { lookupLocalHelp(w, fs) })
 	if err != nil {
 		return err
 	}
-	lang, ok := ipatlas.ParseLang(*langName)
-	if !ok {
-		return usageError(fmt.Sprintf("lookup --local: --lang %q: want en or zh", *langName))
+	job, err := lf.job(e, "lookup --local", pos)
+	if err != nil {
+		return err
 	}
 	ls, err := resolveLocal(e, *configFlag, *dirFlag, "")
 	if err != nil {
 		return err
 	}
-	dir := &ls.dataDir
-	if len(ips) == 1 && ips[0] == "-" {
-		if ips, err = readAddresses(e.stdin); err != nil {
-			return fmt.Errorf("lookup --local: reading standard input: %w", err)
-		}
-	}
-	if len(ips) == 0 {
-		return usageError("lookup --local: give at least one address, or - to read them from standard input")
-	}
 
 	// Refuse what must be refused before touching the data dir, so that a
 	// typo is reported as such even without a dataset.
-	outcomes := make([]localOutcome, len(ips))
+	outcomes := make([]lookupOutcome, len(job.ips))
+	addrs := make([]netip.Addr, len(job.ips))
 	valid := 0
-	for i, s := range ips {
-		a, rerr := checkAddress(s, lang)
-		outcomes[i] = localOutcome{input: strings.TrimSpace(s), addr: a, err: rerr}
-		if rerr == nil {
-			valid++
+	for i, s := range job.ips {
+		outcomes[i].input = strings.TrimSpace(s)
+		a, rerr := checkAddress(s, job.lang)
+		if rerr != nil {
+			outcomes[i].err = rerr
+			continue
 		}
+		addrs[i] = a
+		valid++
 	}
 	if valid > 0 {
-		engine, err := geo.Open(*dir, geo.Options{BuiltinPrivacy: true})
+		engine, err := geo.Open(ls.dataDir, geo.Options{BuiltinPrivacy: true})
 		if err != nil {
-			return fmt.Errorf("lookup --local: %w (fetch the datasets with 'ipatlas db fetch --data-dir %s')", err, *dir)
+			return fmt.Errorf("lookup --local: %w (fetch the datasets with 'ipatlas db fetch --data-dir %s')", err, ls.dataDir)
 		}
 		defer engine.Close()
 		for i := range outcomes {
 			if outcomes[i].err != nil {
 				continue
 			}
-			a := outcomes[i].addr
-			if outcomes[i].rec, err = engine.Lookup(a, lang); err != nil {
-				return fmt.Errorf("lookup --local: %s: %w", a, err)
+			if outcomes[i].res.Record, err = engine.Lookup(addrs[i], job.lang); err != nil {
+				return fmt.Errorf("lookup --local: %s: %w", addrs[i], err)
 			}
 		}
 	}
 
-	var first *ipatlas.Error
-	refused := 0
-	for i, o := range outcomes {
-		if o.err != nil {
-			refused++
-			if first == nil {
-				first = o.err
-			}
-		}
-		var err error
-		if *jsonOut {
-			err = writeLocalJSON(e.stdout, o)
-		} else {
-			if i > 0 {
-				if _, err := fmt.Fprintln(e.stdout); err != nil {
-					return err
-				}
-			}
-			err = writeLocalBlock(e.stdout, o)
-		}
-		if err != nil {
+	rep := job.report(e.stdout)
+	for i := range outcomes {
+		if err := rep.add(&outcomes[i]); err != nil {
 			return err
 		}
 	}
-	switch {
-	case refused == 0:
-		return nil
-	case len(outcomes) == 1:
-		return &exitError{code: exitInput, err: fmt.Errorf("lookup --local: %s [%s]", first.Message, first.Code)}
-	}
-	return &exitError{code: exitInput, err: fmt.Errorf("lookup --local: %d of %d addresses refused; the first: %s [%s]", refused, len(outcomes), first.Message, first.Code)}
+	return rep.finish()
 }
 
 // checkAddress parses s strictly and refuses non-public addresses with
 // the Go client's check, so that a local refusal reads exactly like a
 // remote one, in lang.
-func checkAddress(s string, lang ipatlas.Lang) (netip.Addr, *ipatlas.Error) {
+// The refusal is an *ipatlas.Error.
+func checkAddress(s string, lang ipatlas.Lang) (netip.Addr, error) {
 	canon, err := client.CheckAddress(s, lang)
 	if err != nil {
 		var e *ipatlas.Error
@@ -146,41 +109,4 @@ func checkAddress(s string, lang ipatlas.Lang) (netip.Addr, *ipatlas.Error) {
 		return netip.Addr{}, e
 	}
 	return netip.MustParseAddr(canon), nil
-}
-
-func writeLocalJSON(w io.Writer, o localOutcome) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if o.err != nil {
-		return enc.Encode(struct {
-			IP    string            `json:"ip"`
-			Error string            `json:"error"`
-			Code  ipatlas.ErrorCode `json:"code"`
-		}{o.input, o.err.Message, o.err.Code})
-	}
-	return enc.Encode(o.rec)
-}
-
-// writeLocalBlock prints every field of the record under its JSON name,
-// aligned; "-" marks an unknown value.
-func writeLocalBlock(w io.Writer, o localOutcome) error {
-	var b strings.Builder
-	line := func(k, v string) {
-		if v == "" {
-			v = "-"
-		}
-		fmt.Fprintf(&b, "%-15s %s\n", k, v)
-	}
-	if o.err != nil {
-		line("ip", o.input)
-		line("error", o.err.Message)
-		line("code", string(o.err.Code))
-		_, err := io.WriteString(w, b.String())
-		return err
-	}
-	for _, k := range ipatlas.RecordFields() {
-		line(k, recordField(&o.rec, k))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 )
 
@@ -139,48 +141,76 @@ func TestLookupLocalChineseRefusal(t *testing.T) {
 		t.Fatalf("exit %d: %v", exitCode(err), err)
 	}
 	l := jsonLines(t, out)
-	if len(l) != 1 || l[0]["code"] != "PrivateIP" || l[0]["error"] != "不支持私有IP地址：192.168.0.1 是私有地址（RFC 1918）" {
+	if len(l) != 1 || l[0]["code"] != "PrivateIP" || l[0]["error"] != "不支持私有 IP 地址：192.168.0.1 是私有地址（RFC 1918）" {
 		t.Errorf("Chinese refusal: %v", l)
 	}
 	// A malformed address is explained in Chinese too, not in English
 	// inside Chinese brackets.
 	out, _, _ = runLocal(t, nil, "", "--data-dir", t.TempDir(), "--lang", "zh", "--json", "garbage")
 	l = jsonLines(t, out)
-	if len(l) != 1 || l[0]["code"] != "InvalidIP" || l[0]["error"] != `无效的IP地址格式："garbage"：含有不应出现的字符 'g'` {
+	if len(l) != 1 || l[0]["code"] != "InvalidIP" || l[0]["error"] != `无效的 IP 地址格式："garbage"：含有不应出现的字符 'g'` {
 		t.Errorf("Chinese InvalidIP: %v", l)
 	}
 }
 
-func TestLookupLocalHumanBlocks(t *testing.T) {
+// lookup --local takes lookup's flags (--file, --fields, --csv, --format,
+// --json) and prints what the remote lookup prints for the same data, its
+// refusals and its error included: the two modes share that code.
+func TestLookupLocalSameAsRemote(t *testing.T) {
+	s := startCLIService(t)
+	e := newCLIEnv(t, "IPATLAS_URL", s.url, "IPATLAS_API_KEY", s.key(t, account.Pro, 0, 1000))
 	dir := fixtureDataDir(t)
-	out, stderr, err := runLocal(t, nil, "", "--data-dir", dir, "8.8.8.8", "--lang", "zh", geotest.Singapore.IP)
+	list := filepath.Join(t.TempDir(), "list")
+	if err := os.WriteFile(list, []byte("# list\n"+geotest.Beijing.IP+"\n10.0.0.1\n\n"+geotest.Nuremberg.IP+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The privacy flags are left out: the local engine reads its built-in
+	// lists, the test service none.
+	for _, args := range [][]string{
+		{"--csv", "--fields", "country,city,asn,latitude,longitude", geotest.MountainView.IP, "--file", list},
+		{"--format", "table", "--lang", "zh", "--fields", "country,city,route", "--file", list},
+		{"--fields", "city,zip_code,time_zone,area_code", "--file", list},
+		{"--json", "--fields", "city,latitude,district", "--file", list},
+		{"--format", "csv", "--lang", "zh", "--fields", "province", geotest.Shenzhen.IP},
+		{"--json", "--lang", "zh", "192.168.0.1"},
+		{"--csv", "1.2.3.04"},
+	} {
+		remote := runCLI(t, e, "", append([]string{"lookup", "--no-cache"}, args...)...)
+		local := runCLI(t, e, "", append([]string{"lookup", "--local", "--data-dir", dir}, args...)...)
+		if local.stdout != remote.stdout {
+			t.Errorf("%q: the output differs\nlocal:\n%s\nremote:\n%s", args, local.stdout, remote.stdout)
+		}
+		if local.code != remote.code {
+			t.Errorf("%q: exit %d, remote %d", args, local.code, remote.code)
+		}
+		if local.err == nil || remote.err == nil {
+			if local.err != remote.err {
+				t.Errorf("%q: error %v, remote %v", args, local.err, remote.err)
+			}
+			continue
+		}
+		if errorLine(local.err) != errorLine(remote.err) {
+			t.Errorf("%q: error\n  %s\nremote\n  %s", args, errorLine(local.err), errorLine(remote.err))
+		}
+	}
+}
+
+// A table with every field, on the real engine: the columns a person
+// reads first, "-" where a value is unknown.
+func TestLookupLocalTable(t *testing.T) {
+	dir := fixtureDataDir(t)
+	out, stderr, err := runLocal(t, nil, "", "--data-dir", dir, "--format", "table", "8.8.8.8", "--lang", "zh", geotest.Singapore.IP)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	blocks := strings.Split(strings.TrimSpace(out), "\n\n")
-	if len(blocks) != 2 {
-		t.Fatalf("%d blocks, want 2:\n%s", len(blocks), out)
-	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	want := geotest.MountainView.Want(ipatlas.Chinese)
-	for _, l := range []string{
-		"ip              8.8.8.8",
-		"country         " + want.Country,
-		"city            " + want.City,
-		"asn             AS15169",
-		"isp             Google LLC",
-		"latitude        37.422",
-		"longitude       -122.085",
-		"time_zone       America/Los_Angeles",
-		"currency        USD",
-		"area_code       1",
-		"district        -",
-	} {
-		if !strings.Contains(blocks[0]+"\n", l+"\n") {
-			t.Errorf("block lacks %q:\n%s", l, blocks[0])
-		}
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "IP ") || !strings.Contains(lines[1], want.Country+" (US)") ||
+		!strings.Contains(lines[1], "AS15169") || !strings.Contains(lines[1], "37.4220,-122.0850") {
+		t.Fatalf("table:\n%s", out)
 	}
-	if !strings.Contains(blocks[1], "latitude        -\n") || !strings.Contains(blocks[1], "time_zone       Asia/Singapore") {
-		t.Errorf("record without location:\n%s", blocks[1])
+	if !strings.Contains(lines[2], "Asia/Singapore") || !strings.Contains(lines[2], " - ") {
+		t.Errorf("record without location:\n%s", lines[2])
 	}
 }
 

@@ -159,7 +159,6 @@ func TestLookupErrorsAndExitCodes(t *testing.T) {
 	}{
 		{"private", s.url, good, []string{"192.168.0.1"}, exitInput, ipatlas.CodePrivateIP},
 		{"malformed", s.url, good, []string{"1.2.3.04"}, exitInput, ipatlas.CodeInvalidIP},
-		{"no key", s.url, "", []string{ip}, exitAuth, ipatlas.CodeInvalidAPIKey},
 		{"bad key", s.url, "ipa_bad_key", []string{ip}, exitAuth, ipatlas.CodeInvalidAPIKey},
 		{"no credits", s.url, broke, []string{ip}, exitQuota, ipatlas.CodeInsufficientCredits},
 		{"quota", s.url, oneLeft, []string{ip, geotest.Beijing.IP}, exitQuota, ipatlas.CodeRateLimitExceeded},
@@ -198,6 +197,31 @@ func TestLookupErrorsAndExitCodes(t *testing.T) {
 	runCLI(t, newCLIEnv(t, "IPATLAS_URL", s.url, "IPATLAS_API_KEY", good), "", "lookup", "10.1.1.1", "::1", "fe80::1%eth0")
 	if s.hits.Load() != before {
 		t.Fatal("a locally refused address reached the server")
+	}
+}
+
+// With a service URL but no API key, lookup and summarize stop before
+// any request, as usage does: the request could only fail.
+func TestLookupWithoutKeyAsksNothing(t *testing.T) {
+	s := startCLIService(t)
+	e := newCLIEnv(t, "IPATLAS_URL", s.url)
+	for _, args := range [][]string{
+		{"lookup", geotest.MountainView.IP},
+		{"lookup", "--json", geotest.MountainView.IP, geotest.Beijing.IP},
+		{"summarize", geotest.MountainView.IP},
+		{"usage"},
+	} {
+		before := s.hits.Load()
+		r := runCLI(t, e, "", args...)
+		if r.code != exitAuth || r.err == nil || !strings.Contains(r.err.Error(), "no API key") || !strings.Contains(r.err.Error(), "IPATLAS_API_KEY") {
+			t.Errorf("%q: exit %d (%v), want %d saying how to set a key", args, r.code, r.err, exitAuth)
+		}
+		if n := s.hits.Load() - before; n != 0 {
+			t.Errorf("%q: %d requests reached the service", args, n)
+		}
+		if r.stdout != "" {
+			t.Errorf("%q: printed %q", args, r.stdout)
+		}
 	}
 }
 

@@ -176,11 +176,13 @@ func familyText(err error) string {
 	return "error: " + errorText(err)
 }
 
+// writeJSONLine prints v as one line of JSON, with the characters a
+// terminal would act on escaped (jsonSafe).
 func writeJSONLine(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
+	_, err = fmt.Fprintf(w, "%s\n", jsonSafe(b))
 	return err
 }

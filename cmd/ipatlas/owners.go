@@ -256,8 +256,8 @@ func decideRequest(ctx context.Context, e env, args []string, name, usage string
 		return c.printJSON(r)
 	}
 	if approve {
-		fmt.Fprintf(e.stdout, "Approved tier request %d: account %d is now %s, %d queries per key and month.\n",
-			r.ID, r.AccountID, r.Tier, account.Limit(r.Tier, r.MonthlyLimit))
+		fmt.Fprintf(e.stdout, "Approved tier request %d: account %d is now %s, %s per key and month.\n",
+			r.ID, r.AccountID, r.Tier, plural(account.Limit(r.Tier, r.MonthlyLimit), "query", "queries"))
 	} else {
 		fmt.Fprintf(e.stdout, "Refused tier request %d of account %d (for %s).\n", r.ID, r.AccountID, r.Tier)
 	}

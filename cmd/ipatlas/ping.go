@@ -90,7 +90,7 @@ func runPing(ctx context.Context, e env, args []string) error {
 		}
 		maxRTT = max(maxRTT, p.RTT)
 		fmt.Fprintf(e.stdout, "reply seq=%d time=%s server_time=%s ip=%s\n",
-			seq, ms(p.RTT), p.ServerTime.UTC().Format(time.RFC3339Nano), p.IP)
+			seq, ms(p.RTT), p.ServerTime.UTC().Format(time.RFC3339Nano), printable(p.IP))
 	}
 
 	fmt.Fprintf(e.stdout, "--- %s ping statistics ---\n", target)
@@ -98,7 +98,7 @@ func runPing(ctx context.Context, e env, args []string) error {
 	if sent > 0 {
 		loss = 100 * float64(sent-received) / float64(sent)
 	}
-	fmt.Fprintf(e.stdout, "%d requests, %d replies, %.0f%% loss\n", sent, received, loss)
+	fmt.Fprintf(e.stdout, "%s, %s, %.0f%% loss\n", plural(sent, "request", "requests"), plural(received, "reply", "replies"), loss)
 	if received > 0 {
 		fmt.Fprintf(e.stdout, "rtt min/avg/max = %s/%s/%s ms\n",
 			msNum(minRTT), msNum(sum/time.Duration(received)), msNum(maxRTT))

@@ -31,6 +31,18 @@ func TestPing(t *testing.T) {
 	}
 }
 
+func TestPingOne(t *testing.T) {
+	s := startCLIService(t)
+	r := runCLI(t, newCLIEnv(t, "IPATLAS_URL", s.url), "", "ping", "-c", "1")
+	if r.err != nil || !strings.Contains(r.stdout, "\n1 request, 1 reply, 0% loss\n") {
+		t.Fatalf("%v\n%s", r.err, r.stdout)
+	}
+	r = runCLI(t, newCLIEnv(t, "IPATLAS_URL", closedURL(t)), "", "ping", "-c", "1")
+	if !strings.Contains(r.stdout, "\n1 request, 0 replies, 100% loss\n") {
+		t.Fatalf("%v\n%s", r.err, r.stdout)
+	}
+}
+
 func TestPingFailures(t *testing.T) {
 	r := runCLI(t, newCLIEnv(t, "IPATLAS_URL", closedURL(t)), "", "ping", "-c", "2", "-i", "0")
 	if r.code != exitNetwork || !strings.Contains(r.stdout, "2 requests, 0 replies, 100% loss") || strings.Count(r.stdout, " error: ") != 2 {

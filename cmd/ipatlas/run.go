@@ -70,13 +70,14 @@ func printError(w io.Writer, err error) {
 // client's errors name their package, which is also "ipatlas", so a
 // command that wraps one ("lookup: 1 of 4 addresses failed; the first:
 // ipatlas: InvalidIP: ...") would otherwise say it twice.
-// errors.Join's lines become one, each part without the name.
+// errors.Join's lines become one, each part without the name. An error
+// may quote a service's answer, so it is printed as printable makes it.
 func errorLine(err error) string {
 	parts := strings.Split(err.Error(), "\n")
 	for i, p := range parts {
 		parts[i] = strings.ReplaceAll(strings.TrimPrefix(p, "ipatlas: "), ": ipatlas: ", ": ")
 	}
-	return "ipatlas: " + strings.Join(parts, "; ")
+	return "ipatlas: " + printable(strings.Join(parts, "; "))
 }
 
 // isTerminal reports whether w is a terminal: where a progress bar can

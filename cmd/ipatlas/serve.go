@@ -454,7 +454,8 @@ func resolveAdminToken(cfg *serveConfig, log *slog.Logger) (string, error) {
 
 // readAdminToken returns the token in path, or "" when the file is
 // missing or empty. The mode is read from the open file, so that it is the
-// mode of the file read.
+// mode of the file read. A token in the file meets the rule of one given
+// by flag (checkAdminToken).
 func readAdminToken(path string) (string, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -482,6 +483,10 @@ func readAdminToken(path string) (string, error) {
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
 		return "", fmt.Errorf("admin token file %s has mode %04o: its group or others can read or change it; "+
 			"run 'chmod 600 %s' (and consider the token leaked: empty the file to have a new one generated)", path, perm, path)
+	}
+	if err := checkAdminToken(tok); err != nil {
+		return "", fmt.Errorf("admin token file %s: %v: empty or delete the file to have a new one generated, "+
+			"or write a random one of at least %d characters in it ('openssl rand -hex 32')", path, err, minAdminToken)
 	}
 	return tok, nil
 }

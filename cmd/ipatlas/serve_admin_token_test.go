@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // An admin token shorter than 32 characters stops serve with a usage
@@ -34,4 +37,88 @@ func TestServeRefusesShortAdminToken(t *testing.T) {
 			t.Errorf("%s: exit code %d, want %d", tt.name, exitCode(err), exitUsage)
 		}
 	}
+}
+
+// A token of one character repeated is refused like a short one, from
+// the flag and from the environment: long, and still a first guess.
+func TestServeRefusesRepeatedAdminToken(t *testing.T) {
+	fx := newServeFixture(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"flag", []string{"--admin-token", strings.Repeat("a", 40)}, nil},
+		{"environment", nil, map[string]string{"IPATLAS_ADMIN_TOKEN": strings.Repeat("0", 64)}},
+	} {
+		storePath := filepath.Join(t.TempDir(), "s.db")
+		// Without the rule serve would start: the deadline ends it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := run(ctx, append([]string{"ipatlas", "serve"}, serveArgs(fx.dir, storePath, tt.args...)...),
+			mapEnv(tt.env), strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "ADMIN") && !strings.Contains(err.Error(), "admin-token") ||
+			!strings.Contains(err.Error(), "one character repeated") || !strings.Contains(err.Error(), "openssl rand") {
+			t.Errorf("%s: error %v, want one naming the setting, the repetition and how to make a token", tt.name, err)
+			continue
+		}
+		if exitCode(err) != exitUsage {
+			t.Errorf("%s: exit code %d, want %d", tt.name, exitCode(err), exitUsage)
+		}
+	}
+}
+
+// A token in DATA-DIR/admin-token meets the rule of the flag: a short or
+// repeated one stops serve, and the error names the file, what is wrong
+// (with the minimum length) and both ways out, without showing the token.
+func TestAdminTokenFileRule(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	for _, tt := range []struct {
+		name, token, want string
+	}{
+		{"one character", "x", "has 1 character; it must have at least 32"},
+		{"31 characters", strings.Repeat("ab", 15) + "c", "has 31 characters; it must have at least 32"},
+		{"repeated", strings.Repeat("z", 48), "one character repeated"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, adminTokenFile)
+			if err := os.WriteFile(path, []byte(tt.token+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tok, err := resolveAdminToken(&serveConfig{DataDir: dir}, log)
+			if err == nil || tok != "" {
+				t.Fatalf("got %q, %v; want a refusal", tok, err)
+			}
+			for _, want := range []string{"admin token file " + path, tt.want, "empty or delete the file", "openssl rand -hex 32"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if len(tt.token) > 1 && strings.Contains(err.Error(), tt.token) {
+				t.Error("the error shows the token")
+			}
+			if b, _ := os.ReadFile(path); string(b) != tt.token+"\n" {
+				t.Errorf("the file was changed to %q", b)
+			}
+		})
+	}
+	t.Run("serve stops", func(t *testing.T) {
+		fx := newServeFixture(t)
+		path := filepath.Join(fx.dir, adminTokenFile)
+		if err := os.WriteFile(path, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr syncBuffer
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := run(ctx, append([]string{"ipatlas", "serve"}, serveArgs(fx.dir, filepath.Join(t.TempDir(), "s.db"))...),
+			mapEnv(nil), strings.NewReader(""), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "at least 32") {
+			t.Fatalf("serve returned %v, want the file and the rule named", err)
+		}
+		if strings.Contains(stdout.String(), "ipa_") {
+			t.Error("serve created an account and printed its key before refusing")
+		}
+	})
 }

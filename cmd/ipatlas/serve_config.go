@@ -113,13 +113,30 @@ type setting struct {
 
 func (s setting) env() string { return envName(s.name) }
 
-// serveSettings is the one table of serve's configuration: --help, the
-// environment, the config file and the README are all generated from or
-// checked against it.
 // minAdminToken is the shortest admin token serve accepts, in characters:
 // 32 hex digits are 128 bits.
 const minAdminToken = 32
 
+// checkAdminToken says what is wrong with an admin token, wherever it
+// comes from (flag, environment, config file or DATA-DIR/admin-token), or
+// nil. A short token is guessed; the admin API also slows guessing down
+// per address, but length is what makes it hopeless. One character
+// repeated is long and still among the first guesses.
+func checkAdminToken(tok string) error {
+	n := utf8.RuneCountInString(tok)
+	if n < minAdminToken {
+		return fmt.Errorf("the admin token has %s; it must have at least %d", plural(n, "character", "characters"), minAdminToken)
+	}
+	first, _ := utf8.DecodeRuneInString(tok)
+	if !strings.ContainsFunc(tok, func(r rune) bool { return r != first }) {
+		return errors.New("the admin token is one character repeated; it must be random")
+	}
+	return nil
+}
+
+// serveSettings is the one table of serve's configuration: --help, the
+// environment, the config file and the README are all generated from or
+// checked against it.
 var serveSettings = []setting{
 	{name: "listen", arg: "ADDR", def: ":8080", usage: "public API address; \"[::]:PORT\" or \":PORT\" listen on IPv4 and IPv6",
 		apply: func(c *serveConfig, v []string) error { c.Listen = v[0]; return checkAddr(v[0]) }},
@@ -129,10 +146,10 @@ var serveSettings = []setting{
 		apply: func(c *serveConfig, v []string) error { c.AddrFile = v[0]; return nil }},
 	{name: "admin-token", arg: "TOKEN", usage: "bearer token of the admin API; prefer the environment variable to the flag, which other users can see in ps (default: read from, or generated once into, DATA-DIR/admin-token)",
 		apply: func(c *serveConfig, v []string) error {
-			// A short token is guessed; the admin API also slows guessing
-			// down per address, but length is what makes it hopeless.
-			if n := utf8.RuneCountInString(v[0]); n > 0 && n < minAdminToken {
-				return fmt.Errorf("%d characters; the admin token must have at least %d (generate one with 'openssl rand -hex 32', or leave it unset to have one generated into DATA-DIR/admin-token)", n, minAdminToken)
+			if v[0] != "" {
+				if err := checkAdminToken(v[0]); err != nil {
+					return fmt.Errorf("%v (generate one with 'openssl rand -hex 32', or leave it unset to have one generated into DATA-DIR/%s)", err, adminTokenFile)
+				}
 			}
 			c.AdminToken = v[0]
 			return nil

@@ -255,28 +255,36 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	return f
 }
 
-// resolve merges flags, environment, config file and defaults.
 // keyedClient is the client of a command that needs an API key (cmd names
 // it in the error when none is set), with no answer cache.
 func (f *clientFlags) keyedClient(e env, cmd string) (*client.Client, error) {
-	settings, err := f.resolve(e)
-	if err != nil {
-		return nil, err
-	}
-	if settings.apiKey == "" {
-		return nil, &exitError{code: exitAuth, err: errors.New(cmd + ": no API key: set IPATLAS_API_KEY, api_key in the config file, or --key")}
-	}
-	return settings.newClient(true)
+	c, _, err := f.keyed(e, cmd, true)
+	return c, err
 }
 
-// lookupClient is the client the lookup commands ask through, and the
-// disk cache of their answers; noCache asks the service every time.
-func (f *clientFlags) lookupClient(e env, noCache bool) (*client.Client, diskCache, error) {
+// keyed is the client of a command that needs an API key, and its
+// settings. Without a key it stops before any request, which could only
+// fail; a mistake in the other settings is reported first.
+func (f *clientFlags) keyed(e env, cmd string, noCache bool) (*client.Client, clientSettings, error) {
 	settings, err := f.resolve(e)
 	if err != nil {
-		return nil, diskCache{}, err
+		return nil, clientSettings{}, err
 	}
 	c, err := settings.newClient(noCache)
+	if err != nil {
+		return nil, clientSettings{}, err
+	}
+	if settings.apiKey == "" {
+		return nil, clientSettings{}, &exitError{code: exitAuth, err: errors.New(cmd + ": no API key: set IPATLAS_API_KEY, api_key in the config file, or --key")}
+	}
+	return c, settings, nil
+}
+
+// lookupClient is the client the lookup commands (cmd) ask through, and
+// the disk cache of their answers; noCache asks the service every time.
+// Like every metered request, theirs need an API key.
+func (f *clientFlags) lookupClient(e env, cmd string, noCache bool) (*client.Client, diskCache, error) {
+	c, settings, err := f.keyed(e, cmd, noCache)
 	if err != nil {
 		return nil, diskCache{}, err
 	}
@@ -287,6 +295,7 @@ func (f *clientFlags) lookupClient(e env, noCache bool) (*client.Client, diskCac
 	return c, cache, nil
 }
 
+// resolve merges flags, environment, config file and defaults.
 func (f *clientFlags) resolve(e env) (clientSettings, error) {
 	file, err := loadConfig(f.config, e.getenv, e.stderr)
 	if err != nil {

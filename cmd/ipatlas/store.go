@@ -128,7 +128,7 @@ func countArgs(names []string, least, most int, pos []string) string {
 	case len(pos) < least:
 		missing := names[min(len(pos), len(names)):min(least, len(names))]
 		if len(missing) == 0 {
-			return fmt.Sprintf("want %d arguments, got %d", least, len(pos))
+			return fmt.Sprintf("want %s, got %d", plural(least, "argument", "arguments"), len(pos))
 		}
 		return "missing " + strings.Join(missing, " and ")
 	case len(pos) > most && most == 0:

@@ -216,7 +216,7 @@ func runSummarize(ctx context.Context, e env, args []string) error {
 	if ips, err = gatherAddresses(e, "summarize", ips, *file); err != nil {
 		return err
 	}
-	c, cache, err := cf.lookupClient(e, *noCache)
+	c, cache, err := cf.lookupClient(e, "summarize", *noCache)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func runSummarize(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if first != nil {
-		return &exitError{code: clientExitCode(first), err: fmt.Errorf("summarize: %d of %d addresses failed; the first: %w", s.Failed, s.Addresses, first)}
+		return &exitError{code: clientExitCode(first), err: fmt.Errorf("summarize: %d of %s failed; the first: %w", s.Failed, plural(s.Addresses, "address", "addresses"), first)}
 	}
 	return nil
 }

@@ -271,7 +271,7 @@ func TestDBFetchPublisherSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"dbip-city-lite (city)", "source:       dbip", "build date:   " + built.Format("2006-01-02T15:04:05Z") + " (1 days ago)", "DBIP-City-Lite"} {
+	for _, want := range []string{"dbip-city-lite (city)", "source:       dbip", "build date:   " + built.Format("2006-01-02T15:04:05Z") + " (1 day ago)", "DBIP-City-Lite"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("db info lacks %q:\n%s", want, out)
 		}

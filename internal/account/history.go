@@ -2,7 +2,6 @@ package account
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -61,7 +60,7 @@ func (s *Service) CreateLabeledKey(ctx context.Context, accountID int64, label s
 	nk := GenerateKey(accountID, s.now())
 	nk.Label = label
 	if err := s.Store.CreateKey(ctx, nk.Key); err != nil {
-		return NewKey{}, storeErr(fmt.Sprintf("account %d: create key", accountID), err)
+		return NewKey{}, accountErr(accountID, "create key", err)
 	}
 	s.audit(ctx, "key.create", accountID, nk.ID, map[string]any{"label": label})
 	return nk, nil
@@ -75,7 +74,7 @@ func (s *Service) SetKeyLabel(ctx context.Context, id, label string) (Key, error
 	}
 	k, err := s.Store.SetKeyLabel(ctx, id, label)
 	if err != nil {
-		return Key{}, storeErr("key "+id, err)
+		return Key{}, keyErr(id, "", err)
 	}
 	s.forget(id) // so that Authenticate's key shows the new label
 	s.audit(ctx, "key.label", k.AccountID, id, map[string]any{"label": label})
@@ -87,11 +86,11 @@ func (s *Service) KeyViews(ctx context.Context, accountID int64) ([]KeyView, err
 	period := Period(s.now())
 	ks, err := s.Store.ListKeys(ctx, accountID)
 	if err != nil {
-		return nil, storeErr(fmt.Sprintf("account %d: list keys", accountID), err)
+		return nil, accountErr(accountID, "list keys", err)
 	}
 	used, err := s.Store.KeyUsages(ctx, accountID, period)
 	if err != nil {
-		return nil, storeErr(fmt.Sprintf("account %d: usage", accountID), err)
+		return nil, accountErr(accountID, "usage", err)
 	}
 	vs := make([]KeyView, len(ks))
 	for i, k := range ks {
@@ -110,7 +109,7 @@ func (s *Service) History(ctx context.Context, accountID int64, days int) (Histo
 	h := History{From: Day(now.AddDate(0, 0, 1-days)), To: Day(now)}
 	ds, err := s.Store.DailyUsage(ctx, accountID, h.From, h.To)
 	if err != nil {
-		return History{}, storeErr(fmt.Sprintf("account %d: usage history", accountID), err)
+		return History{}, accountErr(accountID, "usage history", err)
 	}
 	h.Days = ds
 	if h.Days == nil {
@@ -130,7 +129,7 @@ func (s *Service) LedgerPage(ctx context.Context, accountID, before int64, limit
 	}
 	es, err := s.Store.LedgerPage(ctx, accountID, before, limit)
 	if err != nil {
-		return nil, storeErr(fmt.Sprintf("account %d: ledger", accountID), err)
+		return nil, accountErr(accountID, "ledger", err)
 	}
 	return es, nil
 }

@@ -134,7 +134,7 @@ func (s *Service) Invite(ctx context.Context, accountID int64, email string) (Li
 		return Link{}, err
 	}
 	if _, err := s.Store.Account(ctx, accountID); err != nil {
-		return Link{}, storeErr(fmt.Sprintf("account %d", accountID), err)
+		return Link{}, accountErr(accountID, "", err)
 	}
 	o, err := s.Store.OwnerByEmail(ctx, email)
 	switch {
@@ -188,11 +188,11 @@ func (s *Service) ResetLink(ctx context.Context, ownerID int64) (Link, error) {
 // Owners lists an account's owners.
 func (s *Service) Owners(ctx context.Context, accountID int64) ([]Owner, error) {
 	if _, err := s.Store.Account(ctx, accountID); err != nil {
-		return nil, storeErr(fmt.Sprintf("account %d", accountID), err)
+		return nil, accountErr(accountID, "", err)
 	}
 	os, err := s.Store.ListOwners(ctx, accountID)
 	if err != nil {
-		return nil, storeErr(fmt.Sprintf("account %d: owners", accountID), err)
+		return nil, accountErr(accountID, "owners", err)
 	}
 	if os == nil {
 		os = []Owner{}
@@ -421,7 +421,7 @@ func (s *Service) RequestTier(ctx context.Context, accountID, ownerID int64, tie
 	}
 	a, err := s.Store.Account(ctx, accountID)
 	if err != nil {
-		return TierRequest{}, storeErr(fmt.Sprintf("account %d", accountID), err)
+		return TierRequest{}, accountErr(accountID, "", err)
 	}
 	if a.Tier == tier && (tier != Enterprise || a.CustomLimit == monthlyLimit) {
 		return TierRequest{}, Invalidf("the account is on the %s tier already", tier)
@@ -433,7 +433,7 @@ func (s *Service) RequestTier(ctx context.Context, accountID, ownerID int64, tie
 	if errors.Is(err, ErrConflict) {
 		return TierRequest{}, fmt.Errorf("account %d: %w: a tier request is pending already", accountID, ErrConflict)
 	} else if err != nil {
-		return TierRequest{}, storeErr(fmt.Sprintf("account %d: tier request", accountID), err)
+		return TierRequest{}, accountErr(accountID, "tier request", err)
 	}
 	s.audit(ctx, "tier.request", accountID, strconv.FormatInt(r.ID, 10), map[string]any{"tier": r.Tier, "monthly_limit": r.MonthlyLimit})
 	return r, nil

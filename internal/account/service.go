@@ -271,6 +271,37 @@ func storeErr(op string, err error) error {
 	return unavailable(op, err)
 }
 
+// missing is an ErrNotFound that names what is missing: "no account 99",
+// "no key AbC123xyz789".
+type missing string
+
+func (m missing) Error() string { return "no " + string(m) }
+func (m missing) Unwrap() error { return ErrNotFound }
+
+// accountErr is storeErr for an operation op ("" for none) on account
+// id: the store's ErrNotFound means the account does not exist, and says
+// so by its ID.
+func accountErr(id int64, op string, err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return missing(fmt.Sprintf("account %d", id))
+	}
+	if op != "" {
+		return storeErr(fmt.Sprintf("account %d: %s", id, op), err)
+	}
+	return storeErr(fmt.Sprintf("account %d", id), err)
+}
+
+// keyErr is accountErr for a key.
+func keyErr(id, op string, err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return missing("key " + id)
+	}
+	if op != "" {
+		return storeErr("key "+id+": "+op, err)
+	}
+	return storeErr("key "+id, err)
+}
+
 func checkLimit(tier Tier, limit int64) error {
 	switch {
 	case tier == Enterprise && limit <= 0:
@@ -344,7 +375,7 @@ func (s *Service) CreateAccount(ctx context.Context, p AccountParams) (Account, 
 func (s *Service) Account(ctx context.Context, id int64) (Account, error) {
 	a, err := s.Store.Account(ctx, id)
 	if err != nil {
-		return Account{}, storeErr(fmt.Sprintf("account %d", id), err)
+		return Account{}, accountErr(id, "", err)
 	}
 	return withLimit(a), nil
 }
@@ -375,7 +406,7 @@ func (s *Service) SetTier(ctx context.Context, id int64, tier Tier, monthlyLimit
 	}
 	a, err := s.Store.SetTier(ctx, id, tier, monthlyLimit)
 	if err != nil {
-		return Account{}, storeErr(fmt.Sprintf("account %d", id), err)
+		return Account{}, accountErr(id, "", err)
 	}
 	s.purgeKeys()
 	a = withLimit(a)
@@ -404,7 +435,7 @@ func (s *Service) CreateKey(ctx context.Context, accountID int64) (NewKey, error
 func (s *Service) Key(ctx context.Context, id string) (Key, error) {
 	k, err := s.Store.Key(ctx, id)
 	if err != nil {
-		return Key{}, storeErr("key "+id, err)
+		return Key{}, keyErr(id, "", err)
 	}
 	return k, nil
 }
@@ -413,7 +444,7 @@ func (s *Service) Key(ctx context.Context, id string) (Key, error) {
 func (s *Service) Keys(ctx context.Context, accountID int64) ([]Key, error) {
 	ks, err := s.Store.ListKeys(ctx, accountID)
 	if err != nil {
-		return nil, storeErr(fmt.Sprintf("account %d: list keys", accountID), err)
+		return nil, accountErr(accountID, "list keys", err)
 	}
 	return ks, nil
 }
@@ -424,7 +455,7 @@ func (s *Service) RevokeKey(ctx context.Context, id string) (Key, error) {
 	k, err := s.Store.RevokeKey(ctx, id, s.now())
 	s.forget(id)
 	if err != nil {
-		return Key{}, storeErr("key "+id, err)
+		return Key{}, keyErr(id, "", err)
 	}
 	s.audit(ctx, "key.revoke", k.AccountID, k.ID, nil)
 	return k, nil
@@ -438,7 +469,7 @@ func (s *Service) RotateKey(ctx context.Context, id string) (NewKey, error) {
 	k, err := s.Store.RotateKey(ctx, id, nk.Hash)
 	s.forget(id)
 	if err != nil {
-		return NewKey{}, storeErr("key "+id, err)
+		return NewKey{}, keyErr(id, "", err)
 	}
 	k.Prefix = KeyPrefix(k.ID)
 	s.audit(ctx, "key.rotate", k.AccountID, k.ID, nil)
@@ -461,8 +492,15 @@ func (s *Service) AddCredits(ctx context.Context, accountID, amount int64, reaso
 		return LedgerEntry{}, Invalidf("the reason must be valid UTF-8 of at most 1000 bytes")
 	}
 	e, err := s.Store.AddCredits(ctx, accountID, amount, reason, s.now())
+	if errors.Is(err, ErrInsufficient) {
+		// Say how far the balance is from the deduction, read now: what
+		// a person needs to choose another amount.
+		if a, aerr := s.Store.Account(ctx, accountID); aerr == nil {
+			return LedgerEntry{}, fmt.Errorf("account %d: %w: the balance is %d, too little to deduct %d", accountID, ErrInsufficient, a.Credits, -amount)
+		}
+	}
 	if err != nil {
-		return LedgerEntry{}, storeErr(fmt.Sprintf("account %d", accountID), err)
+		return LedgerEntry{}, accountErr(accountID, "", err)
 	}
 	s.audit(ctx, "credits.add", accountID, "", map[string]any{"amount": amount, "reason": reason, "balance": e.Balance, "ledger_id": e.ID})
 	return e, nil
@@ -476,7 +514,7 @@ func (s *Service) Ledger(ctx context.Context, accountID int64, limit int) ([]Led
 	}
 	es, err := s.Store.Ledger(ctx, accountID, limit)
 	if err != nil {
-		return nil, storeErr(fmt.Sprintf("account %d: ledger", accountID), err)
+		return nil, accountErr(accountID, "ledger", err)
 	}
 	return es, nil
 }
@@ -487,16 +525,16 @@ func (s *Service) Usage(ctx context.Context, keyID string) (Usage, error) {
 	now := s.now()
 	k, err := s.Store.Key(ctx, keyID)
 	if err != nil {
-		return Usage{}, storeErr("key "+keyID, err)
+		return Usage{}, keyErr(keyID, "", err)
 	}
 	a, err := s.Store.Account(ctx, k.AccountID)
 	if err != nil {
-		return Usage{}, storeErr(fmt.Sprintf("account %d", k.AccountID), err)
+		return Usage{}, accountErr(k.AccountID, "", err)
 	}
 	period := Period(now)
 	used, err := s.Store.Usage(ctx, keyID, period)
 	if err != nil {
-		return Usage{}, storeErr("key "+keyID+": usage", err)
+		return Usage{}, keyErr(keyID, "usage", err)
 	}
 	limit := Limit(a.Tier, a.CustomLimit)
 	return Usage{

@@ -273,8 +273,12 @@ func (r *CoverageReport) Measure(name string) *CoverageMeasure {
 // missing values.
 func (r *CoverageReport) Write(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d addresses (%d IPv4, %d IPv6) drawn by size from the networks of %s, seed %d\n",
-		r.IPv4+r.IPv6, r.IPv4, r.IPv6, strings.Join(r.ASNFiles, ", "), r.Seed)
+	addresses := "addresses"
+	if r.IPv4+r.IPv6 == 1 {
+		addresses = "address"
+	}
+	fmt.Fprintf(&b, "%d %s (%d IPv4, %d IPv6) drawn by size from the networks of %s, seed %d\n",
+		r.IPv4+r.IPv6, addresses, r.IPv4, r.IPv6, strings.Join(r.ASNFiles, ", "), r.Seed)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "measure\tanswers\tshare\t±95%\tgoal\t")
 	for i := range r.Measures {

@@ -2,6 +2,7 @@ package geo
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
@@ -71,6 +72,23 @@ func TestIsChinese(t *testing.T) {
 		"Paris": false, "巴黎 (Centre)": false, "東京": true, "とうきょう": false, "Île": false} {
 		if got := isChinese(s); got != want {
 			t.Errorf("isChinese(%q) = %v", s, got)
+		}
+	}
+}
+
+// The report's first line says "address" for a sample of one.
+func TestCoverageReportHeadline(t *testing.T) {
+	for _, tt := range []struct {
+		v4, v6 int
+		want   string
+	}{{1, 0, "1 address (1 IPv4, 0 IPv6)"}, {1, 1, "2 addresses (1 IPv4, 1 IPv6)"}} {
+		var b strings.Builder
+		r := &CoverageReport{IPv4: tt.v4, IPv6: tt.v6, ASNFiles: []string{"asn.mmdb"}}
+		if err := r.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(b.String(), tt.want+" drawn") {
+			t.Errorf("headline %q, want %q", strings.SplitN(b.String(), "\n", 2)[0], tt.want)
 		}
 	}
 }

@@ -98,16 +98,16 @@ func TestBatchMixedItemsInOrder(t *testing.T) {
 		case 0:
 			add("10.0.0.1", want{code: ipatlas.CodePrivateIP,
 				en: "Private IP address not supported: 10.0.0.1 is a private-use address (RFC 1918)",
-				zh: "不支持私有IP地址：10.0.0.1 是私有地址（RFC 1918）"})
+				zh: "不支持私有 IP 地址：10.0.0.1 是私有地址（RFC 1918）"})
 		case 1:
 			add("999.1.1.1", want{code: ipatlas.CodeInvalidIP,
-				en: "Invalid IP address format: IPv4 octet out of range 0-255", zh: "无效的IP地址格式：IPv4 地址的段超出 0-255 范围"})
+				en: "Invalid IP address format: IPv4 octet out of range 0-255", zh: "无效的 IP 地址格式：IPv4 地址的段超出 0-255 范围"})
 		case 2:
 			add("::1", want{code: ipatlas.CodePrivateIP,
 				en: "Private IP address not supported: ::1 is a loopback address (RFC 4291)",
-				zh: "不支持私有IP地址：::1 是环回地址（RFC 4291）"})
+				zh: "不支持私有 IP 地址：::1 是环回地址（RFC 4291）"})
 		case 3:
-			add("", want{code: ipatlas.CodeInvalidIP, en: "Invalid IP address format: empty input", zh: "无效的IP地址格式：输入为空"})
+			add("", want{code: ipatlas.CodeInvalidIP, en: "Invalid IP address format: empty input", zh: "无效的 IP 地址格式：输入为空"})
 		}
 	}
 	add(geotest.MappedIP, want{rec: func(l ipatlas.Lang) ipatlas.Record {
@@ -119,7 +119,7 @@ func TestBatchMixedItemsInOrder(t *testing.T) {
 	add(" "+geotest.Beijing.IP+"\n", want{rec: geotest.Beijing.Want, repeat: true})
 	add(geotest.MountainView.IP, want{rec: geotest.MountainView.Want, repeat: true}) // a repeat costs nothing more
 	add("8.8.8.0/24", want{code: ipatlas.CodeInvalidIP,
-		en: "Invalid IP address format: CIDR prefixes are not allowed; give a single address", zh: "无效的IP地址格式：不允许使用 CIDR 前缀，请给出单个地址"})
+		en: "Invalid IP address format: CIDR prefixes are not allowed; give a single address", zh: "无效的 IP 地址格式：不允许使用 CIDR 前缀，请给出单个地址"})
 
 	valid := 0
 	for _, w := range wants {

@@ -89,7 +89,7 @@ func TestMeRefusals(t *testing.T) {
 	}{
 		{"loopback", "127.0.0.1:1", "", 400, ipatlas.CodePrivateIP, "Private IP address not supported: 127.0.0.1 is a loopback address (RFC 1122)"},
 		{"private v6", "[fd00::1]:1", "", 400, ipatlas.CodePrivateIP, ""},
-		{"private in chinese", "10.1.2.3:1", "?lang=zh", 400, ipatlas.CodePrivateIP, "不支持私有IP地址：10.1.2.3 是私有地址（RFC 1918）"},
+		{"private in chinese", "10.1.2.3:1", "?lang=zh", 400, ipatlas.CodePrivateIP, "不支持私有 IP 地址：10.1.2.3 是私有地址（RFC 1918）"},
 		{"unix socket", "@", "", 500, ipatlas.CodeInternal, ""},
 		{"bad lang", hostPort(geotest.Beijing.IP), "?lang=fr", 400, ipatlas.CodeInvalidRequest, ""},
 	} {

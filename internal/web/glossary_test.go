@@ -1,9 +1,12 @@
 package web
 
 import (
+	"go/scanner"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -69,5 +72,69 @@ func TestChineseGlossary(t *testing.T) {
 	}
 	if checked < 100 {
 		t.Fatalf("only %d Chinese strings read: the message files changed shape", checked)
+	}
+}
+
+// An IP address is "IP 地址" in Chinese, one spelling everywhere a reader
+// meets it: the pages, and the service's texts that the pages show (the
+// root package's error texts, the client's and the server's messages). A
+// Latin word is set apart from Chinese by a space on both sides, as in
+// "IPv4 地址" and "CIDR 前缀".
+func TestChineseIPAddressSpelling(t *testing.T) {
+	wrong := regexp.MustCompile(`IP地址|\p{Han}IP ?地址`)
+	var files []string
+	for _, g := range []string{"web/src/*.js", "web/*.html", "*.go", "client/*.go", "internal/server/*.go"} {
+		m, err := filepath.Glob(filepath.Join("..", "..", g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	checked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts := strings.Split(string(b), "\n")
+		if strings.HasSuffix(f, ".go") {
+			texts = goStrings(t, f, b) // comments may quote the old spelling
+		}
+		for _, s := range texts {
+			if strings.Contains(s, "地址") {
+				checked++
+			}
+			if m := wrong.FindString(s); m != "" {
+				t.Errorf("%s: %q writes %q; write \"IP 地址\", with a space on each side of IP", f, s, m)
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("only %d texts name an address: the test reads the wrong files", checked)
+	}
+}
+
+// goStrings are the string literals of a Go source file, unquoted.
+func goStrings(t *testing.T, name string, src []byte) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	var s scanner.Scanner
+	s.Init(fset.AddFile(name, fset.Base(), len(src)), src, nil, 0)
+	var out []string
+	for {
+		_, tok, lit := s.Scan()
+		if tok == token.EOF {
+			return out
+		}
+		if tok == token.STRING {
+			v, err := strconv.Unquote(lit)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", name, lit, err)
+			}
+			out = append(out, v)
+		}
 	}
 }

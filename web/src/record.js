@@ -11,7 +11,7 @@ const LABELS = {
     nolist: 'on none of the lists', torunknown: 'Tor unknown',
   },
   zh: {
-    ip: 'IP地址', continent: '大洲', country: '国家', province: '省份', city: '城市', district: '区县',
+    ip: 'IP 地址', continent: '大洲', country: '国家', province: '省份', city: '城市', district: '区县',
     isp: '运营商', asn: 'ASN', coords: '经纬度', time_zone: '时区', currency: '货币',
     zip_code: '邮政编码', area_code: '电话区号', route: '路由', privacy: '网络类型', unknown: '未知',
     hosting: '托管或数据中心', vpn: 'VPN', tor: 'Tor 出口节点', relay: '匿名中继',
