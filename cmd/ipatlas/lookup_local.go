@@ -161,7 +161,8 @@ func writeLocalJSON(w io.Writer, o localOutcome) error {
 	return enc.Encode(o.rec)
 }
 
-// writeLocalBlock prints every field of the record under its JSON name,
+// writeLocalBlock prints the default fields of the record (no host name:
+// a local lookup makes no DNS query) under their JSON names,
 // aligned; "-" marks an unknown value.
 func writeLocalBlock(w io.Writer, o localOutcome) error {
 	var b strings.Builder
@@ -178,7 +179,7 @@ func writeLocalBlock(w io.Writer, o localOutcome) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	for _, k := range ipatlas.RecordFields() {
+	for _, k := range ipatlas.FieldSet(0).Names() {
 		line(k, recordField(&o.rec, k))
 	}
 	_, err := io.WriteString(w, b.String())

@@ -76,9 +76,9 @@ func TestQueryFields(t *testing.T) {
 		// Unknown coordinates stay absent, as in a full record.
 		{"no location", geotest.Singapore, []string{"latitude", "country"}, sorted("ip", "country")},
 		{"duplicates", geotest.GoogleV6, []string{"asn", "asn", "isp"}, sorted("ip", "asn", "isp")},
-		// Every field but privacy, which is absent (unknown) without
-		// privacy lists.
-		{"empty list is all", geotest.Shenzhen, []string{}, sorted(slices.DeleteFunc(ipatlas.RecordFields(), func(f string) bool { return f == "privacy" })...)},
+		// Every default field but privacy, which is absent (unknown)
+		// without privacy lists.
+		{"empty list is all", geotest.Shenzhen, []string{}, sorted(slices.DeleteFunc(ipatlas.FieldSet(0).Names(), func(f string) bool { return f == "privacy" })...)},
 	} {
 		for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
 			t.Run(tc.name+"/"+lang.String(), func(t *testing.T) {
