@@ -66,7 +66,8 @@ const (
 	// the next request.
 	DefaultTimeout = time.Second
 	// DefaultCacheEntries bounds the cache: PTR answers and address
-	// answers together, about 200 bytes each, so about 3 MB when full.
+	// answers together, about 360 bytes each with the LRU's own, so about
+	// 6 MB when full; nothing until host names are asked for.
 	DefaultCacheEntries = 1 << 14
 	// DefaultMaxLookups caps the queries waiting on the resolver at once
 	// (each holds a socket and a goroutine).
@@ -273,20 +274,9 @@ func (res Result) Fill(rec *ipatlas.Record) {
 	rec.Hostname = res.Name
 	rec.HostnameConfirmed = nil
 	if res.Name != "" && res.Checked {
-		rec.HostnameConfirmed = &confirmed[b2i(res.Confirmed)]
+		c := res.Confirmed
+		rec.HostnameConfirmed = &c
 	}
-}
-
-// confirmed holds the two values HostnameConfirmed points at, so that
-// filling a record allocates nothing. Records are not written through
-// their pointers.
-var confirmed = [2]bool{false, true}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // Hostname returns addr's host name, and with confirm whether the name
