@@ -11,9 +11,12 @@ import (
 // list of a query or batch body: the answer's record then holds only those
 // fields, and "ip" always.
 //
-// The zero FieldSet selects every field. A FieldSet is canonical (a set
-// of every field is the zero value, and "ip" is always in a non-zero one),
-// so two equal selections are equal values and a FieldSet can key a map.
+// The zero FieldSet selects the default fields: every field but the
+// optional ones (hostname, hostname_confirmed), which cost a DNS lookup
+// and are sent only when a list names them. A FieldSet is canonical (a set
+// of the default fields is the zero value, and "ip" is always in a
+// non-zero one), so two equal selections are equal values and a FieldSet
+// can key a map.
 type FieldSet uint32
 
 // Bits of a FieldSet, in the order of recordKeys (and of Record's fields).
@@ -36,8 +39,12 @@ const (
 	fieldAreaCode
 	fieldRoute
 	fieldPrivacy
+	fieldHostname
+	fieldHostnameConfirmed
 
-	allFields = fieldPrivacy<<1 - 1
+	allFields      = fieldHostnameConfirmed<<1 - 1
+	optionalFields = fieldHostname | fieldHostnameConfirmed
+	defaultFields  = allFields &^ optionalFields
 )
 
 // recordKeys are the JSON names of Record's fields, in wire order and in
@@ -45,11 +52,12 @@ const (
 var recordKeys = []string{
 	"ip", "continent", "continent_code", "country", "country_code", "province",
 	"city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
-	"currency", "zip_code", "area_code", "route", "privacy",
+	"currency", "zip_code", "area_code", "route", "privacy", "hostname",
+	"hostname_confirmed",
 }
 
 // RecordFields returns the JSON names of a Record's fields in wire order:
-// the names a "fields" list may hold.
+// the names a "fields" list may hold, the optional ones included.
 func RecordFields() []string { return slices.Clone(recordKeys) }
 
 // FieldNamed returns the set of the one Record field with this JSON name
@@ -91,30 +99,36 @@ func ShortFieldName(name string) string {
 }
 
 func canonical(s FieldSet) FieldSet {
-	if s == 0 || s|fieldIP == allFields {
+	if s == 0 || s|fieldIP == defaultFields {
 		return 0
 	}
 	return s | fieldIP
 }
 
-// All reports whether s selects every field.
-func (s FieldSet) All() bool { return s == 0 }
-
-// Has reports whether s selects the field with this JSON name.
-func (s FieldSet) Has(name string) bool {
-	f, ok := FieldNamed(name)
-	return ok && (s == 0 || s&f == f)
+// bits are the selected fields' bits.
+func (s FieldSet) bits() FieldSet {
+	if s == 0 {
+		return defaultFields
+	}
+	return s
 }
 
-// Names returns the JSON names of the selected fields in wire order; every
-// name when s selects all.
+// All reports whether s selects the default fields (no "fields" list, or
+// one naming every field but the optional ones).
+func (s FieldSet) All() bool { return s == 0 }
+
+// Has reports whether s selects the field with this JSON name. The zero
+// FieldSet has every field but the optional ones.
+func (s FieldSet) Has(name string) bool {
+	f, ok := FieldNamed(name)
+	return ok && s.bits()&f == f
+}
+
+// Names returns the JSON names of the selected fields in wire order.
 func (s FieldSet) Names() []string {
-	if s == 0 {
-		return RecordFields()
-	}
 	var out []string
 	for i, k := range recordKeys {
-		if s&(1<<i) != 0 {
+		if s.bits()&(1<<i) != 0 {
 			out = append(out, k)
 		}
 	}
@@ -122,7 +136,7 @@ func (s FieldSet) Names() []string {
 }
 
 // String is the comma-separated list of the selected names, in wire
-// order; "" when s selects every field.
+// order; "" when s selects the default fields.
 func (s FieldSet) String() string {
 	if s == 0 {
 		return ""
@@ -131,13 +145,14 @@ func (s FieldSet) String() string {
 }
 
 // Apply returns r with every field outside s cleared (empty strings, nil
-// coordinates).
+// pointers).
 func (s FieldSet) Apply(r Record) Record {
 	if s == 0 {
+		r.Hostname, r.HostnameConfirmed = "", nil
 		return r
 	}
 	p := s.Partial(&r)
-	out := Record{IP: p.IP, Latitude: p.Latitude, Longitude: p.Longitude, Privacy: p.Privacy}
+	out := Record{IP: p.IP, Latitude: p.Latitude, Longitude: p.Longitude, Privacy: p.Privacy, HostnameConfirmed: p.HostnameConfirmed}
 	if p.Route != nil {
 		out.Route = *p.Route
 	}
@@ -149,6 +164,7 @@ func (s FieldSet) Apply(r Record) Record {
 		{&out.CountryCode, p.CountryCode}, {&out.Province, p.Province}, {&out.City, p.City},
 		{&out.District, p.District}, {&out.ISP, p.ISP}, {&out.ASN, p.ASN}, {&out.TimeZone, p.TimeZone},
 		{&out.Currency, p.Currency}, {&out.ZipCode, p.ZipCode}, {&out.AreaCode, p.AreaCode},
+		{&out.Hostname, p.Hostname},
 	} {
 		if f.src != nil {
 			*f.dst = *f.src
@@ -160,7 +176,8 @@ func (s FieldSet) Apply(r Record) Record {
 // PartialRecord is the JSON form of a Record restricted to a FieldSet, as
 // the server sends it when a query names "fields": a field outside the set
 // is left out of the object, a field inside it is written even when empty
-// (the coordinates and privacy, as in a full record, only when known).
+// (the coordinates, privacy and hostname_confirmed, as in a full record,
+// only when known).
 // Clients decode it into a Record, where the absent fields read as unknown.
 type PartialRecord struct {
 	IP            string        `json:"ip"`
@@ -181,14 +198,15 @@ type PartialRecord struct {
 	AreaCode      *string       `json:"area_code,omitempty"`
 	Route         *netip.Prefix `json:"route,omitempty"`
 	Privacy       *Privacy      `json:"privacy,omitempty"` // absent, as in a full record, when unknown
+	Hostname      *string       `json:"hostname,omitempty"`
+	// HostnameConfirmed is absent, as in a full record, when unknown.
+	HostnameConfirmed *bool `json:"hostname_confirmed,omitempty"`
 }
 
 // Partial returns r restricted to s, pointing into r (which must outlive
-// it). With the zero FieldSet every field is set.
+// it). With the zero FieldSet every default field is set.
 func (s FieldSet) Partial(r *Record) *PartialRecord {
-	if s == 0 {
-		s = allFields
-	}
+	s = s.bits()
 	p := &PartialRecord{IP: r.IP}
 	str := func(bit FieldSet, f *string) *string {
 		if s&bit != 0 {
@@ -220,6 +238,10 @@ func (s FieldSet) Partial(r *Record) *PartialRecord {
 	}
 	if s&fieldPrivacy != 0 {
 		p.Privacy = r.Privacy
+	}
+	p.Hostname = str(fieldHostname, &r.Hostname)
+	if s&fieldHostnameConfirmed != 0 {
+		p.HostnameConfirmed = r.HostnameConfirmed
 	}
 	return p
 }
@@ -265,6 +287,12 @@ func (r *Record) Text(key string) string {
 	case "route":
 		if r.Route.IsValid() {
 			return r.Route.String()
+		}
+	case "hostname":
+		return r.Hostname
+	case "hostname_confirmed":
+		if r.HostnameConfirmed != nil {
+			return strconv.FormatBool(*r.HostnameConfirmed)
 		}
 	}
 	return ""

@@ -20,8 +20,9 @@ func fullRecord() ipatlas.Record {
 		CountryCode: "US", Province: "California", City: "Mountain View", District: "Santa Clara",
 		ISP: "Google LLC", ASN: "AS15169", Latitude: &lat, Longitude: &lon,
 		TimeZone: "America/Los_Angeles", Currency: "USD", ZipCode: "94043", AreaCode: "1",
-		Route:   netip.MustParsePrefix("8.8.8.0/24"),
-		Privacy: &ipatlas.Privacy{Hosting: true, Tor: new(false), Service: "Google"},
+		Route:    netip.MustParsePrefix("8.8.8.0/24"),
+		Privacy:  &ipatlas.Privacy{Hosting: true, Tor: new(false), Service: "Google"},
+		Hostname: "dns.google", HostnameConfirmed: new(true),
 	}
 }
 
@@ -84,10 +85,12 @@ func TestPartialEachField(t *testing.T) {
 				t.Errorf("fields [%s]: %s = %s, want %s", name, k, got[k], v)
 			}
 		}
-		// An empty string field is still sent; unknown coordinates are
-		// not (as in a full record).
+		// An empty string field is still sent, the host name included
+		// (asked for, and none); unknown coordinates are not (as in a
+		// full record).
 		got = jsonObject(t, set.Partial(&empty))
 		_, inFull := emptyJSON[name]
+		inFull = inFull || name == "hostname"
 		if _, has := got[name]; has != inFull || len(got) != 1+btoi(inFull && name != "ip") {
 			t.Errorf("fields [%s] of an empty record: %v", name, keysOf(got))
 		}
@@ -99,8 +102,50 @@ func TestPartialEachField(t *testing.T) {
 			t.Errorf("Apply([%s]) = %+v, want %+v", name, applied, want2)
 		}
 	}
-	if ipatlas.FieldSet(0).Apply(full) != full {
-		t.Error("Apply with every field changed the record")
+	defaults := full
+	defaults.Hostname, defaults.HostnameConfirmed = "", nil
+	if got := ipatlas.FieldSet(0).Apply(full); !reflect.DeepEqual(got, defaults) {
+		t.Errorf("Apply with the default fields = %+v, want the record without its host name", got)
+	}
+}
+
+// defaultFields are the names of the zero FieldSet: every field but the
+// optional ones.
+func defaultFields() []string {
+	return slices.DeleteFunc(ipatlas.RecordFields(), func(n string) bool { return n == "hostname" || n == "hostname_confirmed" })
+}
+
+// The host name fields are selectable but not in the default selection:
+// a DNS lookup is made only for a query that names them.
+func TestOptionalFields(t *testing.T) {
+	var all ipatlas.FieldSet
+	for _, n := range []string{"hostname", "hostname_confirmed"} {
+		if all.Has(n) {
+			t.Errorf("the default selection has %s", n)
+		}
+		s, err := ipatlas.ParseFields([]string{n})
+		if err != nil || !s.Has(n) || s.All() || !slices.Equal(s.Names(), []string{"ip", n}) {
+			t.Errorf("[%s]: %v %v", n, s.Names(), err)
+		}
+	}
+	if !slices.Equal(all.Names(), defaultFields()) {
+		t.Errorf("default names %v", all.Names())
+	}
+	// Every field, the optional ones included, is not the default.
+	every, _ := ipatlas.ParseFields(ipatlas.RecordFields())
+	if every.All() || !every.Has("hostname") || !every.Has("city") || !slices.Equal(every.Names(), ipatlas.RecordFields()) {
+		t.Errorf("every field: all=%v %v", every.All(), every.Names())
+	}
+	// The default fields and the host name: everything in a full record,
+	// and the host name.
+	s, _ := ipatlas.ParseFields(append(defaultFields(), "hostname"))
+	full := fullRecord()
+	got := jsonObject(t, s.Partial(&full))
+	if _, ok := got["hostname_confirmed"]; ok || string(got["hostname"]) != `"dns.google"` || string(got["privacy"]) == "" || len(got) != len(defaultFields())+1 {
+		t.Errorf("default fields and hostname: %v", keysOf(got))
+	}
+	if full.Text("hostname") != "dns.google" || full.Text("hostname_confirmed") != "true" || (&ipatlas.Record{}).Text("hostname_confirmed") != "" {
+		t.Error("Text of the host name fields")
 	}
 }
 
@@ -126,13 +171,14 @@ func TestParseFields(t *testing.T) {
 		all   bool
 		names []string
 	}{
-		{nil, true, ipatlas.RecordFields()},
-		{[]string{}, true, ipatlas.RecordFields()},
+		{nil, true, defaultFields()},
+		{[]string{}, true, defaultFields()},
 		{[]string{"ip"}, false, []string{"ip"}},
 		{[]string{"city", "country", "city"}, false, []string{"ip", "country", "city"}},
 		{[]string{"latitude", "ip", "longitude"}, false, []string{"ip", "latitude", "longitude"}},
-		// Every field named is the same as none: one canonical value.
-		{ipatlas.RecordFields()[1:], true, ipatlas.RecordFields()},
+		// Every default field named is the same as none: one canonical
+		// value.
+		{defaultFields()[1:], true, defaultFields()},
 	} {
 		s, err := ipatlas.ParseFields(tc.in)
 		if err != nil {
@@ -148,7 +194,7 @@ func TestParseFields(t *testing.T) {
 			t.Errorf("%v: String() = %q, want %q", tc.in, s.String(), want)
 		}
 	}
-	all, _ := ipatlas.ParseFields(ipatlas.RecordFields())
+	all, _ := ipatlas.ParseFields(defaultFields())
 	if all != 0 || all.String() != "" {
 		t.Errorf("all fields: %d %q, want the zero FieldSet", all, all.String())
 	}
@@ -174,7 +220,8 @@ func TestRecordText(t *testing.T) {
 	r := ipatlas.Record{IP: "8.8.8.8", Continent: "North America", ContinentCode: "NA", Country: "United States",
 		CountryCode: "US", Province: "California", City: "Mountain View", District: "d", ISP: "Google LLC",
 		ASN: "AS15169", Latitude: &lat, Longitude: &lon, TimeZone: "America/Los_Angeles", Currency: "USD",
-		ZipCode: "94043", AreaCode: "1", Route: netip.MustParsePrefix("8.8.8.0/24"), Privacy: &ipatlas.Privacy{Hosting: true}}
+		ZipCode: "94043", AreaCode: "1", Route: netip.MustParsePrefix("8.8.8.0/24"), Privacy: &ipatlas.Privacy{Hosting: true},
+		Hostname: "dns.google", HostnameConfirmed: new(false)}
 	for _, k := range ipatlas.RecordFields() {
 		got := r.Text(k)
 		if k == "privacy" {

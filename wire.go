@@ -44,6 +44,16 @@ type Record struct {
 	// (absent) when the service has no privacy data loaded: the flags are
 	// then unknown, not false.
 	Privacy *Privacy `json:"privacy,omitempty"`
+	// Hostname is the address's host name, from its PTR record. It costs
+	// a DNS lookup, so a record holds it only when a query names it in
+	// "fields" (see FieldSet); it is then "" when the address has no
+	// usable name or the lookup had no answer in time.
+	Hostname string `json:"hostname,omitempty"`
+	// HostnameConfirmed is whether Hostname resolves back to the address
+	// (forward-confirmed reverse DNS: a PTR name that does not is only a
+	// claim). It is nil (absent) when unknown: no hostname, not asked for,
+	// or the forward lookup had no answer in time.
+	HostnameConfirmed *bool `json:"hostname_confirmed,omitempty"`
 }
 
 // Privacy is what kind of network an address belongs to, from public

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -91,6 +92,9 @@ type wireRecord struct {
 	AreaCode      *string          `json:"area_code"`
 	Route         *string          `json:"route"`
 	Privacy       *ipatlas.Privacy `json:"privacy"`
+
+	Hostname          *string `json:"hostname"`
+	HostnameConfirmed *bool   `json:"hostname_confirmed"`
 }
 
 // setData decodes the "data" object and records which keys it had.
@@ -135,6 +139,14 @@ func (r *LookupResult) setData(raw json.RawMessage) error {
 	if w.Privacy != nil {
 		rec.Privacy = w.Privacy
 		r.present |= 1 << 17
+	}
+	if w.Hostname != nil {
+		rec.Hostname = *w.Hostname
+		r.present |= 1 << slices.Index(recordKeys, "hostname")
+	}
+	if w.HostnameConfirmed != nil {
+		rec.HostnameConfirmed = w.HostnameConfirmed
+		r.present |= 1 << slices.Index(recordKeys, "hostname_confirmed")
 	}
 	r.Record, r.raw = rec, bytes.Clone(raw)
 	return nil

@@ -33,3 +33,21 @@ func TestRecordRouteAndPrivacy(t *testing.T) {
 		t.Errorf("privacy unknown: %+v", r.Record)
 	}
 }
+
+// TestRecordHostname: the host name fields are read when sent; an empty
+// host name that was sent is present, an absent one is not.
+func TestRecordHostname(t *testing.T) {
+	var r LookupResult
+	if err := r.setData(json.RawMessage(`{"ip":"66.249.66.1","hostname":"crawl-66-249-66-1.googlebot.com","hostname_confirmed":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Record.HostnameConfirmed; r.Record.Hostname != "crawl-66-249-66-1.googlebot.com" || c == nil || !*c || !r.Has("hostname") || !r.Has("hostname_confirmed") {
+		t.Errorf("%+v", r.Record)
+	}
+	if err := r.setData(json.RawMessage(`{"ip":"66.249.66.1","hostname":""}`)); err != nil {
+		t.Fatal(err)
+	}
+	if r.Record.Hostname != "" || r.Record.HostnameConfirmed != nil || !r.Has("hostname") || r.Has("hostname_confirmed") || r.Has("city") {
+		t.Errorf("no name: %+v", r.Record)
+	}
+}

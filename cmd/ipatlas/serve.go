@@ -26,6 +26,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/addrfile"
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/rdns"
 	"github.com/ipatlas/ipatlas/internal/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -151,6 +152,13 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerMeterMetrics(registry, meter)
 	fresh.register(registry)
+	resolver, err := newResolver(cfg)
+	if err != nil {
+		return usageError(err.Error())
+	}
+	if resolver != nil {
+		log.Info("host names", "resolvers", resolver.Servers(), "timeout", resolver.Timeout())
+	}
 	srv, err := server.New(server.Config{
 		TrustedProxies:  cfg.TrustedProxies,
 		ForwardedHeader: cfg.ForwardedBy,
@@ -182,6 +190,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		Accounts: svc,
 		Meter:    meter,
 		Registry: registry,
+		Resolver: resolver,
 		// The manifest and the update schedule, for GET /admin/datasets.
 		DatasetSources: fresh.sources,
 		Ready: func() error {
@@ -549,4 +558,17 @@ func purgeEnded(ctx context.Context, svc *account.Service, log *slog.Logger, int
 		case <-t.C:
 		}
 	}
+}
+
+// newResolver is the DNS resolver of host names and domain queries; nil
+// when --resolver is off.
+func newResolver(cfg *serveConfig) (*rdns.Resolver, error) {
+	if cfg.Resolver == "off" {
+		return nil, nil
+	}
+	r, err := rdns.New(rdns.Config{Server: cfg.Resolver, Timeout: cfg.ResolverTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("--resolver: %w", err)
+	}
+	return r, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/privacy"
+	"github.com/ipatlas/ipatlas/internal/rdns"
 	"github.com/ipatlas/ipatlas/internal/server"
 )
 
@@ -96,6 +97,11 @@ type serveConfig struct {
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
 	AccessLog bool
+
+	// The DNS resolver of host names and domain queries: "HOST:PORT",
+	// "" for the system's, or "off".
+	Resolver        string
+	ResolverTimeout time.Duration
 }
 
 // setting is one configurable value of serve. Every setting has a flag
@@ -338,6 +344,21 @@ var serveSettings = []setting{
 		apply: intSetting(0, func(c *serveConfig) *int { return &c.SigninFailures })},
 	{name: "signin-window", arg: "DURATION", def: shortDuration(server.DefaultSigninWindow), usage: "the time over which --signin-failures are allowed, refilled gradually",
 		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.SigninWindow })},
+	{name: "resolver", arg: "HOST:PORT", def: "system", usage: "DNS resolver of host names (a query's fields=hostname, hostname_confirmed) and ip-api's domain queries: a recursive resolver's HOST:PORT, system (the nameservers of /etc/resolv.conf, read at start) or off (no host names; domain queries answer unavailable)",
+		apply: func(c *serveConfig, v []string) error {
+			switch v[0] {
+			case "system", "":
+				c.Resolver = ""
+				return nil
+			case "off":
+				c.Resolver = "off"
+				return nil
+			}
+			c.Resolver = v[0]
+			return checkAddr(v[0])
+		}},
+	{name: "resolver-timeout", arg: "DURATION", def: shortDuration(rdns.DefaultTimeout), usage: "longest a query waits for its host name or domain name lookup; a lookup without an answer by then gives an empty host name, never a slow error",
+		apply: positiveDurationSetting(func(c *serveConfig) *time.Duration { return &c.ResolverTimeout })},
 	{name: "log-level", arg: "LEVEL", def: "info", usage: "debug, info, warn or error",
 		apply: func(c *serveConfig, v []string) error { return c.LogLevel.UnmarshalText([]byte(v[0])) }},
 	{name: "access-log", def: "false", isBool: true, usage: "log one line per request at info level (method, path, route, status, duration, client address; never keys); off, they are debug lines",

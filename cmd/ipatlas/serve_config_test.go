@@ -279,3 +279,51 @@ func TestServePublicURL(t *testing.T) {
 		}
 	}
 }
+
+// --resolver takes HOST:PORT, system (the default) or off, from the flag,
+// the environment or the file; --resolver-timeout is positive.
+func TestServeResolver(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		env     map[string]string
+		file    string
+		want    string
+		timeout time.Duration
+	}{
+		{nil, nil, "", "", time.Second},
+		{[]string{"--resolver", "127.0.0.1:5353", "--resolver-timeout", "250ms"}, nil, "", "127.0.0.1:5353", 250 * time.Millisecond},
+		{[]string{"--resolver", "system"}, map[string]string{"IPATLAS_RESOLVER": "[::1]:53"}, "", "", time.Second},
+		{nil, map[string]string{"IPATLAS_RESOLVER": "[::1]:53"}, "resolver = off\n", "[::1]:53", time.Second},
+		{nil, nil, "resolver = off\nresolver-timeout = 2s\n", "off", 2 * time.Second},
+	} {
+		env := map[string]string{"IPATLAS_DATA_DIR": "/d"}
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		if tc.file != "" {
+			env["IPATLAS_CONFIG"] = writeConfig(t, tc.file)
+		}
+		cfg, err := parseServeConfig(tc.args, testEnv(mapEnv(env)))
+		if err != nil {
+			t.Fatalf("%v %v: %v", tc.args, tc.env, err)
+		}
+		if cfg.Resolver != tc.want || cfg.ResolverTimeout != tc.timeout {
+			t.Errorf("%v %v %q: %q %v, want %q %v", tc.args, tc.env, tc.file, cfg.Resolver, cfg.ResolverTimeout, tc.want, tc.timeout)
+		}
+	}
+	for _, bad := range [][]string{{"--resolver", "127.0.0.1"}, {"--resolver", "nonsense"}, {"--resolver-timeout", "0"}, {"--resolver-timeout", "-1s"}} {
+		if _, err := parseServeConfig(bad, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"}))); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+	// off is no resolver; a setting rdns cannot use stops the start.
+	if r, err := newResolver(&serveConfig{Resolver: "off"}); r != nil || err != nil {
+		t.Errorf("off: %v %v", r, err)
+	}
+	if r, err := newResolver(&serveConfig{Resolver: "127.0.0.1:5353", ResolverTimeout: time.Second}); err != nil || r.Servers()[0] != "127.0.0.1:5353" {
+		t.Errorf("HOST:PORT: %v", err)
+	}
+	if _, err := newResolver(&serveConfig{Resolver: "127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "--resolver") {
+		t.Errorf("port 0: %v", err)
+	}
+}

@@ -78,9 +78,9 @@ func TestQueryFields(t *testing.T) {
 		// Unknown coordinates stay absent, as in a full record.
 		{"no location", geotest.Singapore, []string{"latitude", "country"}, sorted("ip", "country"), false},
 		{"duplicates", geotest.GoogleV6, []string{"asn", "asn", "isp"}, sorted("ip", "asn", "isp"), false},
-		// Every field but privacy, which is absent (unknown) without
-		// privacy lists.
-		{"empty list is all", geotest.Shenzhen, []string{}, sorted(slices.DeleteFunc(ipatlas.RecordFields(), func(f string) bool { return f == "privacy" })...), false},
+		// Every default field but privacy, which is absent (unknown)
+		// without privacy lists.
+		{"empty list is all", geotest.Shenzhen, []string{}, sorted(slices.DeleteFunc(ipatlas.FieldSet(0).Names(), func(f string) bool { return f == "privacy" })...), false},
 	} {
 		for _, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {
 			t.Run(tc.name+"/"+lang.String(), func(t *testing.T) {

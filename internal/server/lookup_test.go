@@ -116,6 +116,9 @@ func TestLookupFieldEveryField(t *testing.T) {
 		if name == "privacy" {
 			continue // nil here, "null"
 		}
+		if name == "hostname" || name == "hostname_confirmed" {
+			continue // filled only when asked for
+		}
 		if fieldText(&rec, name) == "" {
 			t.Errorf("field %q has no text", name)
 		}

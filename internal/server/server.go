@@ -23,6 +23,7 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/rdns"
 	"github.com/ipatlas/ipatlas/internal/web"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
@@ -157,6 +158,10 @@ type Deps struct {
 	Meter    *account.Meter
 	Registry *prometheus.Registry // metrics are registered here and served by the admin API
 	Ready    func() error         // readiness beyond the store, e.g. "dataset loaded"
+	// Resolver looks up host names (fields=hostname) and the names of
+	// ip-api's domain queries; nil turns both off (a nil *rdns.Resolver
+	// answers every Hostname with an empty name).
+	Resolver *rdns.Resolver
 	// DatasetSources adds the manifest and the update schedule to GET
 	// /admin/datasets; nil leaves them out.
 	DatasetSources DatasetSources
