@@ -187,7 +187,7 @@ func TestIPInfoShape(t *testing.T) {
 		code               ipatlas.ErrorCode
 	}{
 		{"GET", "/ipinfo/8.8.8.300", "", ipatlas.CodeInvalidIP},
-		{"GET", "/ipinfo/8.8.8.8/hostname", "", ipatlas.CodeNotFound},
+		{"GET", "/ipinfo/8.8.8.8/anycast", "", ipatlas.CodeNotFound},
 		{"GET", "/ipinfo/AS-1", "", ipatlas.CodeInvalidAS},
 		{"GET", "/ipinfo/AS4294967295", "", ipatlas.CodeUnknownAS},
 		{"GET", "/ipinfo/8.8.8.8?lang=fr", "", ipatlas.CodeInvalidRequest},

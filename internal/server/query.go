@@ -401,6 +401,18 @@ func (s *api) lookupRecord(ctx context.Context, it *item, lang ipatlas.Lang) (*i
 	return &rec, nil
 }
 
+// fillHostname puts the address's host name into rec, and with confirm
+// whether it resolves back to the address. It never fails: a lookup with
+// no answer in time leaves the name empty. It costs no query: the price is
+// the record's.
+func (s *api) fillHostname(ctx context.Context, rec *ipatlas.Record, addr netip.Addr, confirm bool) {
+	s.deps.Resolver.Hostname(ctx, addr, confirm).Fill(rec)
+}
+
+// batchDNSBudget bounds the time a whole batch spends on host names: past
+// it, the items still asking for one get none, at once.
+const batchDNSBudget = 2 * time.Second
+
 // lookupAS looks up an AS, its prefixes cut to the page asked for.
 func (s *api) lookupAS(ctx context.Context, it *item, lang ipatlas.Lang, page int) (*ipatlas.AS, *failure) {
 	loc, ok := s.deps.Geo.(geo.ASLocator)

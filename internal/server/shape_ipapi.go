@@ -3,12 +3,16 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/ipatlas/ipatlas/internal/rdns"
 )
 
 // The ip-api shape, under /ip-api/: ip-api.com's JSON endpoint and batch,
@@ -28,8 +32,9 @@ type ipapiField struct {
 	bit  uint64
 }
 
-// ipapiFields are ip-api's fields in its order. reverse, mobile and
-// offset have no source here and are never answered.
+// ipapiFields are ip-api's fields in its order. mobile and offset have no
+// source here and are never answered; reverse is the PTR name, looked up
+// only when asked for.
 var ipapiFields = []ipapiField{
 	{"status", 1 << 14}, {"message", 1 << 15}, {"continent", 1 << 20}, {"continentCode", 1 << 21},
 	{"country", 1 << 0}, {"countryCode", 1 << 1}, {"region", 1 << 2}, {"regionName", 1 << 3},
@@ -96,6 +101,7 @@ type ipapiAnswer struct {
 	Org           *string           `json:"org,omitempty"`
 	AS            *string           `json:"as,omitempty"`
 	ASName        *string           `json:"asname,omitempty"`
+	Reverse       *string           `json:"reverse,omitempty"`
 	Proxy         *bool             `json:"proxy,omitempty"`
 	Hosting       *bool             `json:"hosting,omitempty"`
 	Query         string            `json:"query,omitempty"`
@@ -139,6 +145,7 @@ func toIPAPI(rec *ipatlas.Record, mask uint64) *ipapiAnswer {
 	a.Timezone, a.Currency = str("timezone", rec.TimeZone), str("currency", rec.Currency)
 	a.ISP, a.Org = str("isp", rec.ISP), str("org", rec.ISP)
 	a.AS, a.ASName = str("as", strings.TrimSpace(rec.ASN+" "+rec.ISP)), str("asname", rec.ISP)
+	a.Reverse = str("reverse", rec.Hostname)
 	if p := rec.Privacy; p != nil {
 		if has("proxy") {
 			proxy := p.VPN || p.Relay || (p.Tor != nil && *p.Tor)
@@ -171,17 +178,25 @@ type ipapiQuery struct {
 // answered (malformed, private, reserved) is a {"status": "fail"} answer,
 // free; so is a lookup that failed. A selection without a field that is
 // looked up (only status, message and query) holds nothing: free.
-func (s *api) ipapiResolver(ctx context.Context, qs []ipapiQuery) resolver {
+func (s *api) ipapiResolver(ctx, dns context.Context, qs []ipapiQuery) resolver {
 	return func(i int, it *item) resolved {
 		q := qs[i]
 		if it.fail != nil {
 			msg := "invalid query"
 			if it.fail.code == ipatlas.CodePrivateIP {
 				msg = "reserved range"
+				if !it.addr.IsValid() {
+					// A domain name with only such addresses: they are
+					// the resolver's network's, not to be shown.
+					return resolved{v: ipapiFail(msg, it.raw, it.fail.code), free: true, code: it.fail.code}
+				}
 				if b, _ := netaddr.Classify(it.addr); b.RFC == "RFC 1918" || b.RFC == "RFC 4193" {
 					msg = "private range"
 				}
 				return resolved{v: ipapiFail(msg, it.addr.String(), it.fail.code), free: true, code: it.fail.code}
+			}
+			if it.fail.code == ipatlas.CodeServiceUnavailable {
+				msg = "service unavailable"
 			}
 			return resolved{v: ipapiFail(msg, it.raw, it.fail.code), free: true, code: it.fail.code}
 		}
@@ -189,10 +204,16 @@ func (s *api) ipapiResolver(ctx context.Context, qs []ipapiQuery) resolver {
 		if f != nil {
 			return resolved{v: ipapiFail("service unavailable", it.addr.String(), f.code), free: true, code: f.code}
 		}
+		if q.mask&ipapiReverse != 0 {
+			s.fillHostname(dns, rec, it.addr, false)
+		}
 		a := toIPAPI(rec, q.mask)
 		return resolved{v: a, free: a.empty()}
 	}
 }
+
+// ipapiReverse is the bit of ip-api's reverse field.
+const ipapiReverse = 1 << 12
 
 // empty reports whether an answer holds no value that was looked up:
 // nothing but status, message and query.
@@ -200,7 +221,8 @@ func (a *ipapiAnswer) empty() bool {
 	return a.Continent == nil && a.ContinentCode == nil && a.Country == nil && a.CountryCode == nil &&
 		a.Region == nil && a.RegionName == nil && a.City == nil && a.District == nil && a.Zip == nil &&
 		a.Lat == nil && a.Lon == nil && a.Timezone == nil && a.Currency == nil && a.ISP == nil &&
-		a.Org == nil && a.AS == nil && a.ASName == nil && a.Proxy == nil && a.Hosting == nil
+		a.Org == nil && a.AS == nil && a.ASName == nil && a.Proxy == nil && a.Hosting == nil &&
+		(a.Reverse == nil || *a.Reverse == "")
 }
 
 // ipapiParams reads ip-api's fields and lang of the URL (the defaults of
@@ -234,13 +256,55 @@ func (s *api) ipapiOne(w *exchange, r *http.Request, cr credential, query string
 	if err != nil {
 		return err
 	}
-	res, _, err := s.one(w, r, c, q.lang, pathItem(query, q.lang), s.ipapiResolver(r.Context(), []ipapiQuery{q}))
+	res, _, err := s.one(w, r, c, q.lang, s.ipapiItem(r.Context(), query, q.lang), s.ipapiResolver(r.Context(), r.Context(), []ipapiQuery{q}))
 	if err != nil {
 		return err
 	}
 	ipapiRateHeaders(w.Header())
 	writeJSON(w, http.StatusOK, res.v)
 	return nil
+}
+
+// ipapiItem is the query of GET /ip-api/json/{query}: an address, or, as
+// ip-api takes it, a domain name, answered for its first globally
+// reachable address (A before AAAA). A name that does not resolve is an
+// invalid query; one that has only private or reserved addresses is a
+// reserved range, without them; a resolver that did not answer is
+// unavailable. The name's lookup costs nothing.
+func (s *api) ipapiItem(ctx context.Context, query string, lang ipatlas.Lang) item {
+	it := pathItem(query, lang)
+	if it.fail == nil || it.fail.code != ipatlas.CodeInvalidIP || !domainLike(query) {
+		return it
+	}
+	addr, err := s.deps.Resolver.Resolve(ctx, query)
+	switch {
+	case err == nil:
+		it = addrItem(addr.String(), lang)
+		return it
+	case errors.Is(err, rdns.ErrNotPublic):
+		it.fail = apiFail(ipatlas.CodePrivateIP, "")
+		it.addr = netip.Addr{}
+	case errors.Is(err, rdns.ErrUnavailable):
+		it.fail = apiFail(ipatlas.CodeServiceUnavailable, "")
+	}
+	return it
+}
+
+// domainLike reports whether a query that is no address may be a domain
+// name: dotted labels of letters, digits and '-' (or non-ASCII, for an
+// internationalised name), with a letter somewhere.
+func domainLike(q string) bool {
+	letter := false
+	for _, c := range q {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= 0x80 && unicode.IsLetter(c):
+			letter = true
+		case c >= '0' && c <= '9', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return letter && strings.Contains(q, ".")
 }
 
 // ipapiRateHeaders adds ip-api's own quota headers, which programs written
@@ -330,7 +394,9 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request, cr credential) erro
 		}
 		items[i] = addrItem(it.Query, qs[i].lang)
 	}
-	res, err := s.batch(w, r, c, items, s.ipapiResolver(r.Context(), qs))
+	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
+	defer cancel()
+	res, err := s.batch(w, r, c, items, s.ipapiResolver(r.Context(), dns, qs))
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 // out, as ipinfo leaves them out.
 type ipinfoCore struct {
 	IP       string         `json:"ip"`
+	Hostname string         `json:"hostname,omitempty"` // the PTR name, as ipinfo answers it
 	Bogon    bool           `json:"bogon,omitempty"`
 	City     string         `json:"city,omitempty"`
 	Region   string         `json:"region,omitempty"`
@@ -91,7 +92,7 @@ type ipinfoErrorText struct {
 
 // toIPInfo is a record in ipinfo's shape.
 func toIPInfo(rec *ipatlas.Record) *ipinfoCore {
-	c := &ipinfoCore{IP: rec.IP, City: rec.City, Region: rec.Province, Country: rec.CountryCode,
+	c := &ipinfoCore{IP: rec.IP, Hostname: rec.Hostname, City: rec.City, Region: rec.Province, Country: rec.CountryCode,
 		Postal: rec.ZipCode, Timezone: rec.TimeZone}
 	if rec.Latitude != nil && rec.Longitude != nil {
 		c.Loc = strconv.FormatFloat(*rec.Latitude, 'f', 4, 64) + "," + strconv.FormatFloat(*rec.Longitude, 'f', 4, 64)
@@ -133,6 +134,8 @@ func ipinfoField(c *ipinfoCore, name string) (v any, ok bool) {
 	switch name {
 	case "ip":
 		return c.IP, true
+	case "hostname":
+		return c.Hostname, true
 	case "city":
 		return c.City, true
 	case "region":
@@ -211,8 +214,11 @@ func ipinfoItem(raw string, lang ipatlas.Lang, parse func(string, ipatlas.Lang) 
 // ipinfoResolver answers the items of the ipinfo shape, fields[i] being
 // the field the i-th asks for. A private or reserved address is ipinfo's
 // bogon answer, free. An AS is looked up once per request, however often
-// it is asked for.
-func (s *api) ipinfoResolver(ctx context.Context, q *ipinfoQuery, fields []string) resolver {
+// it is asked for. The host name is in an address's whole answer, as
+// ipinfo answers it, when hostnames is set (a single query), and in the
+// answer of an item that asks for it ("8.8.8.8/hostname"); dns bounds
+// its lookups.
+func (s *api) ipinfoResolver(ctx, dns context.Context, q *ipinfoQuery, fields []string, hostnames bool) resolver {
 	ases := map[uint32]*ipinfoASNDetails{}
 	return func(i int, it *item) resolved {
 		field := fields[i]
@@ -241,6 +247,9 @@ func (s *api) ipinfoResolver(ctx context.Context, q *ipinfoQuery, fields []strin
 		rec, f := s.lookupRecord(ctx, it, q.lang)
 		if f != nil {
 			return resolved{fail: f}
+		}
+		if field == "hostname" || (field == "" && hostnames) {
+			s.fillHostname(dns, rec, it.addr, false)
 		}
 		c := toIPInfo(rec)
 		if field == "" {
@@ -293,7 +302,7 @@ func (s *api) ipinfoOne(w *exchange, r *http.Request, cr credential, raw string)
 		return err
 	}
 	it, field := ipinfoItem(raw, q.lang, pathItem)
-	res, _, err := s.one(w, r, c, q.lang, it, s.ipinfoResolver(r.Context(), &q, []string{field}))
+	res, _, err := s.one(w, r, c, q.lang, it, s.ipinfoResolver(r.Context(), r.Context(), &q, []string{field}, true))
 	if err != nil {
 		return err
 	}
@@ -368,7 +377,9 @@ func (s *api) handleIPInfoBatch(w *exchange, r *http.Request, cr credential) err
 	if err != nil {
 		return err
 	}
-	res, err := s.batch(w, r, c, items, s.ipinfoResolver(r.Context(), &q, fields))
+	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
+	defer cancel()
+	res, err := s.batch(w, r, c, items, s.ipinfoResolver(r.Context(), dns, &q, fields, false))
 	if err != nil {
 		return err
 	}

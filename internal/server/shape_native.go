@@ -153,8 +153,9 @@ func (s *api) nativeOne(w *exchange, r *http.Request, c *keyed, q *nativeQuery, 
 	return nil
 }
 
-// nativeRecord is an address's record, or the fields of it q names; a
-// selection of fields that are all empty holds nothing looked up.
+// nativeRecord is an address's record, or the fields of it q names, with
+// the host name when they name it (ctx bounds its lookup); a selection of
+// fields that are all empty holds nothing looked up.
 func (s *api) nativeRecord(ctx context.Context, it *item, q *nativeQuery) resolved {
 	rec, f := s.lookupRecord(ctx, it, q.lang)
 	if f != nil {
@@ -163,12 +164,15 @@ func (s *api) nativeRecord(ctx context.Context, it *item, q *nativeQuery) resolv
 	if q.fields.All() {
 		return resolved{v: rec}
 	}
+	if confirm := q.fields.Has("hostname_confirmed"); confirm || q.fields.Has("hostname") {
+		s.fillHostname(ctx, rec, it.addr, confirm)
+	}
 	empty := true
 	for _, name := range q.fields.Names() {
 		if name == "ip" {
 			continue
 		}
-		if rec.Text(name) != "" || (name == "privacy" && rec.Privacy != nil) {
+		if rec.Text(name) != "" || (name == "privacy" && rec.Privacy != nil) || (name == "hostname_confirmed" && rec.HostnameConfirmed != nil) {
 			empty = false
 			break
 		}
@@ -200,6 +204,9 @@ func (s *api) handleLookupField(w *exchange, r *http.Request, cr credential) err
 		rec, f := s.lookupRecord(r.Context(), it, q.lang)
 		if f != nil {
 			return resolved{fail: f}
+		}
+		if name == "hostname" || name == "hostname_confirmed" {
+			s.fillHostname(r.Context(), rec, it.addr, name == "hostname_confirmed")
 		}
 		v := fieldText(rec, name)
 		return resolved{v: v, free: v == "" || v == "null" || name == "ip"}
@@ -291,11 +298,13 @@ func (s *api) handleBatch(w *exchange, r *http.Request, cr credential) error {
 	for i, ip := range req.IPs {
 		items[i] = addrItem(ip, lang)
 	}
+	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
+	defer cancel()
 	res, err := s.batch(w, r, c, items, func(_ int, it *item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}
-		return s.nativeRecord(r.Context(), it, &q)
+		return s.nativeRecord(dns, it, &q)
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/rdns"
+	"github.com/miekg/dns"
+)
+
+// dnsZone serves records (zone file lines) over UDP on 127.0.0.1; a name
+// in silent is never answered, and any other question is NXDOMAIN.
+func dnsZone(t *testing.T, silent []string, records ...string) string {
+	t.Helper()
+	rrs := map[string][]dns.RR{}
+	for _, s := range records {
+		rr, err := dns.NewRR(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := strings.ToLower(rr.Header().Name) + dns.TypeToString[rr.Header().Rrtype]
+		rrs[k] = append(rrs[k], rr)
+	}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		name := strings.ToLower(q.Question[0].Name)
+		for _, s := range silent {
+			if name == s {
+				return
+			}
+		}
+		m := new(dns.Msg)
+		m.SetReply(q)
+		m.Answer = rrs[name+dns.TypeToString[q.Question[0].Qtype]]
+		if len(m.Answer) == 0 {
+			m.Rcode = dns.RcodeNameError
+		}
+		w.WriteMsg(m)
+	})}
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	go srv.ActivateAndServe()
+	<-started
+	t.Cleanup(func() { srv.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+// TestHostnamesInTheShapes: the host name, asked for per request, in
+// every shape: the native fields and field path (with whether it is
+// forward-confirmed), ipinfo's hostname and ip-api's reverse, and ip-api's
+// domain queries. A lookup without an answer in time gives no name,
+// never an error, and the name never changes the price.
+func TestHostnamesInTheShapes(t *testing.T) {
+	addr := dnsZone(t, []string{"1.1.1.1.in-addr.arpa."},
+		"8.8.8.8.in-addr.arpa. 300 IN PTR dns.google.",
+		"dns.google. 300 IN A 8.8.8.8",
+		"internal.example. 300 IN A 10.0.0.1",
+		"beijing.example. 300 IN A "+geotest.Beijing.IP)
+	res, err := rdns.New(rdns.Config{Server: addr, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	e.srv.deps.Resolver = res
+	_, k := e.customer(t, account.Pro, 0, 100)
+	for _, tc := range []struct {
+		path, want, not string
+		charged         bool
+	}{
+		{"/api/lookup/8.8.8.8?fields=hostname,hostname_confirmed", `"hostname":"dns.google","hostname_confirmed":true`, "", true},
+		{"/api/lookup/8.8.8.8/hostname", "dns.google\n", "", true},
+		{"/api/lookup/8.8.8.8?fields=country", `"country":"United States"`, "hostname", true},
+		{"/api/lookup/1.1.1.1/hostname", "\n", "", false}, // no answer in time: empty, free
+		{"/ipinfo/8.8.8.8", `"hostname":"dns.google"`, "", true},
+		{"/ip-api/json/8.8.8.8?fields=reverse,query", `{"reverse":"dns.google","query":"8.8.8.8"}`, "", true},
+		{"/ip-api/json/8.8.8.8", `"query":"8.8.8.8"`, "reverse", true}, // not in the default fields
+		{"/ip-api/json/beijing.example?fields=city,query", `"query":"` + geotest.Beijing.IP + `"`, "", true},
+		{"/ip-api/json/nowhere.example", `"message":"invalid query"`, "", false},
+		{"/ip-api/json/internal.example", `"message":"reserved range"`, "10.0.0.1", false},
+	} {
+		before := used(t, e, k.ID)
+		r := e.do(t, req{method: "GET", path: tc.path, key: k.Secret})
+		body := r.Body.String()
+		if r.Code != 200 || !strings.Contains(body, tc.want) || (tc.not != "" && strings.Contains(body, tc.not)) {
+			t.Errorf("%s: %d %s, want %s", tc.path, r.Code, body, tc.want)
+		}
+		want := before
+		if tc.charged {
+			want++
+		}
+		if got := used(t, e, k.ID); got != want {
+			t.Errorf("%s: used %d, want %d", tc.path, got, want)
+		}
+	}
+	// A batch asks for host names within one bound, and each is answered.
+	r := e.do(t, req{method: "POST", path: "/ipinfo/batch", key: k.Secret, body: `["8.8.8.8/hostname","1.1.1.1/hostname","8.8.8.8/city"]`})
+	if r.Code != 200 || r.Body.String() != `{"1.1.1.1/hostname":"","8.8.8.8/city":"Mountain View","8.8.8.8/hostname":"dns.google"}`+"\n" {
+		t.Errorf("batch: %d %s", r.Code, r.Body)
+	}
+}
