@@ -300,3 +300,40 @@ func BenchmarkQueryHTTP(b *testing.B) {
 		b.Fatalf("%d queries failed", n)
 	}
 }
+
+// BenchmarkLookupGETHeader is the metered query as a GET (/api/lookup/{ip}, the
+// request echoip's GET /json?ip= is) through the whole public handler, at
+// 64 concurrent requests like BenchmarkQuery.
+func BenchmarkLookupGETHeader(b *testing.B) {
+	e, k := benchEnv(b)
+	var paths []string
+	for _, p := range geotest.Places {
+		paths = append(paths, "/api/lookup/"+p.IP, "/api/lookup/"+p.IP+"?lang=zh")
+	}
+	var failed atomic.Int64
+	b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		r, _ := benchRequest("GET", "/", k.Secret)
+		delete(r.Header, "Content-Type")
+		urls := make([]*url.URL, len(paths))
+		for i, p := range paths {
+			urls[i], _ = url.Parse(p)
+		}
+		i := 0
+		for pb.Next() {
+			r.URL = urls[i%len(urls)]
+			r.RequestURI = paths[i%len(paths)]
+			i++
+			w := httptest.NewRecorder()
+			e.pub.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				failed.Add(1)
+			}
+		}
+	})
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d queries failed", n)
+	}
+}
