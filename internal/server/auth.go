@@ -117,7 +117,10 @@ func (s *Server) authenticate(w *exchange, r *http.Request) (credential, error) 
 		}
 		return credential{err: err}, nil
 	}
-	c := &keyed{key: k, acct: acct}
+	// The caller lives in the request's exchange, which is pooled: a
+	// request allocates nothing for it.
+	w.keyed = keyed{key: k, acct: acct}
+	c := &w.keyed
 	if l == nil {
 		return credential{c: c}, nil
 	}

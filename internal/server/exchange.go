@@ -30,6 +30,7 @@ type exchange struct {
 	counted     bool              // a batch counted its items' outcomes itself
 	lang        ipatlas.Lang      // the request's language, once a handler knows it
 	langKnown   bool
+	keyed       keyed // the caller of a keyed route, once authenticate accepted its key (auth.go)
 }
 
 var exchangePool = sync.Pool{New: func() any { return new(exchange) }}

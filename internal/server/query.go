@@ -131,10 +131,10 @@ type resolved struct {
 // that failed its checks (it.fail), which most shapes answer with
 // failed(it) and some answer themselves (ipinfo's bogon for a private
 // address, ip-api's failure object).
-type resolver func(i int, it *item) resolved
+type resolver func(i int, it item) resolved
 
 // failed is the resolution of an item that failed its checks.
-func failed(it *item) resolved { return resolved{fail: it.fail} }
+func failed(it item) resolved { return resolved{fail: it.fail} }
 
 // one is the metered query of a single item. It returns the answer and
 // the meta to send with it; a failure is the error to render, free.
@@ -149,7 +149,7 @@ func (s *api) one(w *exchange, r *http.Request, c *keyed, lang ipatlas.Lang, it 
 			return resolved{}, meta, s.refusal(w, deny, st)
 		}
 	}
-	res := resolve(0, &it)
+	res := resolve(0, it)
 	if res.fail != nil {
 		return res, meta, s.uncharged(ctx, w, c, res.fail)
 	}
@@ -309,7 +309,7 @@ func (s *api) batch(w *exchange, r *http.Request, c *keyed, items []item, resolv
 				continue // refused below, like the first of its kind
 			}
 		}
-		rr := resolve(i, it)
+		rr := resolve(i, *it)
 		res.items[i] = rr
 		if rr.fail == nil && !rr.free && it.fail == nil {
 			if _, ok := place[k]; !ok {

@@ -179,7 +179,7 @@ type ipapiQuery struct {
 // free; so is a lookup that failed. A selection without a field that is
 // looked up (only status, message and query) holds nothing: free.
 func (s *api) ipapiResolver(ctx, dns context.Context, qs []ipapiQuery) resolver {
-	return func(i int, it *item) resolved {
+	return func(i int, it item) resolved {
 		q := qs[i]
 		if it.fail != nil {
 			msg := "invalid query"
@@ -200,7 +200,7 @@ func (s *api) ipapiResolver(ctx, dns context.Context, qs []ipapiQuery) resolver 
 			}
 			return resolved{v: ipapiFail(msg, it.raw, it.fail.code), free: true, code: it.fail.code}
 		}
-		rec, f := s.lookupRecord(ctx, it, q.lang)
+		rec, f := s.lookupRecord(ctx, &it, q.lang)
 		if f != nil {
 			return resolved{v: ipapiFail("service unavailable", it.addr.String(), f.code), free: true, code: f.code}
 		}

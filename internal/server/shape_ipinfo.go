@@ -220,7 +220,7 @@ func ipinfoItem(raw string, lang ipatlas.Lang, parse func(string, ipatlas.Lang) 
 // its lookups.
 func (s *api) ipinfoResolver(ctx, dns context.Context, q *ipinfoQuery, fields []string, hostnames bool) resolver {
 	ases := map[uint32]*ipinfoASNDetails{}
-	return func(i int, it *item) resolved {
+	return func(i int, it item) resolved {
 		field := fields[i]
 		switch {
 		case it.fail != nil && it.fail.code == ipatlas.CodePrivateIP:
@@ -236,7 +236,7 @@ func (s *api) ipinfoResolver(ctx, dns context.Context, q *ipinfoQuery, fields []
 			if d, ok := ases[it.as]; ok {
 				return resolved{v: d}
 			}
-			as, f := s.lookupAS(ctx, it, q.lang, q.page)
+			as, f := s.lookupAS(ctx, &it, q.lang, q.page)
 			if f != nil {
 				return resolved{fail: f}
 			}
@@ -244,7 +244,7 @@ func (s *api) ipinfoResolver(ctx, dns context.Context, q *ipinfoQuery, fields []
 			ases[it.as] = d
 			return resolved{v: d}
 		}
-		rec, f := s.lookupRecord(ctx, it, q.lang)
+		rec, f := s.lookupRecord(ctx, &it, q.lang)
 		if f != nil {
 			return resolved{fail: f}
 		}

@@ -125,7 +125,7 @@ func (s *api) nativeOne(w *exchange, r *http.Request, c *keyed, q *nativeQuery, 
 		ans = answerPool.Get().(*answerBuf)
 		defer putAnswer(ans)
 	}
-	res, meta, err := s.one(w, r, c, q.lang, it, func(_ int, it *item) resolved {
+	res, meta, err := s.one(w, r, c, q.lang, it, func(_ int, it item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}
@@ -156,8 +156,8 @@ func (s *api) nativeOne(w *exchange, r *http.Request, c *keyed, q *nativeQuery, 
 // nativeRecord is an address's record, or the fields of it q names, with
 // the host name when they name it (ctx bounds its lookup); a selection of
 // fields that are all empty holds nothing looked up.
-func (s *api) nativeRecord(ctx context.Context, it *item, q *nativeQuery) resolved {
-	rec, f := s.lookupRecord(ctx, it, q.lang)
+func (s *api) nativeRecord(ctx context.Context, it item, q *nativeQuery) resolved {
+	rec, f := s.lookupRecord(ctx, &it, q.lang)
 	if f != nil {
 		return resolved{fail: f}
 	}
@@ -197,11 +197,11 @@ func (s *api) handleLookupField(w *exchange, r *http.Request, cr credential) err
 	if err != nil {
 		return err
 	}
-	res, _, err := s.one(w, r, c, q.lang, pathItem(r.PathValue("ip"), q.lang), func(_ int, it *item) resolved {
+	res, _, err := s.one(w, r, c, q.lang, pathItem(r.PathValue("ip"), q.lang), func(_ int, it item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}
-		rec, f := s.lookupRecord(r.Context(), it, q.lang)
+		rec, f := s.lookupRecord(r.Context(), &it, q.lang)
 		if f != nil {
 			return resolved{fail: f}
 		}
@@ -300,7 +300,7 @@ func (s *api) handleBatch(w *exchange, r *http.Request, cr credential) error {
 	}
 	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
 	defer cancel()
-	res, err := s.batch(w, r, c, items, func(_ int, it *item) resolved {
+	res, err := s.batch(w, r, c, items, func(_ int, it item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}
@@ -373,11 +373,11 @@ func (s *api) handleAS(w *exchange, r *http.Request, cr credential) error {
 	if err != nil {
 		return err
 	}
-	res, meta, err := s.one(w, r, c, lang, asItem(r.PathValue("asn"), lang), func(_ int, it *item) resolved {
+	res, meta, err := s.one(w, r, c, lang, asItem(r.PathValue("asn"), lang), func(_ int, it item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}
-		as, f := s.lookupAS(r.Context(), it, lang, page)
+		as, f := s.lookupAS(r.Context(), &it, lang, page)
 		if f != nil {
 			return resolved{fail: f}
 		}
