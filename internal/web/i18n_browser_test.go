@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,12 +56,26 @@ func TestBrowserLanguage(t *testing.T) {
 		t.Errorf("caption %q, want %q", v.Caption, want)
 	}
 
+	// The footer's sentences end as their language ends them: 。 after
+	// Chinese, nothing after the Chinese list of sources.
+	foot := func() []string {
+		return eval[[]string](t, ctx, `[...document.querySelectorAll('footer p')].map((p) => p.textContent.replace(/\s+/g, ' ').trim())`)
+	}
+	f := foot()
+	if len(f) != 2 || !strings.Contains(f[0], "IP 地理定位数据来自 DB-IP（CC BY 4.0）。") || !strings.HasPrefix(f[1], "数据：") ||
+		strings.HasSuffix(f[1], ".") || strings.Contains(f[0], "4.0).") {
+		t.Errorf("the Chinese footer: %q", f)
+	}
+
 	// The switch: English everywhere, the record fetched again in English.
 	must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("lang-en"))))
 	waitFor(t, ctx, "the English record", `(document.querySelector('#me-record [data-field=city] dd') || {}).textContent === 'Beijing'`)
 	v = read()
 	if v.Lang != "en" || v.QLang != "en" || v.Heading != "Your IP addresses" || v.Caption != "Your address "+visitor4.IP+" is near Beijing, China." {
 		t.Errorf("after the switch to English: %+v", v)
+	}
+	if f := foot(); len(f) != 2 || !strings.Contains(f[0], "IP geolocation by DB-IP (CC BY 4.0).") || !strings.HasPrefix(f[1], "Data: ") || !strings.HasSuffix(f[1], ").") {
+		t.Errorf("the English footer: %q", f)
 	}
 	if p := eval[string](t, ctx, `document.getElementById('lang-en').getAttribute('aria-pressed') + document.getElementById('lang-zh').getAttribute('aria-pressed')`); p != "truefalse" {
 		t.Errorf("aria-pressed of EN and 中文: %s", p)
@@ -83,4 +98,13 @@ func TestBrowserLanguage(t *testing.T) {
 	if q := eval[string](t, ctx, `document.getElementById('q-lang').value`); q != "zh" {
 		t.Errorf("the picked record language became %q", q)
 	}
+
+	// A message the page shows is translated again on a switch.
+	must(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('q-ip').value = ''`),
+		chromedp.Click(chromedp.ID("q-submit")),
+	))
+	waitFor(t, ctx, "the English message", `document.getElementById('q-error').textContent === 'Enter an IP address to look up.'`)
+	must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("lang-zh"))))
+	waitFor(t, ctx, "the message in Chinese", `document.getElementById('q-error').textContent === '请输入要查询的 IP 地址。'`)
 }

@@ -183,3 +183,35 @@ func TestTranslationsComplete(t *testing.T) {
 		}
 	}
 }
+
+// The pages translate the admin and portal APIs' failures by code: every
+// err.CODE text is for a code those APIs send (internal/server's Code
+// constants), or for the page's own NetworkError, Timeout and other, so
+// that no failure falls through to "Something went wrong" for a
+// misspelt code.
+func TestErrorTextsNameServerCodes(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "server", "render.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]bool{"NetworkError": true, "Timeout": true, "other": true}
+	for _, m := range regexp.MustCompile(`(?m)^\s+Code\w+\s+Code = "(\w+)"`).FindAllStringSubmatch(string(src), -1) {
+		codes[m[1]] = true
+	}
+	if len(codes) < 10 {
+		t.Fatalf("found %d codes in render.go: the test reads it wrongly", len(codes))
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "web", "src", "i18n.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := regexp.MustCompile(`'err\.(\w+)':`).FindAllStringSubmatch(string(b), -1)
+	if len(keys) < 10 {
+		t.Fatalf("found %d err. texts in i18n.js", len(keys))
+	}
+	for _, k := range keys {
+		if !codes[k[1]] {
+			t.Errorf("i18n.js translates err.%s, but the APIs send no code %s", k[1], k[1])
+		}
+	}
+}

@@ -664,6 +664,50 @@ func TestPortalBrowser(t *testing.T) {
 		waitShown(t, ctx, cAccounts)
 	})
 
+	t.Run("console messages follow the language switch", func(t *testing.T) {
+		st := newPortalStack(t, testNow)
+		a, _ := st.account(t, "acme", "owner@example.com", 100)
+		console := person(t, browser, 90*time.Second)
+		signInConsole(t, console, st)
+		navigate(t, console, fmt.Sprintf("%s/console/account/%d", st.admin.URL, a.ID))
+		waitShown(t, console, "#d-tier-form")
+
+		// A message shown in English is all Chinese after the switch,
+		// the tier's name included, and English again after the switch
+		// back.
+		eval[bool](t, console, `(() => { const s = document.getElementById('d-tier'); s.value = 'enterprise'; s.dispatchEvent(new Event('change')); return true; })()`)
+		typeInto(t, console, "#d-limit", "5000")
+		done := submitted(t, console, "#d-tier-form")
+		click(t, console, "#d-tier-submit")
+		waitSubmitted(t, console, "#d-tier-form", done)
+		if s := textOf(t, console, "#status"); s != "Tier set to Enterprise." {
+			t.Fatalf("status %q after setting the tier", s)
+		}
+		click(t, console, "#lang-zh")
+		waitOn(t, console, "the status in Chinese", `document.getElementById('status').textContent === '套餐已设为企业版。'`)
+		click(t, console, "#lang-en")
+		waitOn(t, console, "the status in English again", `document.getElementById('status').textContent === 'Tier set to Enterprise.'`)
+
+		// An API's refusal: the page's words follow the switch, the
+		// service's detail stays as it was sent.
+		eval[bool](t, console, `(() => { document.getElementById('d-deduct').click(); return true; })()`)
+		typeInto(t, console, cCreditAmount, "1000")
+		typeInto(t, console, cCreditReason, "too much")
+		done = submitted(t, console, cCreditForm)
+		click(t, console, cCreditSubmit)
+		waitSubmitted(t, console, cCreditForm, done)
+		en := textOf(t, console, "#error")
+		if !strings.HasPrefix(en, "Not enough credits: ") || !strings.Contains(en, "the balance is 100") {
+			t.Fatalf("error %q after deducting more than the balance", en)
+		}
+		click(t, console, "#lang-zh")
+		waitOn(t, console, "the error in Chinese", `document.getElementById('error').textContent.startsWith('积分不足：')`)
+		if zh := textOf(t, console, "#error"); zh != "积分不足："+strings.TrimPrefix(en, "Not enough credits: ") {
+			t.Errorf("the error in Chinese %q, in English %q", zh, en)
+		}
+		checkPageProblems(t, console)
+	})
+
 	t.Run("expired sessions are sent to sign-in", func(t *testing.T) {
 		st := newPortalStack(t, testNow)
 		st.account(t, "acme", "owner@example.com", 100)

@@ -28,7 +28,7 @@ import { get, post, patch, setCSRF } from './api.js';
 import { Failure } from './net.js';
 import { drawUsage, SERIES } from './chart.js';
 import {
-  $, h, fillTable, labelCells, say, fail, failKey, clearMessages, confirmDialog, promptDialog, wireCopy, busy, keepFocus, Router, tierName,
+  $, h, fillTable, labelCells, say, fail, failKey, clearMessages, confirmDialog, promptDialog, wireCopy, busy, keepFocus, Router, tierName, tierVar,
 } from './ui.js';
 
 const BASE = '/account';
@@ -146,7 +146,7 @@ function wire() {
       history.replaceState(null, '', `${BASE}/overview`);
       await enter();
       // Other browsers are mentioned only when the new password ended some.
-      if (r.signed_out > 0) say('p.setpw.ok', { n: i18n.num(r.signed_out) });
+      if (r.signed_out > 0) say('p.setpw.ok', { n: { num: r.signed_out } });
       else say('p.setpw.set');
     }));
   });
@@ -161,7 +161,7 @@ function wire() {
     await guard(async () => {
       const r = await post(`${API}/signout-everywhere`);
       signedOut('', true);
-      say('p.all.done', { n: i18n.num((r && r.revoked) || 0) });
+      say('p.all.done', { n: { num: (r && r.revoked) || 0 } });
     });
   });
 
@@ -355,7 +355,7 @@ async function loadCredits(more) {
   fillTable($('credits-table'), rows, 'p.credits.none');
   labelCells($('credits-table'));
   $('credits-more').hidden = !credits.next;
-  if (more) say('p.credits.loaded', { n: i18n.num(credits.entries.length) });
+  if (more) say('p.credits.loaded', { n: { num: credits.entries.length } });
 }
 
 async function loadSubscription() {
@@ -373,7 +373,7 @@ async function loadSubscription() {
   const pending = reqs.find((r) => r.status === 'pending');
   const p = $('sub-pending');
   if (pending) {
-    i18n.setText(p, 'p.sub.pending', { tier: tierName(pending.tier), when: i18n.date(pending.created_at) });
+    i18n.setText(p, 'p.sub.pending', { tier: tierVar(pending.tier), when: { date: pending.created_at } });
     p.hidden = false;
   } else {
     p.hidden = true;

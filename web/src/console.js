@@ -31,7 +31,7 @@ import './msg-console.js';
 import { call, get, post, patch, del, setCSRF } from './api.js';
 import { Failure } from './net.js';
 import {
-  $, h, fillTable, labelCells, say, fail, failKey, clearMessages, confirmDialog, wireCopy, busy, keepFocus, Router, tierName,
+  $, h, fillTable, labelCells, say, fail, failKey, clearMessages, confirmDialog, wireCopy, busy, keepFocus, Router, tierName, tierVar,
 } from './ui.js';
 
 const BASE = '/console';
@@ -190,7 +190,7 @@ function wire() {
     await busy($('d-tier-form'), () => guard(async () => {
       await patch(`${ADMIN}/accounts/${encodeURIComponent(id)}`, body);
       await loadAccount(id);
-      say('c.tierset', { tier: tierName(tier) });
+      say('c.tierset', { tier: tierVar(tier) });
     }));
   });
 
@@ -207,7 +207,7 @@ function wire() {
       $('d-amount').value = '';
       $('d-reason').value = '';
       await loadAccount(id);
-      say(amount > 0 ? 'c.added' : 'c.deducted', { n: i18n.num(Math.abs(amount)), balance: i18n.num(e.balance) });
+      say(amount > 0 ? 'c.added' : 'c.deducted', { n: { num: Math.abs(amount) }, balance: { num: e.balance } });
     }));
   });
 
@@ -242,7 +242,7 @@ function showLink(r, msgKey) {
   $('link-url').textContent = r.link;
   $('link-note').textContent = '';
   $('link-box').hidden = false;
-  say(msgKey, { email: r.owner.email, when: i18n.dateTime(r.expires_at) });
+  say(msgKey, { email: r.owner.email, when: { dateTime: r.expires_at } });
   if (r.link.startsWith('/')) i18n.setText($('link-note'), 'c.link.relative');
   $('link-copy').focus();
 }
@@ -273,7 +273,7 @@ async function loadAccounts(searched) {
     h('td', { className: 'num' }, i18n.num(a.keys || 0))));
   fillTable($('accounts-table'), rows, 'c.acc.none');
   labelCells($('accounts-table'));
-  if (searched) say('c.acc.found', { n: i18n.num(rows.length) });
+  if (searched) say('c.acc.found', { n: { num: rows.length } });
 }
 
 async function loadAccount(id) {
@@ -365,7 +365,7 @@ function requestRow(r, withAccount, reload) {
 }
 
 async function decide(r, approve, reload) {
-  const what = { id: r.id, account: r.account_id, tier: tierName(r.tier) };
+  const what = { id: r.id, account: r.account_id, tier: tierVar(r.tier) };
   if (!await confirmDialog(approve ? 'c.r.approve.title' : 'c.r.refuse.title', t(approve ? 'c.r.approve.body' : 'c.r.refuse.body', what), approve ? 'c.r.approve' : 'c.r.refuse')) return;
   await guard(async () => {
     await post(`${ADMIN}/tier-requests/${encodeURIComponent(r.id)}/${approve ? 'approve' : 'refuse'}`);

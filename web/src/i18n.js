@@ -45,7 +45,7 @@ define({
     'err.InvalidRequest': 'The request was not valid: {detail}',
     'err.NotFound': 'Not found: it may have been removed.',
     'err.Conflict': 'That conflicts with the current state: {detail}',
-    'err.Insufficient': 'Not enough credits: {detail}',
+    'err.InsufficientCredits': 'Not enough credits: {detail}',
     'err.TooManyRequests': 'Too many attempts. Wait a few minutes and try again.',
     'err.SignInFailed': 'Wrong email or password.',
     'err.BadToken': 'This link is invalid, used or expired. Ask the operator for a new one.',
@@ -82,7 +82,7 @@ define({
     'err.InvalidRequest': '请求无效：{detail}',
     'err.NotFound': '未找到：可能已被删除。',
     'err.Conflict': '与当前状态冲突：{detail}',
-    'err.Insufficient': '积分不足：{detail}',
+    'err.InsufficientCredits': '积分不足：{detail}',
     'err.TooManyRequests': '尝试次数过多。请稍等几分钟再试。',
     'err.SignInFailed': '邮箱或密码错误。',
     'err.BadToken': '此链接无效、已使用或已过期。请向运营方索取新链接。',
@@ -122,9 +122,11 @@ export function lang() {
 // t is the text of key in the current language (English when the
 // Chinese table lacks it), with {name} replaced from vars. A value of vars
 // may be a format to apply when the text is shown, {dateTime: iso},
-// {date: iso} or {num: n}: setText keeps it, so a change of language
-// shows a date or a number in the new language too, not frozen in the
-// old one.
+// {date: iso}, {num: n} or {key: k} (the text of another key, such as a
+// tier's name: {key: 'tier.pro'}): setText keeps it, so a change of
+// language shows a date, a number or a name in the new language too, not
+// frozen in the old one. A message that is shown until the next one must
+// pass them so; a value given as a finished string stays as it is.
 export function t(key, vars) {
   let s = tables[current][key];
   if (s === undefined) s = tables.en[key];
@@ -138,6 +140,7 @@ function shown(v) {
     if ('dateTime' in v) return dateTime(v.dateTime);
     if ('date' in v) return date(v.date);
     if ('num' in v) return num(v.num);
+    if ('key' in v) return t(v.key);
   }
   return String(v);
 }
@@ -232,14 +235,18 @@ export function dateTime(iso) {
   return d.toLocaleString(current === 'zh' ? 'zh-CN' : 'en', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }) + ' UTC';
 }
 
-// errorText is what a person reads for a failed call: the translation of
-// its code, with the server's (English) text as the detail.
-export function errorText(f) {
+// errorMessage is the key and vars of what a person reads for a failed
+// call: the translation of its code, with the server's (English) text as
+// the detail. Given to setText, it is translated again on a switch.
+export function errorMessage(f) {
   const code = f && f.code;
   const key = `err.${code}`;
-  const detail = (f && f.message) || '';
-  if (code && (tables.en[key] !== undefined)) {
-    return t(key, { detail });
-  }
-  return t('err.other', { detail });
+  const vars = { detail: (f && f.message) || '' };
+  if (code && (tables.en[key] !== undefined)) return [key, vars];
+  return ['err.other', vars];
+}
+
+// errorText is errorMessage's text in the current language.
+export function errorText(f) {
+  return t(...errorMessage(f));
 }

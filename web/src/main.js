@@ -126,10 +126,10 @@ function storeKey(key) {
   }
 }
 
-function formatUsage(u) {
-  const reset = i18n.date(u.reset);
-  return t(reset ? 'main.usage.reset' : 'main.usage', {
-    used: i18n.num(u.used), limit: i18n.num(u.limit), period: u.period, left: i18n.num(u.remaining), reset,
+// showUsage puts the key's month in el, translated again on a switch.
+function showUsage(el, u) {
+  show(el, i18n.date(u.reset) ? 'main.usage.reset' : 'main.usage', undefined, {
+    used: { num: u.used }, limit: { num: u.limit }, period: u.period, left: { num: u.remaining }, reset: { date: u.reset },
   });
 }
 
@@ -167,8 +167,11 @@ function setupLookup(map) {
     keyIn.focus();
   });
 
+  // fail shows a failure: the page's own words (no answer) are
+  // translated again on a switch, the API's stay as it wrote them.
   const fail = (f) => {
-    error.textContent = describeFailure(f);
+    if (f.code === 'NetworkError' || f.code === 'Timeout') show(error, ...i18n.errorMessage(f));
+    else showValue(error, describeFailure(f));
     error.dataset.code = f.code || '';
     setHidden(error, false);
   };
@@ -181,7 +184,9 @@ function setupLookup(map) {
     setHidden(error, true);
     setHidden(status, true);
     if (ip === '') {
-      fail(new Failure(t('main.q.empty'), ''));
+      show(error, 'main.q.empty');
+      error.dataset.code = '';
+      setHidden(error, false);
       ipIn.focus();
       return;
     }
@@ -209,7 +214,7 @@ function setupLookup(map) {
       } else {
         setHidden(account, true);
         credits.textContent = '';
-        usage.textContent = '';
+        showValue(usage, '');
       }
       if (code < 200 || code > 299 || !env || !env.success || !env.data) throw envelopeFailure(code, env);
       const rec = env.data;
@@ -236,9 +241,9 @@ function setupLookup(map) {
           headers: { Authorization: `Bearer ${key}` },
         }, QUERY_TIMEOUT_MS);
         if (code !== 200) throw envelopeFailure(code, u);
-        usage.textContent = formatUsage(u);
+        showUsage(usage, u);
       } catch (err) {
-        usage.textContent = t('main.usage.unknown', { why: describeFailure(err instanceof Failure ? err : new Failure(String(err))) });
+        show(usage, 'main.usage.unknown', undefined, { why: describeFailure(err instanceof Failure ? err : new Failure(String(err))) });
       }
     }
     submit.disabled = false;

@@ -42,9 +42,11 @@ define({
     'main.usage.reset': '{used} of {limit} queries used in {period} ({left} left; resets {reset})',
     'main.usage.unknown': 'unknown: {why}',
     'main.foot.geo': 'IP geolocation by',
+    'main.foot.geo.licence': ' (CC BY 4.0).',
     'main.foot.api': 'API reference',
     'main.foot.account': 'Your account',
     'main.foot.data': 'Data:',
+    'main.foot.data.end': '.',
   },
   zh: {
     'main.title': '我的 IP 地址是什么？· ipatlas',
@@ -86,8 +88,11 @@ define({
     'main.usage.reset': '{period} 已用 {used} / {limit} 次查询（剩余 {left}；{reset} 重置）',
     'main.usage.unknown': '未知：{why}',
     'main.foot.geo': 'IP 地理定位数据来自',
+    'main.foot.geo.licence': '（CC BY 4.0）。',
     'main.foot.api': 'API 参考',
     'main.foot.account': '你的账户',
     'main.foot.data': '数据：',
+    // A list of sources, not a sentence: no full stop after it.
+    'main.foot.data.end': '',
   },
 });

@@ -60,8 +60,7 @@ export function say(key, vars) {
 
 export function fail(f) {
   const e = $('error');
-  delete e.dataset.i18n;
-  e.textContent = i18n.errorText(f);
+  i18n.setText(e, ...i18n.errorMessage(f));
   e.dataset.code = (f && f.code) || '';
   e.hidden = false;
   $('status').hidden = true;
@@ -246,4 +245,11 @@ export class Router {
 
 export function tierName(tier) {
   return t(`tier.${tier}`);
+}
+
+// tierVar is a tier's name as a value of a message's vars: translated
+// whenever the message is shown (i18n.t's {key}), not frozen as tierName
+// would leave it.
+export function tierVar(tier) {
+  return { key: `tier.${tier}` };
 }
