@@ -147,7 +147,9 @@ func run(args []string) error {
 			return err
 		}
 		var b bytes.Buffer
-		emitBrackets(&b, bn, source)
+		if err := emitBrackets(&b, bn, source); err != nil {
+			return err
+		}
 		if err := writeGo(filepath.Join(*out, "brackets_gen.go"), b.Bytes()); err != nil {
 			return err
 		}
