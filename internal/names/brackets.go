@@ -2,8 +2,6 @@ package names
 
 import "strings"
 
-type bracketName struct{ country, name string }
-
 // WholeName reports whether a place name ending in brackets is the
 // place's own name ("Frankfurt (Oder)", "Kempten (Allgäu)"), which must
 // stay whole, rather than the IP data's "City (District)". country is an
@@ -20,6 +18,23 @@ func WholeName(country, name string) bool {
 		}
 		cc[i] = c
 	}
-	_, ok := bracketNames[bracketName{string(cc[:]), name}]
-	return ok
+	lo, hi := 0, len(bracketNames)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if compareBracket(bracketNames[m], cc, name) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < len(bracketNames) && compareBracket(bracketNames[lo], cc, name) == 0
+}
+
+// compareBracket compares a line of bracketNames, "CC\tname", with cc
+// and name, like strings.Compare.
+func compareBracket(line string, cc [2]byte, name string) int {
+	if d := (int(line[0])<<8 | int(line[1])) - (int(cc[0])<<8 | int(cc[1])); d != 0 {
+		return d
+	}
+	return strings.Compare(line[3:], name)
 }

@@ -4,35 +4,25 @@ import (
 	"math"
 	"strings"
 
+	"github.com/ipatlas/ipatlas/internal/names/cityindex"
 	"github.com/ipatlas/ipatlas/internal/names/fold"
 )
 
-// cityRow is a row of the generated table of the world's cities
-// (cities_gen.go): a place outside China with a Chinese name, under one of
-// the folded forms of its Latin names. Strings are slices of cityKeys and
-// cityNames, so that the table is static data that costs no heap.
-type cityRow struct {
-	country  uint16 // 'U'<<8 | 'S'
-	keyLen   uint8
-	nameLen  uint8
-	key      uint32 // offset in cityKeys
-	name     uint32 // offset in cityNames
-	lat, lon int32  // 1e-4 degrees
-	radius   uint16 // 100 m: a point farther away is not this place
-	unique   bool   // no other place of the country has the key
-	alt      bool   // the key is an alternate name's: the place's own names go first
+// worldCities is the generated table of the world's cities (cities_gen.go):
+// the places outside China with a Chinese name, each under the folded
+// forms of its Latin names. Lookups search its embedded files where they
+// lie (package cityindex), so that the table costs no heap; a table that
+// does not open (a build defect, which TestCityTableValid catches) knows
+// no city.
+var worldCities = openCities()
+
+func openCities() *cityindex.Table {
+	t, err := cityindex.Open(cityindex.Data{Keys: cityKeysData, Places: cityPlacesData, Names: cityNamesText})
+	if err != nil {
+		return &cityindex.Table{}
+	}
+	return t
 }
-
-// A cityTable is the generated table: rows and the strings they slice.
-type cityTable struct {
-	rows        []cityRow
-	keys, names string
-}
-
-var worldCities = cityTable{cityRows[:], cityKeys, cityNames}
-
-func (t *cityTable) key(r *cityRow) string  { return t.keys[r.key : r.key+uint32(r.keyLen)] }
-func (t *cityTable) name(r *cityRow) string { return t.names[r.name : r.name+uint32(r.nameLen)] }
 
 // maxCityName bounds the names looked up, so that folding fits a buffer
 // on the stack; no city of the table has a longer name.
@@ -52,10 +42,10 @@ const maxCityName = 96
 //
 // It allocates nothing.
 func lookupCity(country, english string, lat, lon float64) (string, bool) {
-	return worldCities.lookup(country, english, lat, lon)
+	return lookupCityIn(worldCities, country, english, lat, lon)
 }
 
-func (t *cityTable) lookup(country, english string, lat, lon float64) (string, bool) {
+func lookupCityIn(t *cityindex.Table, country, english string, lat, lon float64) (string, bool) {
 	cc, ok := upper(country)
 	if !ok {
 		return "", false
@@ -68,71 +58,34 @@ func (t *cityTable) lookup(country, english string, lat, lon float64) (string, b
 	}
 	var buf [2 * maxCityName]byte
 	key := fold.Append(buf[:0], english)
-	c := uint16(cc[0])<<8 | uint16(cc[1])
 
-	// The first row not before (c, key).
-	lo, hi := 0, len(t.rows)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		r := &t.rows[m]
-		if r.country < c || r.country == c && compareKey(t.key(r), key) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
 	known := !math.IsNaN(lat) && !math.IsNaN(lon)
-	best, bestD, bestAlt := -1, math.Inf(1), true
-	for i := lo; i < len(t.rows); i++ {
-		r := &t.rows[i]
-		if r.country != c || compareKey(t.key(r), key) != 0 {
-			break
-		}
+	best, found, bestD, bestAlt := "", false, math.Inf(1), true
+	rows := t.Find(uint16(cc[0])<<8|uint16(cc[1]), key)
+	for rows.Next() {
+		r := rows.Match()
 		if !known {
-			if r.unique && !r.alt {
-				return t.name(r), true
+			if r.Unique && !r.Alt {
+				return rows.Name(), true
 			}
 			continue
 		}
-		if r.alt && !bestAlt {
+		if r.Alt && !bestAlt {
 			continue
 		}
-		radius, rlat := float64(r.radius)/10, float64(r.lat)/1e4
+		radius, rlat := float64(r.Radius)/10, float64(r.Lat)/1e4
 		if math.Abs(lat-rlat)*kmPerDegree > radius {
 			continue // a degree of latitude is 111 km anywhere
 		}
-		d := distanceKm(lat, lon, rlat, float64(r.lon)/1e4)
+		d := distanceKm(lat, lon, rlat, float64(r.Lon)/1e4)
 		if d > radius {
 			continue
 		}
-		if d < bestD || bestAlt && !r.alt {
-			best, bestD, bestAlt = i, d, r.alt
+		if d < bestD || bestAlt && !r.Alt {
+			best, found, bestD, bestAlt = rows.Name(), true, d, r.Alt
 		}
 	}
-	if best < 0 {
-		return "", false
-	}
-	return t.name(&t.rows[best]), true
-}
-
-// compareKey compares a row's key with a folded name, like strings.Compare.
-func compareKey(a string, b []byte) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			if a[i] < b[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	switch {
-	case len(a) < len(b):
-		return -1
-	case len(a) > len(b):
-		return 1
-	}
-	return 0
+	return best, found
 }
 
 // kmPerDegree is the length of a degree of latitude (a meridian's length

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unsafe"
+
+	"github.com/ipatlas/ipatlas/internal/names/cityindex"
 )
 
 // TestWorldCityTable looks places up in the generated table: the large
@@ -82,21 +83,24 @@ func TestWorldCityTable(t *testing.T) {
 func TestCityTableMatching(t *testing.T) {
 	// Two Springfields 100 km apart, each with a radius of half that;
 	// a Newport with an alternate name's row and a Newport of its own.
-	// Rows are sorted by key.
-	keys := "springfield" + "newport" + "harbor"
-	names := "春田甲" + "春田乙" + "纽波特" + "新港"
-	row := func(cc string, key, keyLen, name, nameLen int, lat, lon float64, radiusKm float64, unique, alt bool) cityRow {
-		return cityRow{country: uint16(cc[0])<<8 | uint16(cc[1]), keyLen: uint8(keyLen), nameLen: uint8(nameLen),
-			key: uint32(key), name: uint32(name), lat: int32(lat * 1e4), lon: int32(lon * 1e4),
-			radius: uint16(radiusKm * 10), unique: unique, alt: alt}
+	row := func(key, name string, lat, lon float64, radiusKm float64, unique, alt bool) cityindex.Row {
+		return cityindex.Row{Country: "US", Key: key, Name: name, Match: cityindex.Match{
+			Lat: int32(lat * 1e4), Lon: int32(lon * 1e4), Radius: uint16(radiusKm * 10), Unique: unique, Alt: alt}}
 	}
-	tab := cityTable{keys: keys, names: names, rows: []cityRow{
-		row("US", 18, 6, 27, 6, 40.1, -90.0, 30, true, true),    // harbor 新港, its alternate name too
-		row("US", 11, 7, 18, 9, 40.0, -90.0, 30, true, false),   // newport 纽波特, the place's own name
-		row("US", 11, 7, 27, 6, 40.1, -90.0, 30, true, true),    // newport 新港, another place's alternate name
-		row("US", 0, 11, 0, 9, 40.0, -80.0, 50, false, false),   // springfield 春田甲
-		row("US", 0, 11, 9, 9, 40.0, -78.826, 50, false, false), // springfield 春田乙, 100 km east
-	}}
+	d, err := cityindex.Encode([]cityindex.Row{
+		row("harbor", "新港", 40.1, -90.0, 30, true, true),           // its alternate name too
+		row("newport", "纽波特", 40.0, -90.0, 30, true, false),        // the place's own name
+		row("newport", "新港", 40.1, -90.0, 30, true, true),          // another place's alternate name
+		row("springfield", "春田甲", 40.0, -80.0, 50, false, false),   //
+		row("springfield", "春田乙", 40.0, -78.826, 50, false, false), // 100 km east
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := cityindex.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name     string
 		lat, lon float64
@@ -116,69 +120,71 @@ func TestCityTableMatching(t *testing.T) {
 		{"Newport", 40.0, -89.0, ""}, // 85 km away
 		{"Newport", 40.0, -90.0, "纽波特"},
 	} {
-		got, ok := tab.lookup("US", tt.name, tt.lat, tt.lon)
+		got, ok := lookupCityIn(tab, "US", tt.name, tt.lat, tt.lon)
 		if got != tt.want || ok != (tt.want != "") {
 			t.Errorf("lookup(%q, %v, %v) = %q, %v; want %q", tt.name, tt.lat, tt.lon, got, ok, tt.want)
 		}
 	}
-	if got, ok := tab.lookup("GB", "Newport", 40.0, -90.0); ok {
+	if got, ok := lookupCityIn(tab, "GB", "Newport", 40.0, -90.0); ok {
 		t.Errorf("another country's Newport: %q", got)
 	}
 }
 
-// TestCityTableSorted: the lookup's binary search needs the rows sorted
-// by country and key, and every row's strings within the table's.
-func TestCityTableSorted(t *testing.T) {
-	tab := &worldCities
-	if len(tab.rows) < 20000 {
-		t.Fatalf("only %d rows", len(tab.rows))
+// TestCityTableValid: the embedded table opens, every byte of it decodes
+// (cityindex's Check: the lookup's binary search needs the rows sorted by
+// country and key), and its rows hold what the lookup expects.
+func TestCityTableValid(t *testing.T) {
+	tab, err := cityindex.Open(cityindex.Data{Keys: cityKeysData, Places: cityPlacesData, Names: cityNamesText})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range tab.rows {
-		r := &tab.rows[i]
-		if int(r.key)+int(r.keyLen) > len(tab.keys) || int(r.name)+int(r.nameLen) > len(tab.names) {
-			t.Fatalf("row %d: strings out of range", i)
+	if err := tab.Check(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for r := range worldCities.All() {
+		n++
+		if len(r.Key) > maxCityName || !isASCII(r.Key) {
+			t.Errorf("%s: key %q", r.Country, r.Key)
 		}
-		if k := tab.key(r); k == "" || len(k) > maxCityName || !isASCII(k) {
-			t.Errorf("row %d: key %q", i, k)
+		if !hasHan(r.Name) {
+			t.Errorf("%s %q: name %q", r.Country, r.Key, r.Name)
 		}
-		if n := tab.name(r); !hasHan(n) {
-			t.Errorf("row %d: name %q", i, n)
-		}
-		if i > 0 {
-			p := &tab.rows[i-1]
-			if p.country > r.country || p.country == r.country && tab.key(p) > tab.key(r) {
-				t.Fatalf("rows %d and %d out of order: %q %q", i-1, i, tab.key(p), tab.key(r))
-			}
-		}
+	}
+	if n < 20000 {
+		t.Fatalf("only %d rows", n)
 	}
 }
 
-// TestWorldCityMemory: the table is static data, so its first use costs no
-// heap (a map built at start-up would cost megabytes). It logs the heap
-// and, on Linux, the resident memory that looking every row's name up
-// touches, which is the table's share of the service's RSS.
+// TestWorldCityMemory: the table is searched where it is embedded, so
+// looking every row up costs no heap (a map built at start-up would cost
+// megabytes). It logs the heap and, on Linux, the resident memory that
+// looking every row's name up touches, which is the table's share of the
+// service's RSS.
 func TestWorldCityMemory(t *testing.T) {
-	tab := &worldCities
-	countries := map[uint16]string{}
-	for i := range tab.rows {
-		c := tab.rows[i].country
-		countries[c] = string([]byte{byte(c >> 8), byte(c)})
+	type query struct {
+		country, key string
+		lat, lon     float64
+		name         string
+	}
+	var qs []query
+	for r := range worldCities.All() {
+		qs = append(qs, query{r.Country, r.Key, float64(r.Lat) / 1e4, float64(r.Lon) / 1e4, r.Name})
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	rss0 := residentKiB()
-	for i := range tab.rows {
-		r := &tab.rows[i]
-		if _, ok := lookupCity(countries[r.country], tab.key(r), float64(r.lat)/1e4, float64(r.lon)/1e4); !ok {
-			t.Errorf("%s %q (%s) is not found at its own place", countries[r.country], tab.key(r), tab.name(r))
+	for _, q := range qs {
+		if _, ok := lookupCity(q.country, q.key, q.lat, q.lon); !ok {
+			t.Errorf("%s %q (%s) is not found at its own place", q.country, q.key, q.name)
 		}
 	}
 	runtime.ReadMemStats(&after)
 	rss1 := residentKiB()
 	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	t.Logf("%d rows (%d bytes each), keys %d bytes, names %d bytes; heap growth over a lookup of every row %d bytes, %d mallocs; resident memory %d KiB -> %d KiB",
-		len(tab.rows), unsafe.Sizeof(cityRow{}), len(tab.keys), len(tab.names), growth, after.Mallocs-before.Mallocs, rss0, rss1)
+	t.Logf("%d rows; index %d bytes, places %d bytes, names %d bytes; heap growth over a lookup of every row %d bytes, %d mallocs; resident memory %d KiB -> %d KiB",
+		len(qs), len(cityKeysData), len(cityPlacesData), len(cityNamesText), growth, after.Mallocs-before.Mallocs, rss0, rss1)
 	if growth > 1<<20 {
 		t.Errorf("the lookups grew the heap by %d bytes", growth)
 	}

@@ -5,7 +5,8 @@
 // area codes. A Chinese town the tables do not know is found by its
 // coordinates in China's county boundaries (china_regions.bin, decoded on
 // first use, about 3 MB of heap). Tables the code cannot compute are
-// generated files (see gen/).
+// generated files (see gen/); the largest, the world's cities, is searched
+// where it lies embedded in the binary (package cityindex), at no heap.
 //
 // Every function is a few map lookups, or a point-in-polygon test, and
 // allocates nothing, so the engine can call them for every record. Unknown

@@ -467,6 +467,28 @@ func TestWholeName(t *testing.T) {
 	}
 }
 
+// TestBracketNames: WholeName's binary search needs the table sorted and
+// well formed, and finds every line of it, the first and the last
+// included.
+func TestBracketNames(t *testing.T) {
+	if len(bracketNames) < 1000 {
+		t.Fatalf("%d names", len(bracketNames))
+	}
+	for i, l := range bracketNames {
+		cc, name, ok := strings.Cut(l, "\t")
+		if !ok || len(cc) != 2 || !strings.HasSuffix(name, ")") {
+			t.Errorf("name %d: %q", i, l)
+			continue
+		}
+		if i > 0 && bracketNames[i-1] >= l {
+			t.Errorf("names %d and %d out of order: %q %q", i-1, i, bracketNames[i-1], l)
+		}
+		if !WholeName(cc, name) {
+			t.Errorf("name %d, %q, is not found", i, l)
+		}
+	}
+}
+
 // TestChinaProvinces checks that each of mainland China's 31 province-level
 // divisions, as DB-IP spells it, has its official Chinese name.
 func TestChinaProvinces(t *testing.T) {

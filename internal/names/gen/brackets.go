@@ -62,7 +62,10 @@ func loadBracketNames(dir, registry string) ([]bracketName, string, error) {
 	return out, p.String(), nil
 }
 
-func emitBrackets(w io.Writer, names []bracketName, source string) {
+// emitBrackets writes brackets_gen.go: the names as a sorted array of
+// "CC\tname" strings, static data that a lookup searches in place (a map
+// would be built on the heap at start-up).
+func emitBrackets(w io.Writer, names []bracketName, source string) error {
 	fmt.Fprintf(w, `%s//
 // Source: GeoNames cities500 (CC BY 4.0, https://www.geonames.org), as
 // shipped by %s (MIT): the names and ASCII names of places whose own name
@@ -70,11 +73,19 @@ func emitBrackets(w io.Writer, names []bracketName, source string) {
 
 package names
 
-// bracketNames are the places whose own name ends in brackets, by country.
-var bracketNames = map[bracketName]struct{}{
+// bracketNames are the places whose own name ends in brackets, as
+// "CC\tname", sorted.
+var bracketNames = [...]string{
 `, header, source)
-	for _, b := range names {
-		fmt.Fprintf(w, "\t{%q, %q}: {},\n", b.country, b.name)
+	for i, n := range names {
+		if len(n.country) != 2 || strings.Contains(n.name, "\t") {
+			return fmt.Errorf("bracketed name %q %q", n.country, n.name)
+		}
+		if i > 0 && n.country+"\t"+n.name <= names[i-1].country+"\t"+names[i-1].name {
+			return fmt.Errorf("bracketed names out of order: %q", n.name)
+		}
+		fmt.Fprintf(w, "\t%q,\n", n.country+"\t"+n.name)
 	}
 	fmt.Fprintf(w, "}\n")
+	return nil
 }

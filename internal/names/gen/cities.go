@@ -19,6 +19,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/ipatlas/ipatlas/internal/names/cityindex"
 	"github.com/ipatlas/ipatlas/internal/names/fold"
 )
 
@@ -588,24 +589,19 @@ func buildCities(places []*gnPlace, exemplars []exemplar, zp []*zhPlace) *cityTa
 	return t
 }
 
-func emitCities(t *cityTable, sources string) ([]byte, string) {
-	var keys, zhs strings.Builder
-	keyAt, zhAt := map[string]int{}, map[string]int{}
-	intern := func(b *strings.Builder, at map[string]int, s string) int {
-		if i, ok := at[s]; ok {
-			return i
-		}
-		at[s] = b.Len()
-		b.WriteString(s)
-		return at[s]
+// emitCities lays the rows out in package cityindex's format, and writes
+// cities_gen.go, which names its sources and embeds the three files.
+func emitCities(t *cityTable, sources string) (cityindex.Data, []byte, string, error) {
+	rows := make([]cityindex.Row, len(t.rows))
+	for i, r := range t.rows {
+		rows[i] = cityindex.Row{Country: r.country, Key: r.key, Name: r.zh, Match: cityindex.Match{
+			Lat: int32(math.Round(r.lat * 1e4)), Lon: int32(math.Round(r.lon * 1e4)),
+			Radius: uint16(r.radiusKm * 10), Unique: r.unique, Alt: r.alt,
+		}}
 	}
-	var rows bytes.Buffer
-	for _, r := range t.rows {
-		k, z := intern(&keys, keyAt, r.key), intern(&zhs, zhAt, r.zh)
-		fmt.Fprintf(&rows, "\t{0x%02x%02x, %d, %d, %d, %d, %d, %d, %d, %v, %v}, // %s %s %s\n",
-			r.country[0], r.country[1], len(r.key), len(r.zh), k, z,
-			int32(math.Round(r.lat*1e4)), int32(math.Round(r.lon*1e4)),
-			int(r.radiusKm*10), r.unique, r.alt, r.country, r.key, r.zh)
+	d, err := cityindex.Encode(rows)
+	if err != nil {
+		return d, nil, "", err
 	}
 	var b bytes.Buffer
 	b.WriteString(header)
@@ -617,44 +613,30 @@ func emitCities(t *cityTable, sources string) ([]byte, string) {
 
 package names
 
-// cityKeys holds the folded names of the rows (see package fold), back to back.
-const cityKeys = `, sources)
-	writeLongString(&b, keys.String())
-	b.WriteString("\n\n// cityNames holds the Chinese names of the rows, back to back.\nconst cityNames = ")
-	writeLongString(&b, zhs.String())
-	fmt.Fprintf(&b, "\n\n// cityRows are the places with a Chinese name, a row for each key, sorted\n// by country and key.\nvar cityRows = [%d]cityRow{\n", len(t.rows))
-	b.Write(rows.Bytes())
-	b.WriteString("}\n")
+import _ "embed"
+
+// The table of the world's cities, in package cityindex's format: the
+// index of the rows by country and key, the places, and the names.
+var (
+	//go:embed cities_keys.bin
+	cityKeysData []byte
+	//go:embed cities_places.bin
+	cityPlacesData []byte
+	//go:embed cities_names.txt
+	cityNamesText string
+)
+`, sources)
 	var from []string
 	for _, src := range []string{"cities500", "cldr", "geonames", "wof", "naturalearth"} {
 		from = append(from, fmt.Sprintf("%s %d", src, t.bySource[src]))
 	}
-	stats := fmt.Sprintf("%d places outside China (%d of them towns of zh-places that cities500 lacks), %d with a Chinese name (by source: %s); %d rows, keys %d bytes, names %d bytes; CLDR exemplar cities: %d matched, %d unmatched, %d overriding GeoNames' choice",
-		t.places, len(t.zhPlacesExtra), t.named, strings.Join(from, ", "), len(t.rows), keys.Len(), zhs.Len(), t.cldrMatched, len(t.cldrUnmatched), t.cldrDisagree)
-	return b.Bytes(), stats
+	stats := fmt.Sprintf("%d places outside China (%d of them towns of zh-places that cities500 lacks), %d with a Chinese name (by source: %s); %d rows, %d places; index %d bytes, places %d bytes, names %d bytes; CLDR exemplar cities: %d matched, %d unmatched, %d overriding GeoNames' choice",
+		t.places, len(t.zhPlacesExtra), t.named, strings.Join(from, ", "), len(t.rows), len(d.Places)/8, len(d.Keys), len(d.Places), len(d.Names), t.cldrMatched, len(t.cldrUnmatched), t.cldrDisagree)
+	return d, b.Bytes(), stats, nil
 }
 
-// writeLongString writes s as a constant expression of quoted lines of
-// about 100 bytes, split between runes.
-func writeLongString(b *bytes.Buffer, s string) {
-	if s == "" {
-		b.WriteString(`""`)
-		return
-	}
-	for first := true; s != ""; first = false {
-		n := min(len(s), 100)
-		for n < len(s) && !utf8.RuneStart(s[n]) {
-			n++
-		}
-		if !first {
-			b.WriteString(" +\n\t")
-		}
-		b.WriteString(strconv.Quote(s[:n]))
-		s = s[n:]
-	}
-}
-
-// writeCities builds cities_gen.go in dir out.
+// writeCities writes the table of the world's cities in dir out:
+// cities_gen.go and the files it embeds.
 func writeCities(out, npmDir, registry, zoneinfo, zhDir string) error {
 	tz, err := loadTZ(zoneinfo)
 	if err != nil {
@@ -685,9 +667,17 @@ func writeCities(out, npmDir, registry, zoneinfo, zhDir string) error {
 //     GeoNames' zh alternate names (CC BY 4.0), Who's On First (CC0 and
 //     its sources' licences, https://whosonfirst.org/docs/licenses/) and
 //     Natural Earth's populated places (public domain).`, geonamesPackage, cldrDatesPackage, zhPlacesFile, zhPlacesSHA256)
-	src, stats := emitCities(t, sources)
+	d, src, stats, err := emitCities(t, sources)
+	if err != nil {
+		return err
+	}
 	if err := writeGo(filepath.Join(out, "cities_gen.go"), src); err != nil {
 		return err
+	}
+	for name, b := range map[string][]byte{"cities_keys.bin": d.Keys, "cities_places.bin": d.Places, "cities_names.txt": []byte(d.Names)} {
+		if err := writeFile(filepath.Join(out, name), b); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(os.Stderr, "gen:", stats)
 	if len(t.cldrUnmatched) > 0 {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"go/format"
 	"math"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ipatlas/ipatlas/internal/names/cityindex"
 )
 
 func TestHanForms(t *testing.T) {
@@ -123,15 +126,38 @@ func TestBuildCities(t *testing.T) {
 		}
 	}
 
-	src, stats := emitCities(tab, "//   - a test.")
+	d, src, stats, err := emitCities(tab, "//   - a test.")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := format.Source(src); err != nil {
 		t.Fatalf("generated code does not parse: %v\n%s", err, src)
 	}
-	if !strings.Contains(string(src), "cityRows = [7]cityRow{") {
+	if !strings.Contains(string(src), "//go:embed cities_keys.bin") {
 		t.Errorf("unexpected output:\n%s", src)
 	}
 	if !strings.Contains(stats, "6 with a Chinese name") {
 		t.Errorf("stats: %s", stats)
+	}
+	// The files read back as the rows, in fixed point.
+	idx, err := cityindex.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for r := range idx.All() {
+		got = append(got, fmt.Sprintf("%s %s %s %d %d %d %v %v", r.Country, r.Key, r.Name, r.Lat, r.Lon, r.Radius, r.Unique, r.Alt))
+	}
+	var wantRows []string
+	for _, r := range tab.rows {
+		wantRows = append(wantRows, fmt.Sprintf("%s %s %s %d %d %d %v %v", r.country, r.key, r.zh,
+			int32(math.Round(r.lat*1e4)), int32(math.Round(r.lon*1e4)), int(r.radiusKm*10), r.unique, r.alt))
+	}
+	if !slices.Equal(got, wantRows) {
+		t.Errorf("the encoded rows read back as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantRows, "\n"))
 	}
 }
 

