@@ -36,8 +36,9 @@ const (
 	fieldAreaCode
 	fieldRoute
 	fieldPrivacy
+	fieldLocationSource
 
-	allFields = fieldPrivacy<<1 - 1
+	allFields = fieldLocationSource<<1 - 1
 )
 
 // recordKeys are the JSON names of Record's fields, in wire order and in
@@ -45,7 +46,7 @@ const (
 var recordKeys = []string{
 	"ip", "continent", "continent_code", "country", "country_code", "province",
 	"city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
-	"currency", "zip_code", "area_code", "route", "privacy",
+	"currency", "zip_code", "area_code", "route", "privacy", "location_source",
 }
 
 // RecordFields returns the JSON names of a Record's fields in wire order:
@@ -149,6 +150,7 @@ func (s FieldSet) Apply(r Record) Record {
 		{&out.CountryCode, p.CountryCode}, {&out.Province, p.Province}, {&out.City, p.City},
 		{&out.District, p.District}, {&out.ISP, p.ISP}, {&out.ASN, p.ASN}, {&out.TimeZone, p.TimeZone},
 		{&out.Currency, p.Currency}, {&out.ZipCode, p.ZipCode}, {&out.AreaCode, p.AreaCode},
+		{&out.LocationSource, p.LocationSource},
 	} {
 		if f.src != nil {
 			*f.dst = *f.src
@@ -181,6 +183,8 @@ type PartialRecord struct {
 	AreaCode      *string       `json:"area_code,omitempty"`
 	Route         *netip.Prefix `json:"route,omitempty"`
 	Privacy       *Privacy      `json:"privacy,omitempty"` // absent, as in a full record, when unknown
+	// LocationSource is Record.LocationSource.
+	LocationSource *string `json:"location_source,omitempty"`
 }
 
 // Partial returns r restricted to s, pointing into r (which must outlive
@@ -221,6 +225,7 @@ func (s FieldSet) Partial(r *Record) *PartialRecord {
 	if s&fieldPrivacy != 0 {
 		p.Privacy = r.Privacy
 	}
+	p.LocationSource = str(fieldLocationSource, &r.LocationSource)
 	return p
 }
 
@@ -262,6 +267,8 @@ func (r *Record) Text(key string) string {
 		return r.ZipCode
 	case "area_code":
 		return r.AreaCode
+	case "location_source":
+		return r.LocationSource
 	case "route":
 		if r.Route.IsValid() {
 			return r.Route.String()

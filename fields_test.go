@@ -20,8 +20,9 @@ func fullRecord() ipatlas.Record {
 		CountryCode: "US", Province: "California", City: "Mountain View", District: "Santa Clara",
 		ISP: "Google LLC", ASN: "AS15169", Latitude: &lat, Longitude: &lon,
 		TimeZone: "America/Los_Angeles", Currency: "USD", ZipCode: "94043", AreaCode: "1",
-		Route:   netip.MustParsePrefix("8.8.8.0/24"),
-		Privacy: &ipatlas.Privacy{Hosting: true, Tor: new(false), Service: "Google"},
+		Route:          netip.MustParsePrefix("8.8.8.0/24"),
+		Privacy:        &ipatlas.Privacy{Hosting: true, Tor: new(false), Service: "Google"},
+		LocationSource: "dataset",
 	}
 }
 
@@ -174,7 +175,7 @@ func TestRecordText(t *testing.T) {
 	r := ipatlas.Record{IP: "8.8.8.8", Continent: "North America", ContinentCode: "NA", Country: "United States",
 		CountryCode: "US", Province: "California", City: "Mountain View", District: "d", ISP: "Google LLC",
 		ASN: "AS15169", Latitude: &lat, Longitude: &lon, TimeZone: "America/Los_Angeles", Currency: "USD",
-		ZipCode: "94043", AreaCode: "1", Route: netip.MustParsePrefix("8.8.8.0/24"), Privacy: &ipatlas.Privacy{Hosting: true}}
+		ZipCode: "94043", AreaCode: "1", Route: netip.MustParsePrefix("8.8.8.0/24"), Privacy: &ipatlas.Privacy{Hosting: true}, LocationSource: "dataset"}
 	for _, k := range ipatlas.RecordFields() {
 		got := r.Text(k)
 		if k == "privacy" {

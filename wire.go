@@ -44,6 +44,12 @@ type Record struct {
 	// (absent) when the service has no privacy data loaded: the flags are
 	// then unknown, not false.
 	Privacy *Privacy `json:"privacy,omitempty"`
+	// LocationSource says where the location fields (continent to
+	// district, coordinates, time zone, currency, postal and area codes)
+	// come from: "dataset", "override" (the operator's corrections file),
+	// or "geofeed:" and the name of an operator's published feed
+	// ("geofeed:netflix"); "" when the record has no location.
+	LocationSource string `json:"location_source"`
 }
 
 // Privacy is what kind of network an address belongs to, from public
