@@ -53,7 +53,9 @@ type placeState struct {
 // English name is the dataset's spelling of that code. The coordinates
 // and the time zone are those of the record the dataset has for that city
 // in that subdivision (the one covering the most networks), else for that
-// city anywhere in the country; else hooks.Point's; a city that none
+// city anywhere in the country, the city found by its name, else by the
+// first place of a compound name, else by its stem (cityStem); else
+// hooks.Point's; a city that none
 // knows has none, and its zone is its subdivision's. A correction that
 // names no city gets no city and no coordinates: its zone is that of the
 // subdivision's main place (its record with the most networks), or the
@@ -66,18 +68,19 @@ func resolvePlace(q placeQuery, found func(placeKey) *placeRecord, hooks PlaceHo
 		region = found(placeKey{q.cc, q.region, ""})
 	}
 	if q.city != "" {
-		forms := cityForms(q.city)
-		if q.region != "" {
-			for _, f := range forms {
-				if at = found(placeKey{q.cc, q.region, f}); at != nil {
-					break
-				}
-			}
+		forms := append(cityForms(q.city), cityStem(q.city))
+		regions := []string{q.region, ""}
+		if q.region == "" {
+			regions = regions[1:]
 		}
-		if at == nil {
+	search:
+		for _, r := range regions {
 			for _, f := range forms {
-				if at = found(placeKey{q.cc, "", f}); at != nil {
-					break
+				if f == "" {
+					continue
+				}
+				if at = found(placeKey{q.cc, r, f}); at != nil {
+					break search
 				}
 			}
 		}
@@ -140,6 +143,30 @@ func cityForms(name string) []string {
 	return out
 }
 
+// cityStem is a last resort key of a city name: the fold key of its name
+// without the words that say what kind of place it is, marked apart from
+// the full keys ("Makati City", "Koto-ku", "Borough of Spelthorne" and
+// "Spelthorne District" meet their other spellings); "" when nothing is
+// left.
+func cityStem(name string) string {
+	s := strings.ToLower(clean(name))
+	for _, p := range []string{"borough of ", "city of ", "municipality of ", "district of ", "town of "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	for _, w := range []string{" city", " district", " borough", " municipality", " town", "-ku", " ku", "-gu", " gu", "-shi", " shi", "-si", "-gun"} {
+		if t, ok := strings.CutSuffix(s, w); ok && t != "" {
+			s = t
+			break
+		}
+	}
+	var buf fold.Buf
+	full, _, ok := fold.Keys(&buf, s)
+	if !ok {
+		return ""
+	}
+	return "~" + string(full)
+}
+
 // keysOf are the dataset places that resolvePlace may ask about for q.
 func keysOf(q placeQuery) []placeKey {
 	var out []placeKey
@@ -147,7 +174,11 @@ func keysOf(q placeQuery) []placeKey {
 		out = append(out, placeKey{q.cc, q.region, ""})
 	}
 	if q.city != "" {
-		for _, f := range cityForms(q.city) {
+		forms := cityForms(q.city)
+		if stem := cityStem(q.city); stem != "" {
+			forms = append(forms, stem)
+		}
+		for _, f := range forms {
 			if q.region != "" {
 				out = append(out, placeKey{q.cc, q.region, f})
 			}
@@ -291,6 +322,12 @@ func matchKeys(in cityInput, wanted map[placeKey]bool) []placeKey {
 		if city == whole {
 			break
 		}
+	}
+	if stem := cityStem(city); stem != "" {
+		if code != "" {
+			try(placeKey{cc, code, stem})
+		}
+		try(placeKey{cc, "", stem})
 	}
 	return out
 }
