@@ -74,6 +74,8 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	log.Info("dataset loaded", "files", files)
 	fresh := newFreshness(cfg, engine, log)
 	fresh.warnOld()
+	corr := newCorrections(cfg, engine, log)
+	corr.load()
 	defer func() {
 		if cerr := engine.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing dataset: %w", cerr))
@@ -242,6 +244,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		}
 	})
 	bg.Go(func() { fresh.run(bgCtx) })
+	bg.Go(func() { corr.run(bgCtx) })
 	bg.Go(func() { purgeEnded(bgCtx, svc, log, time.Hour) })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

@@ -235,9 +235,27 @@ func (g *generation) walkPlaces(wanted map[placeKey]bool, into map[placeKey]*pla
 		rec  placeRecord
 		keys []placeKey
 	}
+	// The files that answer IPv4 first: they name most places, and a key
+	// they answer is not looked for in the others.
+	var files []*source
 	for _, s := range g.sources {
-		if s.kind != kindCity {
-			continue
+		if s.kind == kindCity && s.has4 {
+			files = append(files, s)
+		}
+	}
+	for _, s := range g.sources {
+		if s.kind == kindCity && !s.has4 {
+			files = append(files, s)
+		}
+	}
+	for _, s := range files {
+		for k := range wanted {
+			if into[k] != nil {
+				delete(wanted, k)
+			}
+		}
+		if len(wanted) == 0 {
+			return
 		}
 		seen := map[uintptr]*cand{}
 		for res := range s.r.Networks() {
@@ -247,10 +265,22 @@ func (g *generation) walkPlaces(wanted map[placeKey]bool, into map[placeKey]*pla
 			}
 			off := res.Offset()
 			c, ok := seen[off]
+			var err error
 			if !ok {
 				seen[off] = nil
+				// The country alone first: most records are of
+				// countries no correction names.
+				var cc string
+				if s.schema == schemaGeoIP2 {
+					err = res.DecodePath(&cc, "country", "iso_code")
+				} else {
+					err = res.DecodePath(&cc, "country_code")
+				}
+				if err != nil || !countries[strings.ToUpper(strings.TrimSpace(cc))] {
+					continue
+				}
 				in, err := s.decodeCity(res)
-				if err != nil || !countries[countryCodeOf(in)] {
+				if err != nil {
 					continue
 				}
 				keys := matchKeys(in, wanted)
