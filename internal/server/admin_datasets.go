@@ -14,6 +14,10 @@ type Datasets struct {
 	Files    []DatasetFile         `json:"files"`
 	Packages []dataset.Package     `json:"packages"`
 	Update   *dataset.UpdateStatus `json:"update"` // null when scheduled updates are off
+	// Corrections are the locations above the dataset: the overrides
+	// file, then the published feeds, each with its skipped lines and
+	// refused entries.
+	Corrections []geo.CorrectionInfo `json:"corrections"`
 }
 
 // DatasetFile is one file in service, in precedence order: an MMDB file,
@@ -40,8 +44,14 @@ type DatasetSources func() ([]dataset.Package, *dataset.UpdateStatus)
 // datasetLister is the part of the engine that lists the files in service.
 type datasetLister interface{ Datasets() []geo.SourceInfo }
 
+// correctionLister is the part of the engine that lists its corrections.
+type correctionLister interface{ Corrections() []geo.CorrectionInfo }
+
 func (s *admin) datasets(w *exchange, r *http.Request) error {
-	body := Datasets{Files: []DatasetFile{}, Packages: []dataset.Package{}}
+	body := Datasets{Files: []DatasetFile{}, Packages: []dataset.Package{}, Corrections: []geo.CorrectionInfo{}}
+	if l, ok := s.deps.Geo.(correctionLister); ok {
+		body.Corrections = append(body.Corrections, l.Corrections()...)
+	}
 	if l, ok := s.deps.Geo.(datasetLister); ok {
 		now := s.now()
 		for _, d := range l.Datasets() {
