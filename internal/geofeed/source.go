@@ -68,7 +68,7 @@ func init() {
 // (or the built-in ones when none is). Two values with one URL are an
 // error.
 func ParseSources(values []string) ([]Source, error) {
-	var out []Source
+	out := []Source{} // not nil: "none" is a choice
 	builtin := true
 	for _, v := range values {
 		if strings.EqualFold(strings.TrimSpace(v), None) {
