@@ -7,12 +7,16 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -225,4 +229,128 @@ func (c *corrections) fetchFeeds(ctx context.Context) {
 	// Put in service even when nothing changed: the dates and errors
 	// that db info and the admin API show are new.
 	c.engine.SetFeeds(feeds)
+}
+
+// feedFlag collects the repeatable --geofeed of the db commands.
+type feedFlag []string
+
+func (f *feedFlag) String() string { return strings.Join(*f, ", ") }
+func (f *feedFlag) Set(v string) error {
+	*f = append(*f, splitList(v)...)
+	if *f == nil {
+		*f = []string{}
+	}
+	return nil
+}
+
+// correctionSettings resolves --overrides and --geofeed for the db
+// commands by serve's precedence rule: the flag, its environment
+// variable, the config file, the default (no overrides, the built-in
+// feeds).
+func correctionSettings(ls localSettings, getenv func(string) string, overridesFlag string, feeds feedFlag) (string, []geofeed.Source, error) {
+	overrides := ls.file.value(getenv, overridesFlag, "overrides", "")
+	vals := []string(feeds)
+	if vals == nil {
+		if v := getenv(envName("geofeed")); v != "" {
+			vals = splitList(v)
+		} else if v, ok := ls.file.values["geofeed"]; ok {
+			vals = v
+		}
+	}
+	sources, err := geofeed.ParseSources(vals)
+	return overrides, sources, err
+}
+
+// describeCorrections opens the data dir's dataset with the corrections
+// put in service as serve would (the overrides file, the feeds' copies)
+// and describes them.
+func describeCorrections(dir, overrides string, sources []geofeed.Source) ([]geo.CorrectionInfo, error) {
+	if overrides == "" && len(sources) == 0 {
+		return []geo.CorrectionInfo{}, nil
+	}
+	e, err := geo.Open(dir, geo.Options{MaxFeedShare: feedShareBound})
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	if overrides != "" {
+		f, err := geofeed.LoadFile(overrides)
+		if err != nil {
+			return nil, fmt.Errorf("overrides: %w", err)
+		}
+		e.SetOverrides(&geo.Overrides{File: overrides, Feed: f})
+	}
+	feeds := make([]geo.FeedInput, len(sources))
+	for i, s := range sources {
+		feeds[i].Source = s
+		cp, err := geofeed.Load(dir, s)
+		if err != nil {
+			feeds[i].Error = err.Error()
+		}
+		feeds[i].Copy = cp
+	}
+	e.SetFeeds(feeds)
+	return e.Corrections(), nil
+}
+
+// printCorrections writes the corrections section of db info.
+func printCorrections(w io.Writer, infos []geo.CorrectionInfo) {
+	if len(infos) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\ncorrections (they win over the dataset: the overrides file, then each feed; within each the most specific prefix)\n")
+	for _, c := range infos {
+		if c.Kind == "override" {
+			fmt.Fprintf(w, "  overrides %s: %d entries in service, %d lines skipped\n", c.File, c.Applied, c.Skipped)
+		} else {
+			ases := "any announced address"
+			if len(c.ASes) > 0 {
+				var b strings.Builder
+				for i, n := range c.ASes {
+					if i > 0 {
+						b.WriteString(" ")
+					}
+					fmt.Fprintf(&b, "AS%d", n)
+				}
+				ases = b.String()
+			}
+			fmt.Fprintf(w, "  geofeed %s (%s) for %s\n", c.Name, c.URL, ases)
+			switch {
+			case c.File == "":
+				fmt.Fprintf(w, "      not fetched yet ('ipatlas db fetch' or a running server fetches it)\n")
+			default:
+				fmt.Fprintf(w, "      fetched %s: %d entries, %d in service, %d lines skipped\n", c.FetchedAt.UTC().Format(time.RFC3339), c.Entries, c.Applied, c.Skipped)
+			}
+			if len(c.Refused) > 0 {
+				keys := make([]string, 0, len(c.Refused))
+				for k := range c.Refused {
+					keys = append(keys, k)
+				}
+				slices.Sort(keys)
+				var parts []string
+				for _, k := range keys {
+					parts = append(parts, fmt.Sprintf("%s %d", k, c.Refused[k]))
+				}
+				fmt.Fprintf(w, "      refused entries: %s\n", strings.Join(parts, ", "))
+			}
+			if c.Partial > 0 {
+				fmt.Fprintf(w, "      %d entries only partly announced by its ASes: only that part is placed\n", c.Partial)
+			}
+			if c.FeedRefused != "" {
+				fmt.Fprintf(w, "      REFUSED: %s\n", c.FeedRefused)
+			}
+			if c.Error != "" {
+				fmt.Fprintf(w, "      last fetch failed: %s\n", c.Error)
+			}
+		}
+		if c.Unlocated > 0 {
+			fmt.Fprintf(w, "      %d entries name a city no data places: they answer without coordinates\n", c.Unlocated)
+		}
+		for _, p := range c.Problems {
+			fmt.Fprintf(w, "      %s\n", p)
+		}
+		if c.Skipped > len(c.Problems) {
+			fmt.Fprintf(w, "      ... and %d more skipped lines\n", c.Skipped-len(c.Problems))
+		}
+	}
 }

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/geofeed"
 	"github.com/ipatlas/ipatlas/internal/server"
 )
 
@@ -164,4 +166,51 @@ func TestServeGeofeed(t *testing.T) {
 	up.Store(false)
 	s = startServe(t, nil, args...)
 	check(s)
+}
+
+// db info describes the corrections as a server with the same settings
+// answers from them: the overrides file's bad lines as FILE:LINE: reason,
+// each feed's copy, refused entries and why; db fetch fetches the feeds
+// after the dataset.
+func TestDBInfoCorrections(t *testing.T) {
+	fx := newServeFixture(t)
+	feedShareBound = 1
+	defer func() { feedShareBound = 0 }()
+	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "8.8.8.0/24,DE,DE-BY,Nuremberg,\n202.106.0.0/20,US,US-CA,Mountain View,\n2.0.0.0/7,US,,,\n")
+	}))
+	defer feed.Close()
+	overrides := filepath.Join(t.TempDir(), "o.csv")
+	os.WriteFile(overrides, []byte("8.8.8.8/32,CN,CN-11,Beijing,\n8.8.8.9/32,ZZ,,,\n"), 0o644)
+	src := feed.URL + "/feed.csv AS15169"
+	reg := datasettest.NewRegistry(t, datasettest.DefaultPackages(t, "2.3.2026052009")...)
+	fetched := t.TempDir()
+	out, _, err := runDBTest(t, nil, "db", "fetch", "--data-dir", fetched, "--registry", reg.URL, "--privacy-lists=false", "--geofeed", "none", "--geofeed", src)
+	if err != nil || !strings.Contains(out, "geofeed 127.0.0.1: 3 entries, 0 lines skipped") {
+		t.Fatalf("db fetch: %v\n%s", err, out)
+	}
+	// The feed's copy, described against the geotest dataset (whose ASN
+	// data announces Google's 8.8.8.0/24).
+	if err := os.CopyFS(filepath.Join(fx.dir, geofeed.Dir), os.DirFS(filepath.Join(fetched, geofeed.Dir))); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, newCLIEnv(t), "", "db", "info", "--data-dir", fx.dir, "--overrides", overrides, "--geofeed", "none", "--geofeed", src)
+	if r.err != nil {
+		t.Fatalf("db info: %v\n%s", r.err, r.stderr)
+	}
+	for _, want := range []string{overrides + ":2: unknown country code \"ZZ\"", "overrides " + overrides + ": 1 entries in service, 1 lines skipped",
+		"geofeed 127.0.0.1", "for AS15169", "3 entries, 1 in service", "refused entries: not_announced 1, too_broad 1"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("db info lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func mustSource(t *testing.T, v string) geofeed.Source {
+	t.Helper()
+	s, err := geofeed.ParseSource(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
