@@ -190,12 +190,12 @@ func (e *Engine) SetFeeds(feeds []FeedInput) {
 }
 
 // Corrections describes the corrections in service: the overrides file,
-// then each feed.
+// then each feed. It does not wait for a build in progress.
 func (e *Engine) Corrections() []CorrectionInfo {
-	e.lmu.Lock()
-	defer e.lmu.Unlock()
-	out := slices.Clone(e.localIn.infos[layerOverrides])
-	return append(out, e.localIn.infos[layerFeeds]...)
+	if p := e.localInfo.Load(); p != nil {
+		return slices.Clone(*p)
+	}
+	return nil
 }
 
 // rebuildCorrections builds both layers again, against the dataset now in
@@ -228,6 +228,8 @@ func (e *Engine) rebuildLocked(layers ...int) {
 		}
 		e.localIn.tables[l], e.localIn.infos[l] = t, infos
 	}
+	infos := slices.Concat(e.localIn.infos[layerOverrides], e.localIn.infos[layerFeeds])
+	e.localInfo.Store(&infos)
 	if e.localIn.tables[0] == nil && e.localIn.tables[1] == nil {
 		e.local.Store(nil)
 	} else {

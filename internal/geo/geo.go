@@ -180,9 +180,10 @@ type Engine struct {
 
 	// The corrections above the dataset (correct.go): the overlay in
 	// service, nil when there is none, and what it is built from.
-	local   atomic.Pointer[overlay]
-	lmu     sync.Mutex // serializes builds of the overlay
-	localIn localState
+	local     atomic.Pointer[overlay]
+	localInfo atomic.Pointer[[]CorrectionInfo] // described by the last build
+	lmu       sync.Mutex                       // serializes builds of the overlay
+	localIn   localState
 }
 
 var _ Locator = (*Engine)(nil)
