@@ -39,6 +39,7 @@ const (
 	fieldAreaCode
 	fieldRoute
 	fieldPrivacy
+	fieldLocationSource
 	fieldHostname
 	fieldHostnameConfirmed
 
@@ -52,8 +53,8 @@ const (
 var recordKeys = []string{
 	"ip", "continent", "continent_code", "country", "country_code", "province",
 	"city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
-	"currency", "zip_code", "area_code", "route", "privacy", "hostname",
-	"hostname_confirmed",
+	"currency", "zip_code", "area_code", "route", "privacy", "location_source",
+	"hostname", "hostname_confirmed",
 }
 
 // RecordFields returns the JSON names of a Record's fields in wire order:
@@ -164,6 +165,7 @@ func (s FieldSet) Apply(r Record) Record {
 		{&out.CountryCode, p.CountryCode}, {&out.Province, p.Province}, {&out.City, p.City},
 		{&out.District, p.District}, {&out.ISP, p.ISP}, {&out.ASN, p.ASN}, {&out.TimeZone, p.TimeZone},
 		{&out.Currency, p.Currency}, {&out.ZipCode, p.ZipCode}, {&out.AreaCode, p.AreaCode},
+		{&out.LocationSource, p.LocationSource},
 		{&out.Hostname, p.Hostname},
 	} {
 		if f.src != nil {
@@ -198,7 +200,9 @@ type PartialRecord struct {
 	AreaCode      *string       `json:"area_code,omitempty"`
 	Route         *netip.Prefix `json:"route,omitempty"`
 	Privacy       *Privacy      `json:"privacy,omitempty"` // absent, as in a full record, when unknown
-	Hostname      *string       `json:"hostname,omitempty"`
+	// LocationSource is Record.LocationSource.
+	LocationSource *string `json:"location_source,omitempty"`
+	Hostname       *string `json:"hostname,omitempty"`
 	// HostnameConfirmed is absent, as in a full record, when unknown.
 	HostnameConfirmed *bool `json:"hostname_confirmed,omitempty"`
 }
@@ -239,6 +243,7 @@ func (s FieldSet) Partial(r *Record) *PartialRecord {
 	if s&fieldPrivacy != 0 {
 		p.Privacy = r.Privacy
 	}
+	p.LocationSource = str(fieldLocationSource, &r.LocationSource)
 	p.Hostname = str(fieldHostname, &r.Hostname)
 	if s&fieldHostnameConfirmed != 0 {
 		p.HostnameConfirmed = r.HostnameConfirmed
@@ -284,6 +289,8 @@ func (r *Record) Text(key string) string {
 		return r.ZipCode
 	case "area_code":
 		return r.AreaCode
+	case "location_source":
+		return r.LocationSource
 	case "route":
 		if r.Route.IsValid() {
 			return r.Route.String()

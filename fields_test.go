@@ -20,9 +20,10 @@ func fullRecord() ipatlas.Record {
 		CountryCode: "US", Province: "California", City: "Mountain View", District: "Santa Clara",
 		ISP: "Google LLC", ASN: "AS15169", Latitude: &lat, Longitude: &lon,
 		TimeZone: "America/Los_Angeles", Currency: "USD", ZipCode: "94043", AreaCode: "1",
-		Route:    netip.MustParsePrefix("8.8.8.0/24"),
-		Privacy:  &ipatlas.Privacy{Hosting: true, Tor: new(false), Service: "Google"},
-		Hostname: "dns.google", HostnameConfirmed: new(true),
+		Route:          netip.MustParsePrefix("8.8.8.0/24"),
+		Privacy:        &ipatlas.Privacy{Hosting: true, Tor: new(false), Service: "Google"},
+		LocationSource: "dataset",
+		Hostname:       "dns.google", HostnameConfirmed: new(true),
 	}
 }
 
@@ -221,7 +222,7 @@ func TestRecordText(t *testing.T) {
 		CountryCode: "US", Province: "California", City: "Mountain View", District: "d", ISP: "Google LLC",
 		ASN: "AS15169", Latitude: &lat, Longitude: &lon, TimeZone: "America/Los_Angeles", Currency: "USD",
 		ZipCode: "94043", AreaCode: "1", Route: netip.MustParsePrefix("8.8.8.0/24"), Privacy: &ipatlas.Privacy{Hosting: true},
-		Hostname: "dns.google", HostnameConfirmed: new(false)}
+		LocationSource: "dataset", Hostname: "dns.google", HostnameConfirmed: new(false)}
 	for _, k := range ipatlas.RecordFields() {
 		got := r.Text(k)
 		if k == "privacy" {

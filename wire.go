@@ -44,6 +44,12 @@ type Record struct {
 	// (absent) when the service has no privacy data loaded: the flags are
 	// then unknown, not false.
 	Privacy *Privacy `json:"privacy,omitempty"`
+	// LocationSource says where the location fields (continent to
+	// district, coordinates, time zone, currency, postal and area codes)
+	// come from: "dataset", "override" (the operator's corrections file),
+	// or "geofeed:" and the name of an operator's published feed
+	// ("geofeed:netflix"); "" when the record has no location.
+	LocationSource string `json:"location_source"`
 	// Hostname is the address's host name, from its PTR record. It costs
 	// a DNS lookup, so a record holds it only when a query names it in
 	// "fields" (see FieldSet); it is then "" when the address has no

@@ -16,7 +16,8 @@ func TestAppendSuccessMatchesEncodingJSON(t *testing.T) {
 	recs := []Record{
 		{IP: "1.2.3.4"},
 		{IP: "2a01:4f8::1", Continent: "Europe", ContinentCode: "EU", Country: "Germany", CountryCode: "DE", City: "Berlin <Mitte> & \"Süd\"\n",
-			ISP: "Hetzner", ASN: "AS24940", Latitude: &lat, Longitude: &lon, TimeZone: "Europe/Berlin", Currency: "EUR", ZipCode: "10117", AreaCode: "030"},
+			ISP: "Hetzner", ASN: "AS24940", Latitude: &lat, Longitude: &lon, TimeZone: "Europe/Berlin", Currency: "EUR", ZipCode: "10117", AreaCode: "030",
+			LocationSource: "geofeed:ex\"ample"},
 		{IP: "8.8.8.8", Country: "中国", Province: "北京市", City: "\u2028\x01"},
 	}
 	var all Meta

@@ -74,24 +74,25 @@ func (r *LookupResult) Raw() json.RawMessage { return bytes.Clone(r.raw) }
 // gives both the values and which keys were present (a null counts as
 // absent: it says "unknown" too).
 type wireRecord struct {
-	IP            *string          `json:"ip"`
-	Continent     *string          `json:"continent"`
-	ContinentCode *string          `json:"continent_code"`
-	Country       *string          `json:"country"`
-	CountryCode   *string          `json:"country_code"`
-	Province      *string          `json:"province"`
-	City          *string          `json:"city"`
-	District      *string          `json:"district"`
-	ISP           *string          `json:"isp"`
-	ASN           *string          `json:"asn"`
-	Latitude      *float64         `json:"latitude"`
-	Longitude     *float64         `json:"longitude"`
-	TimeZone      *string          `json:"time_zone"`
-	Currency      *string          `json:"currency"`
-	ZipCode       *string          `json:"zip_code"`
-	AreaCode      *string          `json:"area_code"`
-	Route         *string          `json:"route"`
-	Privacy       *ipatlas.Privacy `json:"privacy"`
+	IP             *string          `json:"ip"`
+	Continent      *string          `json:"continent"`
+	ContinentCode  *string          `json:"continent_code"`
+	Country        *string          `json:"country"`
+	CountryCode    *string          `json:"country_code"`
+	Province       *string          `json:"province"`
+	City           *string          `json:"city"`
+	District       *string          `json:"district"`
+	ISP            *string          `json:"isp"`
+	ASN            *string          `json:"asn"`
+	Latitude       *float64         `json:"latitude"`
+	Longitude      *float64         `json:"longitude"`
+	TimeZone       *string          `json:"time_zone"`
+	Currency       *string          `json:"currency"`
+	ZipCode        *string          `json:"zip_code"`
+	AreaCode       *string          `json:"area_code"`
+	Route          *string          `json:"route"`
+	Privacy        *ipatlas.Privacy `json:"privacy"`
+	LocationSource *string          `json:"location_source"`
 
 	Hostname          *string `json:"hostname"`
 	HostnameConfirmed *bool   `json:"hostname_confirmed"`
@@ -139,6 +140,10 @@ func (r *LookupResult) setData(raw json.RawMessage) error {
 	if w.Privacy != nil {
 		rec.Privacy = w.Privacy
 		r.present |= 1 << 17
+	}
+	if w.LocationSource != nil {
+		rec.LocationSource = *w.LocationSource
+		r.present |= 1 << slices.Index(recordKeys, "location_source")
 	}
 	if w.Hostname != nil {
 		rec.Hostname = *w.Hostname

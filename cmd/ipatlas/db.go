@@ -22,6 +22,7 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/geofeed"
 	"github.com/ipatlas/ipatlas/internal/names"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 )
@@ -88,6 +89,12 @@ service; a list never fetched is answered from the snapshot built in. A list
 that fails fails the command, after the others are installed;
 --privacy-lists=false leaves the lists as they are (a machine that reaches
 only a registry mirror).
+
+Last it fetches the published geofeeds (--geofeed "URL [AS...]", repeatable,
+IPATLAS_GEOFEED, geofeed in the config file; the built-in list of
+well-known operators' feeds unless one is "none") into DATA-DIR/geofeeds,
+where a server that cannot reach them finds them. A feed that fails keeps
+its copy and fails the command, after the others.
 `
 
 const dbInfoHelp = `usage: ipatlas db info [--data-dir DIR] [--json]
@@ -103,7 +110,16 @@ Flags:
   --config FILE    config file (env IPATLAS_CONFIG; see 'ipatlas --help')
   --data-dir DIR   data directory (env IPATLAS_DATA_DIR, else the config
                    file; default $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
+  --overrides FILE the overrides file to describe (env IPATLAS_OVERRIDES,
+                   else the config file)
+  --geofeed FEED   a published feed, "URL [AS...]" (repeatable; env
+                   IPATLAS_GEOFEED, else the config file; default the
+                   built-in list, "none" for no feed)
   --json           print one JSON object
+
+The corrections (the overrides file and the feeds' copies) are described as
+a server with the same settings answers from them: lines skipped as
+FILE:LINE: reason, entries refused and why.
 `
 
 var dbCommand = &command{name: "db", summary: "fetch, inspect and migrate data (db fetch | info | coverage | migrate)", subs: []*command{
@@ -198,12 +214,18 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	ff := newFetchFlags(fs)
 	force := fs.Bool("force", false, "install even if up to date")
 	lists := fs.Bool("privacy-lists", true, "fetch the privacy lists too")
+	var feedFlags feedFlag
+	fs.Var(&feedFlags, "geofeed", "a published RFC 8805 feed: \"URL [AS...]\", or none")
 	if err := parseDBFlags(fs, args, e, dbFetchHelp); err != nil {
 		return err
 	}
 	ls, err := resolveLocal(e, *configFlag, *dirFlag, "")
 	if err != nil {
 		return err
+	}
+	_, feeds, err := correctionSettings(ls, e.getenv, "", feedFlags)
+	if err != nil {
+		return usageError("db fetch: --geofeed: " + err.Error())
 	}
 	dir := &ls.dataDir
 	opts, err := ff.options(ls, e.getenv)
@@ -237,6 +259,24 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 			return fmt.Errorf("db fetch: %s failed (the copies in service stay; the first: %w)", plural(failed, "privacy list", "privacy lists"), first)
 		}
 	}
+	// The published feeds: one that fails keeps its copy, and fails the
+	// command after the others are fetched.
+	var failed []error
+	if len(feeds) > 0 {
+		fmt.Fprintln(e.stdout, "fetching the geofeeds")
+	}
+	for _, s := range feeds {
+		c, err := geofeed.Fetch(ctx, nil, *dir, s, time.Now())
+		if err != nil {
+			fmt.Fprintf(e.stdout, "geofeed %s: failed, keeping the copy in service: %v\n", s.Name, err)
+			failed = append(failed, err)
+			continue
+		}
+		fmt.Fprintf(e.stdout, "geofeed %s: %d entries, %d lines skipped, from %s\n", s.Name, c.Entries, c.Problems, s.URL)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("db fetch: %d geofeeds failed (their copies in service stay; the first: %w)", len(failed), failed[0])
+	}
 	fmt.Fprintf(e.stdout, "done in %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
@@ -258,6 +298,10 @@ type dbInfo struct {
 	// Sources are every data source of the answers and the web page, with
 	// its licence: the fetched datasets and the tables built in.
 	Sources []names.Source `json:"sources"`
+	// Corrections are the overrides file and the published feeds a
+	// server with these settings answers from, as /admin/datasets lists
+	// them.
+	Corrections []geo.CorrectionInfo `json:"corrections"`
 }
 
 type dbInfoDataset struct {
@@ -297,6 +341,9 @@ func runDBInfo(ctx context.Context, e env, args []string) error {
 	dirFlag := fs.String("data-dir", "", "data directory")
 	configFlag := fs.String("config", "", "config file")
 	jsonOut := fs.Bool("json", false, "print JSON")
+	overridesFlag := fs.String("overrides", "", "overrides file")
+	var feedFlags feedFlag
+	fs.Var(&feedFlags, "geofeed", "a published RFC 8805 feed: \"URL [AS...]\", or none")
 	if err := parseDBFlags(fs, args, e, dbInfoHelp); err != nil {
 		return err
 	}
@@ -304,9 +351,16 @@ func runDBInfo(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	overrides, feeds, err := correctionSettings(ls, e.getenv, *overridesFlag, feedFlags)
+	if err != nil {
+		return usageError("db info: --geofeed: " + err.Error())
+	}
 	dir := &ls.dataDir
 	info, err := describeDataDir(*dir)
 	if err != nil {
+		return fmt.Errorf("db info: %w", err)
+	}
+	if info.Corrections, err = describeCorrections(*dir, overrides, feeds); err != nil {
 		return fmt.Errorf("db info: %w", err)
 	}
 	if *jsonOut {
@@ -453,6 +507,7 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 			fmt.Fprintf(w, "  %s: %s from %s: %s\n", r.Name, r.At.UTC().Format(time.RFC3339), r.URL, r.Reason)
 		}
 	}
+	printCorrections(w, info.Corrections)
 	fmt.Fprintf(w, "\ndata sources of the answers and the web page\n")
 	for _, s := range info.Sources {
 		fmt.Fprintf(w, "  %s [%s]: %s\n      %s\n", s.Name, s.Licence, s.Provides, s.URL)

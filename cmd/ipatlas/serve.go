@@ -32,6 +32,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
+// feedShareBound is geo.Options.MaxFeedShare; 0, the default. The tests
+// raise it: their small dataset announces little, so any feed is a large
+// share of it.
+var feedShareBound float64
+
 // adminTokenFile holds the generated admin token when none is configured,
 // so that it survives restarts and never has to be printed or logged.
 const adminTokenFile = "admin-token"
@@ -64,7 +69,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		return err
 	}
 	log.Info("ipatlas starting", "version", moduleVersion(), "data_dir", cfg.DataDir, "store", redactDSN(cfg.Store))
-	engine, err := geo.Open(cfg.DataDir, geo.Options{Logger: log, BuiltinPrivacy: true})
+	engine, err := geo.Open(cfg.DataDir, geo.Options{Logger: log, BuiltinPrivacy: true, MaxFeedShare: feedShareBound})
 	if err != nil {
 		return fmt.Errorf("dataset in %s: %w", cfg.DataDir, err)
 	}
@@ -75,6 +80,8 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	log.Info("dataset loaded", "files", files)
 	fresh := newFreshness(cfg, engine, log)
 	fresh.warnOld()
+	corr := newCorrections(cfg, engine, log)
+	corr.load()
 	defer func() {
 		if cerr := engine.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing dataset: %w", cerr))
@@ -251,6 +258,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		}
 	})
 	bg.Go(func() { fresh.run(bgCtx) })
+	bg.Go(func() { corr.run(bgCtx) })
 	bg.Go(func() { purgeEnded(bgCtx, svc, log, time.Hour) })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

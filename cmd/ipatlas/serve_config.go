@@ -18,6 +18,7 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/geofeed"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/ipatlas/ipatlas/internal/rdns"
 	"github.com/ipatlas/ipatlas/internal/server"
@@ -53,6 +54,13 @@ type serveConfig struct {
 	// is fetched (0: never); the other lists follow UpdateInterval.
 	PrivacyMirrors privacy.Mirrors
 	TorInterval    time.Duration
+
+	// Corrections: the local overrides file ("" for none), the published
+	// feeds (the built-in list unless --geofeed says otherwise) and how
+	// often they are fetched (0: at start only).
+	Overrides       string
+	Geofeeds        []geofeed.Source
+	GeofeedInterval time.Duration
 
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -257,6 +265,12 @@ var serveSettings = []setting{
 		apply: func(c *serveConfig, v []string) error { c.PrivacyMirrors.Tor = v[0]; return nil }},
 	{name: "tor-interval", arg: "DURATION", def: shortDuration(dataset.DefaultTorInterval), usage: "how often the server fetches the Tor exit list (jittered by 10%; the first fetch at start); 0 turns it off. The tor flag is unknown once the list in service is 3 hours old",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.TorInterval })},
+	{name: "overrides", arg: "FILE", usage: "a local RFC 8805 file (prefix,country,region,city,postal_code) whose locations win over every feed and the dataset, for any prefix; read again within seconds of a change, without a restart. A line that cannot be read is skipped and logged as FILE:LINE: reason (also in 'ipatlas db info'); the others apply",
+		apply: func(c *serveConfig, v []string) error { c.Overrides = v[0]; return nil }},
+	{name: "geofeed", arg: "\"URL [AS...]\"", repeat: true, def: "the built-in list (see 'ipatlas db info')", usage: "an operator's published RFC 8805 feed, placing only addresses announced by the ASes given after its URL (\"https://example.net/geofeed.csv AS64500 AS64501\"; none given: any announced address), entries no broader than /8 or /24, and no more than a sixteenth of the announced space; repeatable, added to the built-in list of well-known operators' feeds; \"none\" turns the built-in list off. Fetched at start, then every --geofeed-interval (also with --no-fetch), kept in DATA-DIR/geofeeds",
+		apply: func(c *serveConfig, v []string) (err error) { c.Geofeeds, err = geofeed.ParseSources(v); return err }},
+	{name: "geofeed-interval", arg: "DURATION", def: shortDuration(geofeed.DefaultInterval), usage: "how often the server fetches the geofeeds again (jittered by 10%); 0 fetches them at start only",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.GeofeedInterval })},
 	{name: "no-fetch", def: "false", isBool: true, usage: "never fetch: fail instead of fetching a dataset when the data dir has none, and make no scheduled update checks",
 		apply: func(c *serveConfig, v []string) (err error) { c.NoFetch, err = strconv.ParseBool(v[0]); return err }},
 	{name: "read-header-timeout", arg: "DURATION", def: "5s", usage: "longest time to read a request's headers",
@@ -553,6 +567,9 @@ func parseServeConfig(args []string, e env) (*serveConfig, error) {
 	}
 	if c.Store == "" {
 		c.Store = "sqlite:" + filepath.Join(c.DataDir, "ipatlas.db")
+	}
+	if c.Geofeeds == nil {
+		c.Geofeeds, _ = geofeed.ParseSources(nil) // the built-in list
 	}
 	if c.Source == dataset.SourceMaxMind && (c.MaxMindAccountID == "" || c.MaxMindLicenseKey == "") {
 		return nil, usageError("--source maxmind needs --maxmind-account-id and --maxmind-license-key (or IPATLAS_MAXMIND_ACCOUNT_ID and IPATLAS_MAXMIND_LICENSE_KEY)")

@@ -412,7 +412,9 @@ func TestMain(m *testing.M) {
 	// emulates, never from DB-IP's real download server.
 	os.Setenv("IPATLAS_SOURCE", dataset.SourceNPM)
 	closePrivacy := servePrivacyFixture()
+	closeFeeds := serveGeofeedFixture()
 	code := m.Run()
+	closeFeeds()
 	closePrivacy()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -43,11 +43,11 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 	if lang != ipatlas.Chinese {
 		lang = ipatlas.English
 	}
-	city, err := g.city(key)
+	as, route, err := g.asn(key)
 	if err != nil {
 		return dst, err
 	}
-	as, route, err := g.asn(key)
+	city, source, err := e.cityOf(g, key, as)
 	if err != nil {
 		return dst, err
 	}
@@ -85,6 +85,10 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 		p, tor, known := e.privacyOf(pt, key, asn)
 		dst = appendPrivacy(append(dst, `,"privacy":`...), p, tor, known)
 	}
+	// Where the location comes from belongs to the address too: one
+	// composed part may answer for the dataset and for a correction.
+	dst = append(dst, `,"location_source":`...)
+	dst = appendJSONString(dst, source)
 	return append(dst, '}'), nil
 }
 
@@ -138,9 +142,10 @@ type answer struct {
 // Record's first field.
 var ipPrefix = []byte(`{"ip":""`)
 
-// routeSuffix is how encoding/json ends a Record with no route and no
-// privacy object; Route and Privacy are Record's last fields.
-var routeSuffix = []byte(`"route":""}`)
+// routeSuffix is how encoding/json ends a Record with no route, no
+// privacy object and no location source; Route, Privacy and
+// LocationSource are Record's last fields.
+var routeSuffix = []byte(`"route":"","location_source":""}`)
 
 func encodeAnswer(city *cityData, as *asnData, lang ipatlas.Lang) (*answer, error) {
 	var rec ipatlas.Record
@@ -164,7 +169,7 @@ func encodeAnswer(city *cityData, as *asnData, lang ipatlas.Lang) (*answer, erro
 	// route: the tail stops before it.
 	b, ok := bytes.CutSuffix(b, routeSuffix)
 	if !ok {
-		return nil, errors.New("geo: ipatlas.Record no longer ends with its route and privacy members")
+		return nil, errors.New("geo: ipatlas.Record no longer ends with its route, privacy and location_source members")
 	}
 	return &answer{city: city, as: as, lang: lang, tail: bytes.Clone(b[len(ipPrefix):])}, nil
 }

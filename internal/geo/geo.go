@@ -139,6 +139,12 @@ type Options struct {
 	// Now is the clock the Tor list's age is measured with; nil means
 	// time.Now.
 	Now func() time.Time
+	// Places completes the places that corrections name with data the
+	// engine does not hold (see resolvePlace).
+	Places PlaceHooks
+	// MaxFeedShare is the largest share of the announced space of a
+	// family that one published feed may place; 0 means MaxFeedShare.
+	MaxFeedShare float64
 }
 
 // DefaultTorMaxAge is the default Options.TorMaxAge. The exit list is
@@ -174,6 +180,13 @@ type Engine struct {
 	torAge time.Duration
 	mu     sync.Mutex // serializes Reload, ReloadPrivacy and Close
 	closed bool
+
+	// The corrections above the dataset (correct.go): the overlay in
+	// service, nil when there is none, and what it is built from.
+	local     atomic.Pointer[overlay]
+	localInfo atomic.Pointer[[]CorrectionInfo] // described by the last build
+	lmu       sync.Mutex                       // serializes builds of the overlay
+	localIn   localState
 }
 
 var _ Locator = (*Engine)(nil)
@@ -229,14 +242,15 @@ func (e *Engine) Lookup(addr netip.Addr, lang ipatlas.Lang) (ipatlas.Record, err
 	if lang != ipatlas.Chinese {
 		lang = ipatlas.English
 	}
-	city, err := g.city(key)
-	if err != nil {
-		return ipatlas.Record{}, err
-	}
 	as, route, err := g.asn(key)
 	if err != nil {
 		return ipatlas.Record{}, err
 	}
+	city, source, err := e.cityOf(g, key, as)
+	if err != nil {
+		return ipatlas.Record{}, err
+	}
+	rec.LocationSource = source
 	pt := e.priv.Load()
 	// The coordinates and the privacy object share one allocation: a
 	// record owns them, so no caller can write into a shared table.
@@ -266,6 +280,27 @@ func (e *Engine) Lookup(addr netip.Addr, lang ipatlas.Lang) (ipatlas.Record, err
 		rec.Privacy = &own.privacy
 	}
 	return rec, nil
+}
+
+// cityOf returns the city part of addr (in the AS of as, nil when none)
+// and where it comes from (Record.LocationSource): the first correction
+// layer that places the address, else the dataset; nil and "" when
+// neither has it.
+func (e *Engine) cityOf(g *generation, addr netip.Addr, as *asnData) (*cityData, string, error) {
+	if o := e.local.Load(); o != nil {
+		var asn uint32
+		if as != nil {
+			asn = as.number
+		}
+		if v := o.lookup(addr, asn); v != nil {
+			return v.city, v.source, nil
+		}
+	}
+	city, err := g.city(addr)
+	if err != nil || city == nil {
+		return nil, "", err
+	}
+	return city, SourceDataset, nil
 }
 
 // privacyOf is the privacy object of addr (in AS asn) from the lists pt,
@@ -308,6 +343,16 @@ func (e *Engine) acquire() *generation {
 // file at fault. Lookups in flight finish on the dataset they started with;
 // its files are closed when the last of them returns.
 func (e *Engine) Reload() error {
+	if err := e.reloadDataset(); err != nil {
+		return err
+	}
+	// The corrections are checked against the ASN data and placed with
+	// the city data: both may have changed.
+	e.rebuildCorrections()
+	return nil
+}
+
+func (e *Engine) reloadDataset() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -545,6 +590,7 @@ type generation struct {
 	answers   answerCache // AppendJSON's encoded records
 	countries countryTable
 	asState
+	local placeState // the places corrections name, and the announced space
 
 	closeErr error
 }

@@ -65,7 +65,7 @@ func show(r ipatlas.Record) string {
 		"ip=" + r.IP, "continent=" + r.Continent + "/" + r.ContinentCode, "country=" + r.Country + "/" + r.CountryCode,
 		"province=" + r.Province, "city=" + r.City, "district=" + r.District, "isp=" + r.ISP, "asn=" + r.ASN,
 		"lat=" + lat, "lon=" + lon, "tz=" + r.TimeZone, "currency=" + r.Currency, "zip=" + r.ZipCode, "area=" + r.AreaCode,
-		"route=" + r.Route.String(), "privacy=" + showPrivacy(r.Privacy),
+		"route=" + r.Route.String(), "privacy=" + showPrivacy(r.Privacy), "source=" + r.LocationSource,
 	}, " ")
 }
 
@@ -292,7 +292,7 @@ func TestGeoIP2Schema(t *testing.T) {
 		IP: "1.0.16.1", Continent: "Asia", ContinentCode: "AS", Country: "Japan", CountryCode: "JP",
 		Province: "Tokyo", City: "Tokyo", District: "Chiyoda", ISP: "ARTERIA Networks", ASN: "AS2519",
 		Latitude: &lat, Longitude: &lon, TimeZone: "Asia/Tokyo", Currency: "JPY", ZipCode: "100-0001", AreaCode: "81",
-		Route: netip.MustParsePrefix("1.0.16.0/20"),
+		Route: netip.MustParsePrefix("1.0.16.0/20"), LocationSource: "dataset",
 	}
 	sameRecord(t, lookup(t, e, "1.0.16.1", ipatlas.English), tokyo)
 	tokyo.Continent, tokyo.Country, tokyo.Province, tokyo.City, tokyo.District = "亚洲", "日本", "东京都", "东京", "千代田区"

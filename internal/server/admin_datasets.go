@@ -19,6 +19,10 @@ type Datasets struct {
 	// their checks: each list answers from the copy before (the
 	// snapshot's, or none for the Tor exits) until a good one comes.
 	RefusedLists []privacy.Refusal `json:"refused_lists"`
+	// Corrections are the locations above the dataset: the overrides
+	// file, then the published feeds, each with its skipped lines and
+	// refused entries.
+	Corrections []geo.CorrectionInfo `json:"corrections"`
 }
 
 // DatasetFile is one file in service, in precedence order: an MMDB file,
@@ -51,8 +55,14 @@ type datasetLister interface{ Datasets() []geo.SourceInfo }
 // refused downloads.
 type privacyRefusals interface{ PrivacyRefused() []privacy.Refusal }
 
+// correctionLister is the part of the engine that lists its corrections.
+type correctionLister interface{ Corrections() []geo.CorrectionInfo }
+
 func (s *admin) datasets(w *exchange, r *http.Request) error {
-	body := Datasets{Files: []DatasetFile{}, Packages: []dataset.Package{}, RefusedLists: []privacy.Refusal{}}
+	body := Datasets{Files: []DatasetFile{}, Packages: []dataset.Package{}, RefusedLists: []privacy.Refusal{}, Corrections: []geo.CorrectionInfo{}}
+	if l, ok := s.deps.Geo.(correctionLister); ok {
+		body.Corrections = append(body.Corrections, l.Corrections()...)
+	}
 	if l, ok := s.deps.Geo.(datasetLister); ok {
 		now := s.now()
 		for _, d := range l.Datasets() {

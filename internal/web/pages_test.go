@@ -190,7 +190,7 @@ func TestTranslationsComplete(t *testing.T) {
 // that no failure falls through to "Something went wrong" for a
 // misspelt code.
 func TestErrorTextsNameServerCodes(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "server", "render.go"))
+	src, err := os.ReadFile(filepath.Join("..", "server", "errors.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestErrorTextsNameServerCodes(t *testing.T) {
 		codes[m[1]] = true
 	}
 	if len(codes) < 10 {
-		t.Fatalf("found %d codes in render.go: the test reads it wrongly", len(codes))
+		t.Fatalf("found %d codes in errors.go: the test reads it wrongly", len(codes))
 	}
 	b, err := os.ReadFile(filepath.Join("..", "..", "web", "src", "i18n.js"))
 	if err != nil {

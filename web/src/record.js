@@ -7,6 +7,8 @@ const LABELS = {
     city: 'City', district: 'District', isp: 'ISP', asn: 'ASN', coords: 'Coordinates',
     time_zone: 'Time zone', currency: 'Currency', zip_code: 'Postal code', area_code: 'Phone area code',
     route: 'Route', privacy: 'Network type', unknown: 'unknown',
+    location_source: 'Location from', src_dataset: 'the dataset', src_override: 'this service\'s corrections',
+    src_geofeed: 'the operator\'s geofeed',
     hosting: 'hosting or datacenter', vpn: 'VPN', tor: 'Tor exit', relay: 'anonymising relay',
     nolist: 'on none of the lists', torunknown: 'Tor unknown',
   },
@@ -14,6 +16,8 @@ const LABELS = {
     ip: 'IP 地址', continent: '大洲', country: '国家', province: '省份', city: '城市', district: '区县',
     isp: '运营商', asn: 'ASN', coords: '经纬度', time_zone: '时区', currency: '货币',
     zip_code: '邮政编码', area_code: '电话区号', route: '路由', privacy: '网络类型', unknown: '未知',
+    location_source: '位置来源', src_dataset: '数据集', src_override: '本服务的更正',
+    src_geofeed: '运营商的地理位置源',
     hosting: '托管或数据中心', vpn: 'VPN', tor: 'Tor 出口节点', relay: '匿名中继',
     nolist: '不在任何列表中', torunknown: 'Tor 未知',
   },
@@ -40,6 +44,18 @@ export function privacyText(p, lang) {
   if (p.service) text += ' · ' + p.service;
   if (typeof p.tor !== 'boolean') text += (lang === 'zh' ? '；' : '; ') + L.torunknown;
   return text;
+}
+
+// sourceText says where the record's location comes from: the dataset,
+// the service's own corrections, or a network operator's published feed
+// (named as the record names it, "geofeed:netflix").
+export function sourceText(src, lang) {
+  const L = LABELS[lang] || LABELS.en;
+  if (typeof src !== 'string' || src === '') return '';
+  if (src === 'dataset') return L.src_dataset;
+  if (src === 'override') return L.src_override;
+  if (src.startsWith('geofeed:')) return `${L.src_geofeed} (${src.slice('geofeed:'.length)})`;
+  return src;
 }
 
 // hasLocation reports whether a record carries coordinates. Absent means
@@ -90,6 +106,7 @@ export function renderRecord(dl, rec, lang) {
     ['currency', rec.currency],
     ['zip_code', rec.zip_code],
     ['area_code', rec.area_code],
+    ['location_source', sourceText(rec.location_source, lang)],
   ];
   for (const [key, value, cls] of rows) {
     const row = document.createElement('div');

@@ -175,6 +175,9 @@ func (k Known) Want(lang ipatlas.Lang) ipatlas.Record {
 		Continent:     k.ContinentEN,
 		Country:       k.CountryEN,
 	}
+	if k.CountryCode != "" {
+		r.LocationSource = "dataset"
+	}
 	if k.ASN != "" {
 		// The fixture's ASN network is the place's network.
 		r.Route = netip.MustParsePrefix(k.Network)

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
+	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/geofeed"
+	"github.com/ipatlas/ipatlas/internal/server"
+)
+
+// meRecord asks the server where addr is, as a client behind the trusted
+// proxy 127.0.0.1 (the free /api/ip/me, so that the test needs no quota).
+func meRecord(c *http.Client, base, addr string) (ipatlas.Record, error) {
+	req, _ := http.NewRequest(http.MethodGet, base+"/api/ip/me", nil)
+	req.Header.Set("X-Forwarded-For", addr)
+	resp, err := c.Do(req)
+	if err != nil {
+		return ipatlas.Record{}, err
+	}
+	defer resp.Body.Close()
+	var env ipatlas.Envelope
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return ipatlas.Record{}, fmt.Errorf("%s: %v", resp.Status, err)
+	}
+	if resp.StatusCode != http.StatusOK || env.Data == nil {
+		return ipatlas.Record{}, fmt.Errorf("%s: %+v", resp.Status, env)
+	}
+	return *env.Data, nil
+}
+
+// An edit of the overrides file applies within 15 s, while requests keep
+// coming, and none of them fails or answers anything but the old or the
+// new override; a bad line is skipped, logged as FILE:LINE: reason and
+// listed by the admin API, and the other lines apply.
+func TestServeOverridesReload(t *testing.T) {
+	fx := newServeFixture(t)
+	file := filepath.Join(t.TempDir(), "overrides.csv")
+	if err := os.WriteFile(file, []byte("8.8.8.0/24,DE,DE-BY,Nuremberg,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const token = "test-admin-token-for-the-overrides-test"
+	s := startServe(t, nil, serveArgs(fx.dir, filepath.Join(t.TempDir(), "ipatlas.db"), "--overrides", file, "--geofeed", "none",
+		"--trusted-proxy", "127.0.0.1", "--me-rate", "0", "--admin-token", token)...)
+	base := "http://" + s.public
+	c := &http.Client{Timeout: 10 * time.Second}
+	rec, err := meRecord(c, base, geotest.MountainView.IP)
+	if err != nil || rec.CountryCode != "DE" || rec.City != "Nuremberg" || rec.LocationSource != "override" || rec.TimeZone != "Europe/Berlin" {
+		t.Fatalf("override at start: %+v %v\n%s", rec, err, s.stderr)
+	}
+
+	var stop atomic.Bool
+	var requests, failures atomic.Int64
+	var mu sync.Mutex
+	var bad []string
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for !stop.Load() {
+				rec, err := meRecord(c, base, geotest.MountainView.IP)
+				requests.Add(1)
+				ok := err == nil && rec.LocationSource == "override" && (rec.CountryCode == "DE" && rec.City == "Nuremberg" || rec.CountryCode == "CN" && rec.City == "Beijing")
+				if !ok {
+					failures.Add(1)
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("%+v %v", rec, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	edited := time.Now()
+	if err := os.WriteFile(file, []byte("8.8.8.0/24,CN,CN-11,Beijing,\nnot a prefix,US,,,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var took time.Duration
+	for {
+		rec, err := meRecord(c, base, geotest.MountainView.IP)
+		if err == nil && rec.CountryCode == "CN" {
+			took = time.Since(edited)
+			break
+		}
+		if time.Since(edited) > 15*time.Second {
+			t.Fatalf("the edit did not apply within 15 s: %+v %v\n%s", rec, err, s.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("the edit applied %s after the write; %d requests meanwhile, %d failed", took.Round(time.Millisecond), requests.Load(), failures.Load())
+	if failures.Load() > 0 {
+		t.Errorf("%d of %d requests failed or answered neither override: %q", failures.Load(), requests.Load(), bad[:min(len(bad), 5)])
+	}
+	if !strings.Contains(s.stderr.String(), file+":2: ") {
+		t.Errorf("the bad line is not logged as FILE:LINE: reason:\n%s", s.stderr)
+	}
+	var ds server.Datasets
+	if code := getJSON(t, c, "http://"+s.admin+"/admin/datasets", token, &ds); code != http.StatusOK {
+		t.Fatalf("/admin/datasets: %d", code)
+	}
+	if len(ds.Corrections) != 1 || ds.Corrections[0].Kind != "override" || ds.Corrections[0].Applied != 1 || len(ds.Corrections[0].Problems) != 1 ||
+		ds.Corrections[0].Problems[0].String() != file+":2: \"not a prefix\" is not an IP prefix" {
+		t.Errorf("/admin/datasets corrections: %+v", ds.Corrections)
+	}
+}
+
+// --geofeed adds an operator's feed, fetched at start even with
+// --no-fetch and kept in the data dir: a restart that cannot reach it
+// still answers from the copy.
+func TestServeGeofeed(t *testing.T) {
+	fx := newServeFixture(t)
+	var up atomic.Bool
+	up.Store(true)
+	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "# an operator's feed\n8.8.8.0/24,DE,DE-BY,Nuremberg,\n202.106.0.0/20,US,US-CA,Mountain View,\n")
+	}))
+	defer feed.Close()
+	store := filepath.Join(t.TempDir(), "ipatlas.db")
+	// The fixture's ASN data announces little: the feed is a large share
+	// of it, so the bound on a feed's share is not what this test is
+	// about. Its AS list keeps it to Google's addresses.
+	feedShareBound = 1
+	defer func() { feedShareBound = 0 }()
+	args := serveArgs(fx.dir, store, "--geofeed", "none", "--geofeed", feed.URL+"/feed.csv AS15169", "--trusted-proxy", "127.0.0.1", "--me-rate", "0")
+	check := func(s *serveRun) {
+		t.Helper()
+		c := &http.Client{Timeout: 10 * time.Second}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			rec, err := meRecord(c, "http://"+s.public, geotest.MountainView.IP)
+			if err == nil && rec.LocationSource == "geofeed:127.0.0.1" && rec.City == "Nuremberg" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the feed did not apply: %+v %v\n%s", rec, err, s.stderr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		rec, err := meRecord(c, "http://"+s.public, geotest.Beijing.IP)
+		if err != nil || rec.LocationSource != "dataset" || rec.City != "Beijing" {
+			t.Errorf("an entry outside the feed's AS applied: %+v %v", rec, err)
+		}
+	}
+	s := startServe(t, nil, args...)
+	check(s)
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	up.Store(false)
+	s = startServe(t, nil, args...)
+	check(s)
+}
+
+// db info describes the corrections as a server with the same settings
+// answers from them: the overrides file's bad lines as FILE:LINE: reason,
+// each feed's copy, refused entries and why; db fetch fetches the feeds
+// after the dataset.
+func TestDBInfoCorrections(t *testing.T) {
+	fx := newServeFixture(t)
+	feedShareBound = 1
+	defer func() { feedShareBound = 0 }()
+	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "8.8.8.0/24,DE,DE-BY,Nuremberg,\n202.106.0.0/20,US,US-CA,Mountain View,\n2.0.0.0/7,US,,,\n")
+	}))
+	defer feed.Close()
+	overrides := filepath.Join(t.TempDir(), "o.csv")
+	os.WriteFile(overrides, []byte("8.8.8.8/32,CN,CN-11,Beijing,\n8.8.8.9/32,ZZ,,,\n"), 0o644)
+	src := feed.URL + "/feed.csv AS15169"
+	reg := datasettest.NewRegistry(t, datasettest.DefaultPackages(t, "2.3.2026052009")...)
+	fetched := t.TempDir()
+	out, _, err := runDBTest(t, nil, "db", "fetch", "--data-dir", fetched, "--registry", reg.URL, "--privacy-lists=false", "--geofeed", "none", "--geofeed", src)
+	if err != nil || !strings.Contains(out, "geofeed 127.0.0.1: 3 entries, 0 lines skipped") {
+		t.Fatalf("db fetch: %v\n%s", err, out)
+	}
+	// The feed's copy, described against the geotest dataset (whose ASN
+	// data announces Google's 8.8.8.0/24).
+	if err := os.CopyFS(filepath.Join(fx.dir, geofeed.Dir), os.DirFS(filepath.Join(fetched, geofeed.Dir))); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, newCLIEnv(t), "", "db", "info", "--data-dir", fx.dir, "--overrides", overrides, "--geofeed", "none", "--geofeed", src)
+	if r.err != nil {
+		t.Fatalf("db info: %v\n%s", r.err, r.stderr)
+	}
+	for _, want := range []string{overrides + ":2: unknown country code \"ZZ\"", "overrides " + overrides + ": 1 entries in service, 1 lines skipped",
+		"geofeed 127.0.0.1", "for AS15169", "3 entries, 1 in service", "refused entries: not_announced 1, too_broad 1"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("db info lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func mustSource(t *testing.T, v string) geofeed.Source {
+	t.Helper()
+	s, err := geofeed.ParseSource(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

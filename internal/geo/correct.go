@@ -1,0 +1,512 @@
+package geo
+
+// Corrections: locations that do not come from the dataset. Two layers sit
+// above it, each a prefix table searched most specific first:
+//
+//   - overrides, the operator's own RFC 8805 file, trusted for any prefix;
+//   - published feeds (RFC 8805, fetched by the caller), each trusted only
+//     for the addresses its ASes announce in the ASN data, only for
+//     entries no broader than /8 (IPv4) or /24 (IPv6), and only while it
+//     claims no more than MaxFeedShare of the announced space.
+//
+// A lookup answers from the first layer that places the address, else from
+// the dataset. A place a correction names becomes a whole record part
+// (resolvePlace, then compose, the dataset's own name rules): names in
+// both languages, coordinates, time zone, currency, calling code.
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/gaissmai/bart"
+	"github.com/ipatlas/ipatlas/internal/geofeed"
+	"go4.org/netipx"
+)
+
+// Bounds on what a published feed may claim. An entry broader than /8 or
+// /24 is no operator's single location; the largest networks announce a
+// few percent of the address space, so a feed placing more than a
+// sixteenth of what is announced in one family is broken or hostile, and
+// is refused whole.
+const (
+	MinFeedBits4 = 8
+	MinFeedBits6 = 24
+	MaxFeedShare = 1.0 / 16
+)
+
+// Values of Record.LocationSource.
+const (
+	SourceDataset  = "dataset"
+	SourceOverride = "override"
+	// A published feed's records say "geofeed:" and its name.
+	SourceFeedPrefix = "geofeed:"
+)
+
+// Overrides is a local corrections file, trusted for any prefix.
+type Overrides struct {
+	File   string
+	Feed   *geofeed.Feed
+	Loaded time.Time
+}
+
+// FeedInput is one configured published feed and its copy.
+type FeedInput struct {
+	Source geofeed.Source
+	Copy   *geofeed.Copy // nil: none fetched yet
+	// Error is why the last fetch failed ("" when it did not): the copy,
+	// if any, is older.
+	Error string
+}
+
+// PlaceHooks let data the engine does not hold complete a place that a
+// correction names. Either may be nil.
+type PlaceHooks struct {
+	// Postal gives the postal code of a place: its country, ISO 3166-2
+	// subdivision code ("" when unknown), name and coordinates (NaN when
+	// unknown); "" when it has none.
+	Postal func(country, subdivision, place string, lat, lon float64) string
+	// Point gives the coordinates of a named place the dataset does not
+	// know.
+	Point func(country, subdivision, place string) (lat, lon float64, ok bool)
+}
+
+// CorrectionInfo describes one correction source in service, for `db
+// info` and /admin/datasets.
+type CorrectionInfo struct {
+	Kind string `json:"kind"` // "override" or "geofeed"
+	// Name is the feed's name as records give it (after "geofeed:"), or
+	// the overrides file's path.
+	Name      string    `json:"name"`
+	URL       string    `json:"url,omitempty"`
+	File      string    `json:"file,omitempty"` // the copy in service
+	ASes      []uint32  `json:"ases,omitempty"`
+	FetchedAt time.Time `json:"fetched_at,omitzero"` // a feed's copy; an overrides file: when it was read
+	// Lines is the lines read; Entries the good ones; Applied the entries
+	// in service (good and not refused).
+	Lines   int `json:"lines"`
+	Entries int `json:"entries"`
+	Applied int `json:"applied"`
+	// Skipped is the number of lines that could not be read, Problems
+	// the first MaxProblems of them.
+	Skipped  int               `json:"skipped"`
+	Problems []geofeed.Problem `json:"problems,omitempty"`
+	// Refused counts good entries that were not applied, by reason:
+	// "too_broad" (broader than /8 or /24), "not_announced" (no address
+	// of it announced by the feed's ASes), "no_asn_data", "feed_refused".
+	Refused map[string]int `json:"refused,omitempty"`
+	// Partial counts entries only part of which the feed's ASes
+	// announce: only that part is placed.
+	Partial int `json:"partial,omitempty"`
+	// Share4 and Share6 are the shares of the announced IPv4 and IPv6
+	// space the feed places.
+	Share4 float64 `json:"share_ipv4,omitempty"`
+	Share6 float64 `json:"share_ipv6,omitempty"`
+	// FeedRefused says why the whole feed is refused, "" when it is not.
+	FeedRefused string `json:"feed_refused,omitempty"`
+	// Error is the last fetch's failure.
+	Error string `json:"error,omitempty"`
+	// Unlocated counts applied entries that name a city the data cannot
+	// place: they answer without coordinates.
+	Unlocated int `json:"unlocated,omitempty"`
+}
+
+// MaxProblems bounds the problems a CorrectionInfo lists; Skipped counts
+// them all.
+const MaxProblems = 100
+
+// localValue is what a correction answers for its prefix.
+type localValue struct {
+	city   *cityData
+	source string   // Record.LocationSource
+	region string   // the ISO 3166-2 code the correction names
+	ases   []uint32 // a feed's ASes, sorted; empty: any announced address
+	feed   bool     // the address's AS is checked at lookup
+}
+
+// allows reports whether the value may answer an address of AS asn.
+func (v *localValue) allows(asn uint32) bool {
+	if !v.feed {
+		return true
+	}
+	if len(v.ases) == 0 {
+		return asn != 0
+	}
+	_, ok := slices.BinarySearch(v.ases, asn)
+	return ok
+}
+
+// overlay is the corrections in service: overrides, then feeds.
+type overlay struct {
+	layers [2]*bart.Table[*localValue] // nil: an empty layer
+}
+
+const (
+	layerOverrides = 0
+	layerFeeds     = 1
+)
+
+// lookup returns the correction that places addr (in AS asn), or nil.
+func (o *overlay) lookup(addr netip.Addr, asn uint32) *localValue {
+	for _, t := range o.layers {
+		if t == nil {
+			continue
+		}
+		if v, ok := t.Lookup(addr); ok && v.allows(asn) {
+			return v
+		}
+	}
+	return nil
+}
+
+// localState is the engine's corrections: their inputs and the layers
+// built from them, guarded by Engine.lmu.
+type localState struct {
+	overrides *Overrides
+	feeds     []FeedInput
+	tables    [2]*bart.Table[*localValue]
+	infos     [2][]CorrectionInfo
+}
+
+// SetOverrides puts a local corrections file in service in place of the
+// previous one (nil removes it). It returns when the new layer answers.
+func (e *Engine) SetOverrides(o *Overrides) {
+	e.lmu.Lock()
+	defer e.lmu.Unlock()
+	e.localIn.overrides = o
+	e.rebuildLocked(layerOverrides)
+}
+
+// SetFeeds puts published feeds in service in place of the previous ones,
+// in order of precedence (the first that places an address answers it).
+func (e *Engine) SetFeeds(feeds []FeedInput) {
+	e.lmu.Lock()
+	defer e.lmu.Unlock()
+	e.localIn.feeds = slices.Clone(feeds)
+	e.rebuildLocked(layerFeeds)
+}
+
+// Corrections describes the corrections in service: the overrides file,
+// then each feed. It does not wait for a build in progress.
+func (e *Engine) Corrections() []CorrectionInfo {
+	if p := e.localInfo.Load(); p != nil {
+		return slices.Clone(*p)
+	}
+	return nil
+}
+
+// rebuildCorrections builds both layers again, against the dataset now in
+// service (after a reload: the ASN data and the places may have changed).
+func (e *Engine) rebuildCorrections() {
+	e.lmu.Lock()
+	defer e.lmu.Unlock()
+	if e.localIn.overrides == nil && len(e.localIn.feeds) == 0 {
+		return
+	}
+	e.rebuildLocked(layerOverrides, layerFeeds)
+}
+
+// rebuildLocked builds the given layers from their inputs and swaps the
+// new overlay in.
+func (e *Engine) rebuildLocked(layers ...int) {
+	g := e.acquire()
+	if g == nil {
+		return
+	}
+	defer g.release()
+	start := time.Now()
+	for _, l := range layers {
+		var t *bart.Table[*localValue]
+		var infos []CorrectionInfo
+		if l == layerOverrides {
+			t, infos = e.buildOverrides(g, e.localIn.overrides)
+		} else {
+			t, infos = e.buildFeeds(g, e.localIn.feeds)
+		}
+		e.localIn.tables[l], e.localIn.infos[l] = t, infos
+	}
+	infos := slices.Concat(e.localIn.infos[layerOverrides], e.localIn.infos[layerFeeds])
+	e.localInfo.Store(&infos)
+	if e.localIn.tables[0] == nil && e.localIn.tables[1] == nil {
+		e.local.Store(nil)
+	} else {
+		e.local.Store(&overlay{layers: e.localIn.tables})
+	}
+	e.log.Info("corrections in service", "overrides", size(e.localIn.tables[layerOverrides]),
+		"feed_entries", size(e.localIn.tables[layerFeeds]), "took", time.Since(start).Round(time.Millisecond))
+}
+
+func size(t *bart.Table[*localValue]) int {
+	if t == nil {
+		return 0
+	}
+	return t.Size()
+}
+
+// placed is an entry accepted into a layer, and its place.
+type placed struct {
+	prefix netip.Prefix
+	q      placeQuery
+	source string
+	ases   []uint32
+	feed   bool
+	info   *CorrectionInfo
+}
+
+func (e *Engine) buildOverrides(g *generation, o *Overrides) (*bart.Table[*localValue], []CorrectionInfo) {
+	if o == nil {
+		return nil, nil
+	}
+	info := CorrectionInfo{Kind: "override", Name: o.File, File: o.File, FetchedAt: o.Loaded}
+	var list []placed
+	if o.Feed != nil {
+		info.Lines, info.Entries = o.Feed.Lines, len(o.Feed.Entries)
+		info.Skipped, info.Problems = len(o.Feed.Problems), firstProblems(o.Feed.Problems)
+		for _, p := range o.Feed.Problems {
+			e.log.Warn("overrides: skipped a line", "problem", p.String())
+		}
+		for _, en := range o.Feed.Entries {
+			list = append(list, placed{prefix: en.Prefix, q: queryOf(en), source: SourceOverride})
+		}
+	}
+	infos := []CorrectionInfo{info}
+	for i := range list {
+		list[i].info = &infos[0]
+	}
+	return e.buildTable(g, list), infos
+}
+
+func (e *Engine) buildFeeds(g *generation, feeds []FeedInput) (*bart.Table[*localValue], []CorrectionInfo) {
+	if len(feeds) == 0 {
+		return nil, nil
+	}
+	infos := make([]CorrectionInfo, len(feeds))
+	ann := g.announced()
+	maxShare := e.opts.MaxFeedShare
+	if maxShare <= 0 {
+		maxShare = MaxFeedShare
+	}
+	var list []placed
+	for i, f := range feeds {
+		info := &infos[i]
+		*info = CorrectionInfo{Kind: "geofeed", Name: f.Source.Name, URL: f.Source.URL, ASes: f.Source.ASes, Error: f.Error,
+			Refused: map[string]int{}}
+		if f.Copy == nil || f.Copy.Feed == nil {
+			continue
+		}
+		c := f.Copy
+		info.File, info.FetchedAt = c.File, c.FetchedAt
+		info.Lines, info.Entries = c.Feed.Lines, len(c.Feed.Entries)
+		info.Skipped, info.Problems = len(c.Feed.Problems), firstProblems(c.Feed.Problems)
+		var claim netipx.IPSetBuilder
+		var accepted []placed
+		source := SourceFeedPrefix + f.Source.Name
+		ases := sortedUnique(f.Source.ASes)
+		for _, en := range c.Feed.Entries {
+			p := en.Prefix
+			if p.Addr().Is4() && p.Bits() < MinFeedBits4 || p.Addr().Is6() && p.Bits() < MinFeedBits6 {
+				info.Refused["too_broad"]++
+				continue
+			}
+			covered, whole, ok := g.announcedBy(p, ases, &claim)
+			switch {
+			case !ok:
+				info.Refused["no_asn_data"]++
+				continue
+			case !covered:
+				info.Refused["not_announced"]++
+				continue
+			case !whole:
+				info.Partial++
+			}
+			accepted = append(accepted, placed{prefix: p, q: queryOf(en), source: source, ases: ases, feed: true, info: info})
+		}
+		set, _ := claim.IPSet()
+		s4, s6 := setSizes(set)
+		if ann[0] > 0 {
+			info.Share4 = s4 / ann[0]
+		}
+		if ann[1] > 0 {
+			info.Share6 = s6 / ann[1]
+		}
+		if info.Share4 > maxShare || info.Share6 > maxShare {
+			info.FeedRefused = fmt.Sprintf("it places %.2f%% of the announced IPv4 space and %.2f%% of the IPv6 space: more than the %.2f%% a single operator may plausibly hold",
+				100*info.Share4, 100*info.Share6, 100*maxShare)
+			info.Refused["feed_refused"] += len(accepted)
+			e.log.Warn("refusing a geofeed", "feed", f.Source.Name, "url", f.Source.URL, "reason", info.FeedRefused)
+			continue
+		}
+		for k, n := range info.Refused {
+			e.log.Warn("geofeed entries refused", "feed", f.Source.Name, "reason", k, "entries", n)
+		}
+		list = append(list, accepted...)
+	}
+	for i := range infos {
+		if len(infos[i].Refused) == 0 {
+			infos[i].Refused = nil
+		}
+	}
+	return e.buildTable(g, list), infos
+}
+
+func firstProblems(ps []geofeed.Problem) []geofeed.Problem {
+	return slices.Clone(ps[:min(len(ps), MaxProblems)])
+}
+
+// buildTable resolves and composes the places of list and puts them in a
+// prefix table. Of two entries for one prefix the first wins; each
+// distinct place is composed once.
+func (e *Engine) buildTable(g *generation, list []placed) *bart.Table[*localValue] {
+	if len(list) == 0 {
+		return nil
+	}
+	qs := make([]placeQuery, len(list))
+	for i, p := range list {
+		qs[i] = p.q
+	}
+	found := g.datasetPlaces(qs, e.log)
+	var countries countryTable
+	type valueKey struct {
+		q      placeQuery
+		source string
+	}
+	values := map[valueKey]*localValue{}
+	t := new(bart.Table[*localValue])
+	for _, p := range list {
+		if _, dup := t.Get(p.prefix); dup {
+			continue
+		}
+		k := valueKey{p.q, p.source}
+		v := values[k]
+		if v == nil {
+			in, located := resolvePlace(p.q, found, e.opts.Places)
+			d := compose(in, &countries)
+			v = &localValue{city: &d, source: p.source, region: p.q.region, ases: p.ases, feed: p.feed}
+			if p.q.city != "" && !located {
+				p.info.Unlocated++
+			}
+			values[k] = v
+		}
+		t.Insert(p.prefix, v)
+		p.info.Applied++
+	}
+	return t
+}
+
+// setSizes is the number of IPv4 and IPv6 addresses of s.
+func setSizes(s *netipx.IPSet) (v4, v6 float64) {
+	if s == nil {
+		return 0, 0
+	}
+	for _, r := range s.Ranges() {
+		n := rangeSize(r.From(), r.To())
+		if r.From().Is4() {
+			v4 += n
+		} else {
+			v6 += n
+		}
+	}
+	return v4, v6
+}
+
+func rangeSize(from, to netip.Addr) float64 {
+	a, b := from.As16(), to.As16()
+	var d float64
+	for i := range 16 {
+		d = d*256 + float64(int(b[i])-int(a[i]))
+	}
+	return d + 1
+}
+
+func prefixSize(p netip.Prefix) float64 {
+	return math.Ldexp(1, p.Addr().BitLen()-p.Bits())
+}
+
+// announcedBy reports whether any address of p is announced, by one of
+// ases (any AS when empty), in the ASN data that answers p's family, and
+// whether all of p is; it adds the announced part to claim. ok is false
+// when no ASN data answers the family.
+func (g *generation) announcedBy(p netip.Prefix, ases []uint32, claim *netipx.IPSetBuilder) (covered, whole, ok bool) {
+	list := g.asn6
+	if p.Addr().Is4() {
+		list = g.asn4
+	}
+	if len(list) == 0 {
+		return false, false, false
+	}
+	s := list[0]
+	var n float64
+	for res := range s.r.NetworksWithin(p) {
+		if res.Err() != nil || !res.Found() {
+			continue
+		}
+		d, err := decodeASN(res)
+		if err != nil || d.number == 0 {
+			continue
+		}
+		if len(ases) > 0 {
+			if _, in := slices.BinarySearch(ases, d.number); !in {
+				continue
+			}
+		}
+		part := res.Prefix()
+		if part.Bits() < p.Bits() {
+			part = p // p lies inside one announced network
+		}
+		claim.AddPrefix(part)
+		n += prefixSize(part)
+	}
+	return n > 0, n >= prefixSize(p), true
+}
+
+// announced is the number of announced IPv4 and IPv6 addresses in the
+// ASN data (those with an AS), counted once per generation.
+func (g *generation) announced() [2]float64 {
+	g.local.annOnce.Do(func() {
+		for fam, list := range [][]*source{g.asn4, g.asn6} {
+			if len(list) == 0 {
+				continue
+			}
+			s := list[0]
+			root := netip.MustParsePrefix("0.0.0.0/0")
+			if fam == 1 {
+				root = netip.MustParsePrefix("::/0")
+			}
+			has := map[uintptr]bool{}
+			for res := range s.r.NetworksWithin(root) {
+				if res.Err() != nil {
+					break
+				}
+				p := res.Prefix()
+				if fam == 1 && (p.Addr().Is4() || p.Addr().Is4In6()) {
+					continue
+				}
+				h, seen := has[res.Offset()]
+				if !seen {
+					d, err := decodeASN(res)
+					h = err == nil && d.number != 0
+					has[res.Offset()] = h
+				}
+				if h {
+					g.local.ann[fam] += prefixSize(p)
+				}
+			}
+		}
+	})
+	return g.local.ann
+}
+
+// queryOf is the place an entry names.
+func queryOf(en geofeed.Entry) placeQuery {
+	return placeQuery{cc: en.Country, region: en.Region, city: en.City, postal: en.Postal}
+}
+
+// sortedUnique sorts and compacts ASes.
+func sortedUnique(a []uint32) []uint32 {
+	a = slices.Clone(a)
+	slices.SortFunc(a, cmp.Compare)
+	return slices.Compact(a)
+}

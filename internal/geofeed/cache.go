@@ -1,0 +1,203 @@
+package geofeed
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Dir is the directory of the data dir that holds the fetched feeds: per
+// feed, the copy as published (NAME.csv) and what is known of it
+// (NAME.json), written after the copy.
+const Dir = "geofeeds"
+
+// DefaultInterval is how often a server fetches the feeds again. Operators
+// change their feeds when they move a prefix, a few times a month.
+const DefaultInterval = 24 * time.Hour
+
+// Copy is a feed's copy in the data dir.
+type Copy struct {
+	Source    Source    `json:"source"`
+	FetchedAt time.Time `json:"fetched_at"`
+	// Modified is the server's Last-Modified for this copy, when it sent
+	// one.
+	Modified time.Time `json:"modified,omitzero"`
+	Size     int64     `json:"size"`
+	SHA256   string    `json:"sha256"`
+	Entries  int       `json:"entries"`
+	// Problems counts the lines of the copy that were skipped.
+	Problems int `json:"problems"`
+
+	// File is the copy's path; Feed is the copy parsed. Neither is
+	// stored.
+	File string `json:"-"`
+	Feed *Feed  `json:"-"`
+}
+
+// baseName is the file name of s's copy without its extension: the
+// feed's name for people and a hash of its URL, so that two feeds of one
+// host never share a file.
+func baseName(s Source) string {
+	sum := sha256.Sum256([]byte(s.URL))
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '_'
+	}, s.Name)
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	return name + "-" + hex.EncodeToString(sum[:4])
+}
+
+// Load reads s's copy from the data dir; nil and no error when there is
+// none.
+func Load(dataDir string, s Source) (*Copy, error) {
+	dir := filepath.Join(dataDir, Dir)
+	base := baseName(s)
+	b, err := os.ReadFile(filepath.Join(dir, base+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c Copy
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("geofeed: %s: %w", filepath.Join(dir, base+".json"), err)
+	}
+	c.File = filepath.Join(dir, base+".csv")
+	f, err := os.Open(c.File)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if c.Feed, err = Parse(f, c.File); err != nil {
+		return nil, fmt.Errorf("geofeed: %s: %w", c.File, err)
+	}
+	// The copy's own source is the one configured now (its ASes may have
+	// changed since it was fetched); the URL is what made the file name.
+	c.Source = s
+	return &c, nil
+}
+
+// Fetch downloads s, parses it and, when it is good, replaces the copy in
+// the data dir (written under a temporary name and renamed, then its
+// description), and returns it. A download that fails, holds no good
+// entry, or has fewer than half the entries of the copy in service leaves
+// that copy in place and is an error: a feed half-written by its
+// publisher must not unplace half its addresses. client nil means a
+// client with a 2-minute timeout.
+func Fetch(ctx context.Context, client *http.Client, dataDir string, s Source, now time.Time) (*Copy, error) {
+	if client == nil {
+		client = &http.Client{Timeout: 2 * time.Minute}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", "ipatlas (geofeed)")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("geofeed %s: %s", s.URL, resp.Status)
+	}
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, io.LimitReader(resp.Body, MaxSize+1)); err != nil {
+		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
+	}
+	if buf.Len() > MaxSize {
+		return nil, fmt.Errorf("geofeed %s: %w", s.URL, ErrTooLarge)
+	}
+	dir := filepath.Join(dataDir, Dir)
+	base := baseName(s)
+	feed, err := Parse(bytes.NewReader(buf.Bytes()), filepath.Join(dir, base+".csv"))
+	if err != nil {
+		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
+	}
+	if len(feed.Entries) == 0 {
+		return nil, fmt.Errorf("geofeed %s: no usable entry in %d lines (%d skipped): keeping the copy in service", s.URL, feed.Lines, len(feed.Problems))
+	}
+	prev, err := Load(dataDir, s)
+	if err == nil && prev != nil && len(feed.Entries) < len(prev.Feed.Entries)/2 {
+		return nil, fmt.Errorf("geofeed %s: %d usable entries, fewer than half the %d of the copy in service: keeping that copy", s.URL, len(feed.Entries), len(prev.Feed.Entries))
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	c := &Copy{Source: s, FetchedAt: now.UTC(), Size: int64(buf.Len()), SHA256: hex.EncodeToString(sum[:]),
+		Entries: len(feed.Entries), Problems: len(feed.Problems), File: filepath.Join(dir, base+".csv"), Feed: feed}
+	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+		c.Modified = t.UTC()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeFile(dir, base+".csv", buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
+	}
+	meta, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFile(dir, base+".json", append(meta, '\n')); err != nil {
+		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
+	}
+	return c, nil
+}
+
+// writeFile replaces dir/name with data: a temporary file, synced and
+// renamed, so that a reader sees the old copy or the new one.
+func writeFile(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// LoadFile reads a local feed (an overrides file). A missing file is an
+// error.
+func LoadFile(path string) (*Feed, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
