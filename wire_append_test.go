@@ -54,38 +54,3 @@ func TestAppendSuccessMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
-
-// AppendHostname adds the host name members to an encoded record exactly
-// as encoding/json writes the record with them.
-func TestAppendHostnameMatchesEncodingJSON(t *testing.T) {
-	lat := 1.5
-	yes, no := true, false
-	recs := []Record{
-		{IP: "1.2.3.4"},
-		{IP: "8.8.8.8", City: "Mountain View", Latitude: &lat, Longitude: &lat, Privacy: &Privacy{Hosting: true, Service: "Google"}},
-	}
-	for _, rec := range recs {
-		for _, name := range []string{"", "dns.google", "crawl-66-249-66-1.googlebot.com", "a\"b\\c", "<x>&\u2028\x01é"} {
-			for _, conf := range []*bool{nil, &yes, &no} {
-				enc := func(r Record) []byte {
-					var b bytes.Buffer
-					e := json.NewEncoder(&b)
-					e.SetEscapeHTML(false)
-					if err := e.Encode(&r); err != nil {
-						t.Fatal(err)
-					}
-					return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-				}
-				with := rec
-				with.Hostname, with.HostnameConfirmed = name, conf
-				got := AppendHostname([]byte("x"), enc(rec), name, conf)
-				if want := enc(with); string(got[1:]) != string(want) {
-					t.Errorf("AppendHostname(%q, %v):\n got %s\nwant %s", name, conf, got[1:], want)
-				}
-			}
-		}
-	}
-	if got := AppendHostname(nil, []byte("{}"), "h.example", &yes); string(got) != `{"hostname":"h.example","hostname_confirmed":true}` {
-		t.Errorf("into an empty object: %s", got)
-	}
-}

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/google/renameio/v2"
 )
 
 // Dir is the directory of the data dir that holds the fetched feeds: per
@@ -166,29 +168,9 @@ func Fetch(ctx context.Context, client *http.Client, dataDir string, s Source, n
 }
 
 // writeFile replaces dir/name with data: a temporary file, synced and
-// renamed, so that a reader sees the old copy or the new one.
+// renamed (renameio), so that a reader sees the old copy or the new one.
 func writeFile(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+"-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return renameio.WriteFile(filepath.Join(dir, name), data, 0o644)
 }
 
 // LoadFile reads a local feed (an overrides file). A missing file is an

@@ -138,14 +138,9 @@ func (s *Server) failureOf(r *http.Request, err error) *failure {
 // renderAPI writes a public API failure as the envelope, in the request's
 // language; a plain-text endpoint's own refusal as its text.
 func (s *Server) renderAPI(w *exchange, r *http.Request, err error) {
-	f := s.failureOf(r, err)
-	w.code = f.code
-	if f.text != "" {
-		writeText(w, f.httpStatus(), f.text)
-		return
+	if f, lang, ok := s.ownText(w, r, err); ok {
+		writeJSON(w, f.httpStatus(), &ipatlas.Envelope{Success: false, Error: errorText(f.code, f.detail(lang), lang), Code: f.code, Meta: f.meta})
 	}
-	lang := w.langOf(r)
-	writeJSON(w, f.httpStatus(), &ipatlas.Envelope{Success: false, Error: errorText(f.code, f.detail(lang), lang), Code: f.code, Meta: f.meta})
 }
 
 // renderText answers the failures of a plain-text route as one line of
@@ -155,14 +150,22 @@ func (s *Server) renderAPI(w *exchange, r *http.Request, err error) {
 // terminal reads the reason without a JSON envelope around it. The code
 // ends the line, for scripts that test it.
 func (s *Server) renderText(w *exchange, r *http.Request, err error) {
-	f := s.failureOf(r, err)
+	if f, lang, ok := s.ownText(w, r, err); ok {
+		writeText(w, f.httpStatus(), "error: "+errorText(f.code, f.detail(lang), lang)+" ("+string(f.code)+")\n")
+	}
+}
+
+// ownText records err's code and answers it when it is a plain-text
+// endpoint's own refusal; otherwise it returns the failure and the
+// request's language, for the renderer to write (ok).
+func (s *Server) ownText(w *exchange, r *http.Request, err error) (f *failure, lang ipatlas.Lang, ok bool) {
+	f = s.failureOf(r, err)
 	w.code = f.code
 	if f.text != "" {
 		writeText(w, f.httpStatus(), f.text)
-		return
+		return f, lang, false
 	}
-	lang := w.langOf(r)
-	writeText(w, f.httpStatus(), "error: "+errorText(f.code, f.detail(lang), lang)+" ("+string(f.code)+")\n")
+	return f, w.langOf(r), true
 }
 
 // errorText is an error's text as the envelope composes it: the code's
