@@ -199,10 +199,11 @@ func (rt *router) finish(areas ...area) {
 			rt.handle(path, rt.unmatched(ms))
 			continue
 		}
-		// A fixed path beside a wildcard of another method ("POST
-		// /ipinfo/batch" beside "GET /ipinfo/{what}"): the mux refuses a
-		// method-less pattern there as ambiguous, so the path gets one
-		// pattern per method it does not take.
+		// A path inside a wildcard of another method ("POST
+		// /ipinfo/batch" beside "GET /ipinfo/{what}", "GET
+		// /ipinfo/lite/{ip}" beside "GET /ipinfo/{what}/{field}"): the
+		// mux refuses a method-less pattern there as ambiguous, so the
+		// path gets one pattern per method it does not take.
 		for _, m := range stdMethods {
 			if !slices.Contains(ms, m) {
 				rt.handle(m+" "+path, rt.unmatched(ms))
@@ -219,11 +220,20 @@ var stdMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http
 	http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace}
 
 // shadowed reports whether another path with a wildcard also matches
-// path, which the mux then holds to be ambiguous with a method-less
-// pattern for path.
+// path (with its own wildcards filled in), which the mux then holds to be
+// ambiguous with a method-less pattern for path.
 func (rt *router) shadowed(path string) bool {
+	probePath := path
 	if strings.Contains(path, "{") {
-		return false
+		segs := strings.Split(path, "/")
+		for i, seg := range segs {
+			if seg == "{$}" {
+				segs[i] = ""
+			} else if strings.HasPrefix(seg, "{") {
+				segs[i] = "x"
+			}
+		}
+		probePath = strings.Join(segs, "/")
 	}
 	for _, other := range rt.order {
 		if other == path || !strings.Contains(other, "{") {
@@ -231,7 +241,7 @@ func (rt *router) shadowed(path string) bool {
 		}
 		probe := http.NewServeMux()
 		probe.Handle(other, http.NotFoundHandler())
-		if _, p := probe.Handler(&http.Request{Method: http.MethodGet, URL: &url.URL{Path: path}}); p != "" {
+		if _, p := probe.Handler(&http.Request{Method: http.MethodGet, URL: &url.URL{Path: probePath}}); p != "" {
 			return true
 		}
 	}

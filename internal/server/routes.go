@@ -46,7 +46,7 @@ func (s *api) textRoutes() []route {
 	}
 }
 
-// ipinfoRoutes are the ipinfo shape (ipinfo.go): ipinfo's paths under
+// ipinfoRoutes are the ipinfo shape (shape_ipinfo.go): ipinfo's paths under
 // /ipinfo/, its answers and its error body (renderIPInfo). "GET
 // /ipinfo/json" and "POST /ipinfo/batch" are fixed paths beside the
 // wildcard; the router gives them their own 405s.
@@ -58,6 +58,12 @@ func (s *api) ipinfoRoutes() []route {
 		{pattern: "GET /ipinfo/{what}", cors: true, k: s.handleIPInfo},              // an address, or an AS ("AS15169")
 		{pattern: "GET /ipinfo/{what}/{field}", cors: true, k: s.handleIPInfoField}, // one field of an address ("8.8.8.8/city"), or "json"
 		{pattern: "POST /ipinfo/batch", cors: true, k: s.handleIPInfoBatch},         // up to 1,000 items, metered per item
+		// ipinfo's current API (shape_ipinfo_v2.go): Lite, and Core and Plus.
+		{pattern: "GET /ipinfo/lite/me", cors: true, k: s.handleIPInfoLiteSelf},      // Lite: the caller's own address
+		{pattern: "GET /ipinfo/lite/{ip}", cors: true, k: s.handleIPInfoLite},        // Lite: an address's country and AS
+		{pattern: "GET /ipinfo/lookup/{$}", cors: true, k: s.handleIPInfoLookupSelf}, // Core and Plus: the caller's own address
+		{pattern: "GET /ipinfo/lookup/me", cors: true, k: s.handleIPInfoLookupSelf},  // the same
+		{pattern: "GET /ipinfo/lookup/{ip}", cors: true, k: s.handleIPInfoLookup},    // Core and Plus: an address
 	}
 }
 

@@ -31,6 +31,8 @@ func FuzzShapes(f *testing.F) {
 			{method: "GET", path: "/ipinfo/" + seg + "?lang=" + q + "&token=" + key},
 			{method: "GET", path: "/ipinfo/" + seg + "/" + seg + "?token=" + key},
 			{method: "POST", path: "/ipinfo/batch?token=" + key, body: s},
+			{method: "GET", path: "/ipinfo/lite/" + seg + "?lang=" + q + "&token=" + key},
+			{method: "GET", path: "/ipinfo/lookup/" + seg + "?lang=" + q + "&token=" + key},
 			{method: "GET", path: "/ip-api/json/" + seg + "?fields=" + q + "&lang=" + q + "&key=" + key},
 			{method: "POST", path: "/ip-api/batch?fields=" + q + "&key=" + key, body: s},
 		} {
