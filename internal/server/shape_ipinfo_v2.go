@@ -138,14 +138,14 @@ func toIPInfoLookup(rec *ipatlas.Record) *ipinfoLookup {
 // private or reserved address is ipinfo's bogon answer, free, in every
 // product. The lookup answer has the host name, as Plus's has.
 func (s *api) ipinfoProductResolver(ctx context.Context, q *ipinfoQuery, p ipinfoProduct) resolver {
-	return func(_ int, it *item) resolved {
+	return func(_ int, it item) resolved {
 		switch {
 		case it.fail != nil && it.fail.code == ipatlas.CodePrivateIP:
 			return resolved{v: &ipinfoCore{IP: it.addr.String(), Bogon: true}, free: true}
 		case it.fail != nil:
 			return failed(it)
 		}
-		rec, f := s.lookupRecord(ctx, it, q.lang)
+		rec, f := s.lookupRecord(ctx, &it, q.lang)
 		if f != nil {
 			return resolved{fail: f}
 		}
