@@ -172,6 +172,12 @@ func TestEchoIPOtherAddress(t *testing.T) {
 			checkQuota(t, r, 10_000, 10_000-used(t, e, k.ID))
 		}
 	}
+	// A refusal of the keyed query carries the caller's standing.
+	if r := e.do(t, req{method: "GET", path: "/echoip/country?ip=8.8.8.8&lang=fr", key: k.Secret}); r.Code != 400 {
+		t.Errorf("lang=fr: %d", r.Code)
+	} else {
+		checkQuota(t, r, 10_000, 10_000-used(t, e, k.ID))
+	}
 	// A malformed address says why, as the native query's does.
 	r := e.do(t, req{method: "GET", path: "/echoip/city?ip=8.8.8.8%20", key: k.Secret})
 	if r.Code != 400 || !strings.HasPrefix(r.Body.String(), "error: ") || !strings.HasSuffix(r.Body.String(), " (InvalidIP)\n") {

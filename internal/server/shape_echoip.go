@@ -180,16 +180,16 @@ func echoipParams(w *exchange, r *http.Request) (echoipQuery, *failure) {
 	if err != nil {
 		return q, errBadQuery
 	}
-	if f := queryLang(w, vals, &q.lang); f != nil {
-		return q, f
-	}
-	switch ips := vals["ip"]; {
-	case len(ips) > 1:
-		return q, bodyFail(ipatlas.CodeInvalidRequest, `the parameter "ip" is given more than once`, `参数 "ip" 出现了不止一次`)
-	case len(ips) == 1:
+	// The address first: a request that names one is the keyed query,
+	// whose refusals carry the caller's standing.
+	ips := vals["ip"]
+	if len(ips) > 0 {
 		q.ip = ips[0]
 	}
-	return q, nil
+	if len(ips) > 1 {
+		return q, bodyFail(ipatlas.CodeInvalidRequest, `the parameter "ip" is given more than once`, `参数 "ip" 出现了不止一次`)
+	}
+	return q, queryLang(w, vals, &q.lang)
 }
 
 // echoipItem parses the address of ?ip=, which echoip also takes with a
