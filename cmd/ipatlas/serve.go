@@ -172,6 +172,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		AccessLogLevel:  accessLogLevel(cfg.AccessLog),
 		IPv4Host:        cfg.IPv4Host,
 		IPv6Host:        cfg.IPv6Host,
+		EchoIPRoot:      cfg.EchoIPRoot,
 		AdminToken:      adminToken,
 		Version:         moduleVersion(),
 		Logger:          log,

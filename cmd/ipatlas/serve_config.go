@@ -36,6 +36,7 @@ type serveConfig struct {
 	ForwardedBy    string // server.HeaderAuto, HeaderXForwardedFor or HeaderForwarded
 	IPv4Host       string
 	IPv6Host       string
+	EchoIPRoot     bool // echoip's paths at the root too, not only under /echoip/
 	QueryCost      int64
 	Registry       string
 	NoFetch        bool
@@ -227,6 +228,8 @@ var serveSettings = []setting{
 		apply: func(c *serveConfig, v []string) error { c.IPv4Host = v[0]; return nil }},
 	{name: "ipv6-host", arg: "HOST", usage: "host name whose GET / answers the caller's IPv6 address in plain text",
 		apply: func(c *serveConfig, v []string) error { c.IPv6Host = v[0]; return nil }},
+	{name: "echoip-root", def: "false", isBool: true, usage: "also answer echoip's (ifconfig.co's) paths at the root (/ip, /country, /country-iso, /city, /asn, /asn-org, /coordinates, /json), not only under /echoip/; GET / stays the web page and Get my IP",
+		apply: func(c *serveConfig, v []string) (err error) { c.EchoIPRoot, err = strconv.ParseBool(v[0]); return err }},
 	{name: "query-cost", arg: "N", def: "1", usage: "credits charged per successful location query",
 		apply: func(c *serveConfig, v []string) (err error) {
 			c.QueryCost, err = strconv.ParseInt(v[0], 10, 64)

@@ -327,3 +327,38 @@ func TestServeResolver(t *testing.T) {
 		t.Errorf("port 0: %v", err)
 	}
 }
+
+// --echoip-root is off by default and comes from the flag, the
+// environment or the file like every setting.
+func TestServeEchoIPRoot(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		file string
+		want bool
+	}{
+		{nil, nil, "", false},
+		{[]string{"--echoip-root"}, nil, "", true},
+		{nil, map[string]string{"IPATLAS_ECHOIP_ROOT": "true"}, "", true},
+		{nil, nil, "echoip-root = true\n", true},
+		{[]string{"--echoip-root=false"}, map[string]string{"IPATLAS_ECHOIP_ROOT": "true"}, "", false},
+	} {
+		env := map[string]string{"IPATLAS_DATA_DIR": "/d"}
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		if tc.file != "" {
+			env["IPATLAS_CONFIG"] = writeConfig(t, tc.file)
+		}
+		c, err := parseServeConfig(tc.args, testEnv(mapEnv(env)))
+		if err != nil {
+			t.Fatalf("%v %v %q: %v", tc.args, tc.env, tc.file, err)
+		}
+		if c.EchoIPRoot != tc.want {
+			t.Errorf("%v %v %q: %v, want %v", tc.args, tc.env, tc.file, c.EchoIPRoot, tc.want)
+		}
+	}
+	if _, err := parseServeConfig([]string{"--echoip-root=maybe"}, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"}))); err == nil {
+		t.Error("--echoip-root=maybe: no error")
+	}
+}

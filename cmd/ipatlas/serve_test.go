@@ -697,14 +697,39 @@ func TestServeTrustedProxy(t *testing.T) {
 		}
 		return my.IP
 	}
-	trusting := startServe(t, map[string]string{"IPATLAS_TRUSTED_PROXY": "10.0.0.0/8, 127.0.0.0/8"},
+	// The echoip shape's own address is the same client address; with
+	// --echoip-root (here from the environment) its paths answer at the
+	// root too.
+	country := func(s *serveRun, path string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+s.public+path, nil)
+		req.Header.Set("X-Forwarded-For", fx.v4)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	trusting := startServe(t, map[string]string{"IPATLAS_TRUSTED_PROXY": "10.0.0.0/8, 127.0.0.0/8", "IPATLAS_ECHOIP_ROOT": "true"},
 		serveArgs(fx.dir, filepath.Join(t.TempDir(), "a.db"))...)
 	if got := myip(trusting); got != "8.8.4.4" {
 		t.Errorf("behind a trusted proxy: myip %q, want the forwarded 8.8.4.4", got)
 	}
+	for _, path := range []string{"/country", "/echoip/country"} {
+		if st, body := country(trusting, path); st != http.StatusOK || body != "United States\n" {
+			t.Errorf("GET %s behind a trusted proxy, --echoip-root: %d %q", path, st, body)
+		}
+	}
 	other := startServe(t, nil, serveArgs(fx.dir, filepath.Join(t.TempDir(), "b.db"), "--trusted-proxy", "10.0.0.0/8")...)
 	if got := myip(other); got != "127.0.0.1" {
 		t.Errorf("from an untrusted peer: myip %q, want the peer 127.0.0.1", got)
+	}
+	if st, _ := country(other, "/country"); st != http.StatusNotFound {
+		t.Errorf("GET /country without --echoip-root: %d, want 404", st)
+	}
+	if st, body := country(other, "/echoip/country"); st != http.StatusBadRequest || !strings.Contains(body, "(PrivateIP)") {
+		t.Errorf("GET /echoip/country from the untrusted loopback peer: %d %q, want its PrivateIP", st, body)
 	}
 	for _, s := range []*serveRun{trusting, other} {
 		if strings.Contains(s.stderr.String(), "/api/ip/myip") {

@@ -3,7 +3,9 @@ package server
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"time"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
@@ -53,12 +55,9 @@ func (s *api) handleMe(w *exchange, r *http.Request) error {
 	if b, special := netaddr.Classify(addr); special {
 		return &failure{code: ipatlas.CodePrivateIP, en: b.Why(addr, lang), meta: meMeta}
 	}
-	if s.me != nil {
-		lim := s.me.getOrAdd(clientGroup(addr), func() *rate.Limiter { return rate.NewLimiter(s.meRate, s.meBurst) })
-		if d := take(lim, s.now()); d > 0 {
-			w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(d), 10)}
-			return &failure{code: ipatlas.CodeRateLimitExceeded, meta: meMeta}
-		}
+	if d := s.meWait(addr); d > 0 {
+		w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(d), 10)}
+		return &failure{code: ipatlas.CodeRateLimitExceeded, meta: meMeta}
 	}
 	rec, err := s.deps.Geo.Lookup(addr, lang)
 	if err != nil {
@@ -67,4 +66,16 @@ func (s *api) handleMe(w *exchange, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: &rec, Meta: meMeta})
 	return nil
+}
+
+// meWait spends a token of the bucket of free lookups of the caller's own
+// location (Config.MeRate), which GET /api/ip/me and the echoip shape's
+// own-address paths share: 0 when the lookup may go ahead, else how long
+// to wait.
+func (s *api) meWait(addr netip.Addr) time.Duration {
+	if s.me == nil {
+		return 0
+	}
+	lim := s.me.getOrAdd(clientGroup(addr), func() *rate.Limiter { return rate.NewLimiter(s.meRate, s.meBurst) })
+	return take(lim, s.now())
 }

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
+	"strings"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -76,6 +79,41 @@ func (s *api) ipapiRoutes() []route {
 		{pattern: "GET /ip-api/json/{ip}", cors: true, k: s.handleIPAPI},    // one address (?fields=&lang=&key=)
 		{pattern: "POST /ip-api/batch", cors: true, k: s.handleIPAPIBatch},  // up to 100 queries, metered per address
 	}
+}
+
+// echoipRoutes are the echoip shape (shape_echoip.go): echoip's
+// (ifconfig.co's) paths under /echoip/. Each answers the caller's own
+// address free, limited per address, or ?ip= with a key, metered; the
+// route takes a key for the latter.
+func (s *api) echoipRoutes() []route {
+	return append([]route{
+		{pattern: "GET /echoip", cors: true, k: s.echoip(echoNegotiated)},     // the address as text, or the JSON for a JSON client
+		{pattern: "GET /echoip/{$}", cors: true, k: s.echoip(echoNegotiated)}, // the same
+	}, s.echoipPaths(echoipPrefix)...)
+}
+
+// echoipPaths are echoip's paths under prefix.
+func (s *api) echoipPaths(prefix string) []route {
+	return []route{
+		{pattern: "GET " + prefix + "ip", cors: true, k: s.echoip(echoAddr)},                 // the address (text)
+		{pattern: "GET " + prefix + "country", cors: true, k: s.echoip(echoCountry)},         // the country's name (text)
+		{pattern: "GET " + prefix + "country-iso", cors: true, k: s.echoip(echoCountryISO)},  // its ISO 3166-1 code (text)
+		{pattern: "GET " + prefix + "city", cors: true, k: s.echoip(echoCity)},               // the city (text)
+		{pattern: "GET " + prefix + "asn", cors: true, k: s.echoip(echoASN)},                 // "AS15169" (text)
+		{pattern: "GET " + prefix + "asn-org", cors: true, k: s.echoip(echoASNOrg)},          // the AS's organisation (text)
+		{pattern: "GET " + prefix + "coordinates", cors: true, k: s.echoip(echoCoordinates)}, // "lat,lon" (text)
+		{pattern: "GET " + prefix + "json", cors: true, k: s.echoip(echoJSON)},               // the whole answer (echoip's JSON)
+	}
+}
+
+// echoipRootRoutes are echoip's paths at the root, with Config.EchoIPRoot
+// ("GET /json" beside "GET /echoip/json"). GET / stays the server's own
+// (the web page; the address as text for curl, as echoip's "/").
+func (s *api) echoipRootRoutes() []route {
+	if !s.cfg.EchoIPRoot {
+		return nil
+	}
+	return s.echoipPaths("/")
 }
 
 // routes is the owners' portal on the public listener: its page, and its
@@ -173,6 +211,7 @@ func (s *Server) publicHandler() *router {
 		area{match: isLookupField, render: s.renderText},
 		area{match: isIPInfo, render: s.renderIPInfo},
 		area{match: isIPAPI, render: s.renderIPAPI},
+		area{match: s.isEchoIP, render: s.renderEchoIP},
 		area{match: anyPath, render: s.renderAPI},
 	)
 	return rt
@@ -186,13 +225,58 @@ type routeTable struct {
 
 // publicTables are the public listener's route tables.
 func (s *Server) publicTables() []routeTable {
+	return append(s.ownTables(), routeTable{s.api.echoipRootRoutes(), s.renderEchoIP})
+}
+
+// ownTables are the public listener's route tables but echoip's paths at
+// the root, which must take no path of theirs (checkEchoIPRoot).
+func (s *Server) ownTables() []routeTable {
 	return []routeTable{
 		{s.api.routes(), s.renderAPI},
 		{s.api.textRoutes(), s.renderText},
 		{s.api.ipinfoRoutes(), s.renderIPInfo},
 		{s.api.ipapiRoutes(), s.renderIPAPI},
+		{s.api.echoipRoutes(), s.renderEchoIP},
 		{s.portal.routes(), s.renderCoded},
 	}
+}
+
+// checkEchoIPRoot refuses Config.EchoIPRoot when one of echoip's paths
+// at the root is a path the server already answers: the mux would panic
+// on the same pattern twice, or one route would silently shadow the
+// other.
+func (s *Server) checkEchoIPRoot() error {
+	if !s.cfg.EchoIPRoot {
+		return nil
+	}
+	var others []route
+	for _, t := range s.ownTables() {
+		others = append(others, t.routes...)
+	}
+	return rootClash(s.api.echoipRootRoutes(), others)
+}
+
+// rootClash says which of mine another route would also match.
+func rootClash(mine, others []route) error {
+	probe := http.NewServeMux()
+	for _, o := range others {
+		probe.Handle(o.pattern, http.NotFoundHandler())
+	}
+	var clashes []string
+	for _, m := range mine {
+		method, path, ok := strings.Cut(m.pattern, " ")
+		if !ok {
+			method, path = http.MethodGet, m.pattern
+		}
+		if _, p := probe.Handler(&http.Request{Method: method, URL: &url.URL{Path: path}}); p != "" {
+			clashes = append(clashes, m.pattern+" (taken by "+p+")")
+		}
+	}
+	if len(clashes) > 0 {
+		return fmt.Errorf("server: Config.EchoIPRoot: echoip's paths at the root clash with the server's own: %s; serve them under %s only",
+			strings.Join(clashes, ", "), echoipPrefix)
+	}
+	return nil
 }
 
 // adminHandler is the admin listener. Its unmatched requests under the

@@ -41,6 +41,10 @@ type Config struct {
 	TrustedProxies []netip.Prefix // peers whose X-Forwarded-For / Forwarded headers are believed
 	IPv4Host       string         // host name answering GET / with the caller's IPv4 address
 	IPv6Host       string         // host name answering GET / with the caller's IPv6 address
+	// EchoIPRoot serves echoip's paths (/ip, /country, /json...) at the
+	// root as well as under /echoip/; New refuses it if one of them is
+	// a path the server already answers.
+	EchoIPRoot bool
 	// PageIPv4URL and PageIPv6URL are where the web page at GET / asks for
 	// the visitor's address of each family: "/ipv4" and "/ipv6" on this
 	// origin by default, or the URLs of hosts with only an A or only an
@@ -240,6 +244,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	if err := s.newSurfaces(); err != nil {
+		return nil, err
+	}
+	if err := s.checkEchoIPRoot(); err != nil {
 		return nil, err
 	}
 	s.public = s.instrument(s.publicHandler(), false)

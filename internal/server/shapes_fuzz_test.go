@@ -10,12 +10,13 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 )
 
-// FuzzShapes sends arbitrary input where the GET lookups, the ipinfo and
-// the ip-api shapes read it: as a path item, a fields or lang parameter,
-// and a batch body. Whatever it is, the answer is never a 5xx, and a
-// shape's answer is JSON in that shape (plain text for the field routes).
+// FuzzShapes sends arbitrary input where the GET lookups and the
+// ipinfo, ip-api and echoip shapes read it: as a path item, a fields,
+// lang or ip parameter, and a batch body. Whatever it is, the answer is
+// never a 5xx, and a shape's answer is JSON in that shape (plain text for
+// the field routes).
 func FuzzShapes(f *testing.F) {
-	for _, s := range []string{"8.8.8.8", "AS15169", "AS-1", "8.8.8.8/city", "10.0.0.1", "::1", "zh-CN", "66846719",
+	for _, s := range []string{"8.8.8.8", "AS15169", "AS-1", "8.8.8.8/city", "10.0.0.1", "::1", "[::1]:80", "8.8.8.8:0", "zh-CN", "66846719",
 		`["8.8.8.8","AS15169","8.8.8.8/org"]`, `[{"query":"8.8.8.8","fields":61439},"1.1.1.1"]`, `[{"fields":[1]}]`, `null`, `[`, ""} {
 		f.Add(s)
 	}
@@ -35,6 +36,9 @@ func FuzzShapes(f *testing.F) {
 			{method: "GET", path: "/ipinfo/lookup/" + seg + "?lang=" + q + "&token=" + key},
 			{method: "GET", path: "/ip-api/json/" + seg + "?fields=" + q + "&lang=" + q + "&key=" + key},
 			{method: "POST", path: "/ip-api/batch?fields=" + q + "&key=" + key, body: s},
+			{method: "GET", path: "/echoip/json?ip=" + q + "&lang=" + q + "&key=" + key},
+			{method: "GET", path: "/echoip/coordinates?ip=" + q + "&key=" + key},
+			{method: "GET", path: "/echoip/" + seg + "?ip=" + q},
 		} {
 			if c.body == "" && c.method == "POST" {
 				c.body = " "
