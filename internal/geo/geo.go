@@ -92,6 +92,9 @@ type SourceInfo struct {
 	// Networks its number of entries.
 	URL   string `json:"url,omitempty"`
 	Bytes int64  `json:"bytes,omitempty"`
+	// Families are the addresses an MMDB file answers: "IPv4", "IPv6" or
+	// "IPv4+IPv6" (an IPv6 tree, IPVersion 6, may hold IPv4 data too).
+	Families string `json:"families,omitempty"`
 }
 
 // Errors of the engine.
