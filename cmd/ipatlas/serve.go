@@ -73,11 +73,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	if err != nil {
 		return fmt.Errorf("dataset in %s: %w", cfg.DataDir, err)
 	}
-	var files []string
-	for _, d := range engine.Datasets() {
-		files = append(files, d.File)
-	}
-	log.Info("dataset loaded", "files", files)
+	logLoaded(log, engine)
 	fresh := newFreshness(cfg, engine, log)
 	fresh.warnOld()
 	corr := newCorrections(cfg, engine, log)

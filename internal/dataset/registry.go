@@ -223,13 +223,24 @@ func download(ctx context.Context, client *http.Client, u string, auth func(*htt
 }
 
 // downloadErr prefers the reason the context was cancelled (a stall) over
-// the transport's generic "context canceled".
+// the transport's generic "context canceled", and names the URL once: the
+// client's *url.Error would name it again.
 func downloadErr(ctx context.Context, u string, err error) error {
 	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 		return fmt.Errorf("GET %s: %w", u, cause)
 	}
+	if ue, ok := err.(*url.Error); ok {
+		err = urlError{ue}
+	}
 	return fmt.Errorf("GET %s: %w", u, err)
 }
+
+// urlError is a client's error without its operation and URL, which the
+// message names already; it still unwraps to the *url.Error.
+type urlError struct{ ue *url.Error }
+
+func (e urlError) Error() string { return e.ue.Err.Error() }
+func (e urlError) Unwrap() error { return e.ue }
 
 // watchdogReader pushes the stall deadline back on every read that makes
 // progress.

@@ -95,6 +95,9 @@ type SourceInfo struct {
 	// RefusedEntries are a privacy list's entries its sanity bounds
 	// refused (privacy.List.Check): the list answers without them.
 	RefusedEntries *privacy.Refusals `json:"refused_entries,omitempty"`
+	// Families are the addresses an MMDB file answers: "IPv4", "IPv6" or
+	// "IPv4+IPv6" (an IPv6 tree, IPVersion 6, may hold IPv4 data too).
+	Families string `json:"families,omitempty"`
 }
 
 // Errors of the engine.

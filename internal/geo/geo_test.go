@@ -393,22 +393,26 @@ func TestDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An IPv6 tree may hold IPv4 data too: the families say what a file
+	// answers.
 	want := map[string]struct {
 		kind, dbType  string
 		ipv, networks int
+		families      string
 	}{
-		geotest.CityV4File: {"city", "city ipv4", 4, 4},
-		geotest.CityV6File: {"city", "city ipv6", 6, 2},
-		geotest.ASNFile:    {"asn", "ipatlas-ASN", 6, 5},
-		"GeoIP2-City.mmdb": {"city", "GeoIP2-City", 6, 4},
-		"GeoIP2-ISP.mmdb":  {"isp", "GeoIP2-ISP", 6, 2},
+		geotest.CityV4File: {"city", "city ipv4", 4, 4, "IPv4"},
+		geotest.CityV6File: {"city", "city ipv6", 6, 2, "IPv6"},
+		geotest.ASNFile:    {"asn", "ipatlas-ASN", 6, 5, "IPv4+IPv6"},
+		"GeoIP2-City.mmdb": {"city", "GeoIP2-City", 6, 4, "IPv4+IPv6"},
+		"GeoIP2-ISP.mmdb":  {"isp", "GeoIP2-ISP", 6, 2, "IPv4+IPv6"},
 	}
 	if len(infos) != len(want) {
 		t.Fatalf("Describe: %d files, want %d: %+v", len(infos), len(want), infos)
 	}
 	for _, in := range infos {
 		w, ok := want[in.File]
-		if !ok || in.Kind != w.kind || in.DatabaseType != w.dbType || in.IPVersion != w.ipv || in.Networks != w.networks || in.BuildTime == "" {
+		if !ok || in.Kind != w.kind || in.DatabaseType != w.dbType || in.IPVersion != w.ipv || in.Networks != w.networks || in.BuildTime == "" ||
+			in.Families != w.families {
 			t.Errorf("Describe %s = %+v, want %+v", in.File, in, w)
 		}
 	}

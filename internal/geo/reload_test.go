@@ -16,6 +16,7 @@ import (
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
 // corruptions damage a good file in ways a disk, a copy or a download can.
@@ -386,4 +387,39 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestWatchReloadsOnlyTheLists: a new privacy list (privacy.json written
+// last, as every hourly Tor fetch does) is put in service without reading
+// the MMDB files again.
+func TestWatchReloadsOnlyTheLists(t *testing.T) {
+	logs := &syncBuffer{}
+	e, dir := openFixture(t, geo.Options{Debounce: 20 * time.Millisecond, BuiltinPrivacy: true,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Watch(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	tor := func() bool {
+		r, err := e.Lookup(netip.MustParseAddr("8.8.8.8"), ipatlas.English)
+		return err == nil && r.Privacy != nil && r.Privacy.Tor != nil && *r.Privacy.Tor
+	}
+	// Watch may not have subscribed yet when the first write happens:
+	// write again until the change shows, within a generous deadline.
+	for deadline := time.Now().Add(20 * time.Second); !tor(); {
+		geotest.WritePrivacyList(t, dir, privacy.TorList, geotest.TorExits(200, "8.8.8.8"), time.Now())
+		for end := time.Now().Add(500 * time.Millisecond); !tor() && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new Tor list was not put in service")
+		}
+	}
+	if strings.Contains(logs.String(), "dataset loaded") {
+		t.Errorf("the MMDB files were read again for a new privacy list:\n%s", logs.String())
+	}
 }

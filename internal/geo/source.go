@@ -156,6 +156,14 @@ func openSource(path string, full bool) (s *source, err error) {
 	default:
 		return nil, fmt.Errorf("geo: %s has unsupported ip_version %d", path, md.IPVersion)
 	}
+	switch {
+	case s.has4 && s.has6:
+		s.info.Families = "IPv4+IPv6"
+	case s.has4:
+		s.info.Families = "IPv4"
+	default:
+		s.info.Families = "IPv6"
+	}
 	if err := s.check(full); err != nil {
 		return nil, fmt.Errorf("geo: %s is corrupt: %w", path, err)
 	}

@@ -15,8 +15,10 @@ import (
 // data directory is created, written, renamed or removed, once the
 // directory has been quiet for Options.Debounce: `db fetch` renames its
 // new files into place one by one, and one reload after the last is
-// enough. A reload that fails is logged and the previous dataset stays in
-// service. Watch returns when ctx is done (nil), or at once if the
+// enough. When only the manifest of the lists changed (the Tor exit list
+// is fetched hourly), only the lists are read again (ReloadPrivacy), not
+// the MMDB files. A reload that fails is logged and the previous dataset
+// stays in service. Watch returns when ctx is done (nil), or at once if the
 // directory cannot be watched.
 //
 // Long-running servers are what call Watch, so it also builds the
@@ -44,6 +46,7 @@ func (e *Engine) Watch(ctx context.Context) error {
 	timer := time.NewTimer(debounce)
 	timer.Stop()
 	defer timer.Stop()
+	mmdb := false // an MMDB file or a zone index changed since the last reload
 	for {
 		select {
 		case <-ctx.Done():
@@ -56,6 +59,7 @@ func (e *Engine) Watch(ctx context.Context) error {
 				continue
 			}
 			e.log.Debug("data dir changed", "file", ev.Name, "op", ev.Op.String())
+			mmdb = mmdb || filepath.Base(ev.Name) != privacy.ManifestFile
 			timer.Reset(debounce)
 		case err, ok := <-w.Errors:
 			if !ok {
@@ -63,13 +67,23 @@ func (e *Engine) Watch(ctx context.Context) error {
 			}
 			// An overflow loses events, not the watch: reload to be sure.
 			e.log.Warn("watching the data dir", "dir", e.dir, "err", err)
+			mmdb = true
 			timer.Reset(debounce)
 		case <-timer.C:
-			if err := e.Reload(); err != nil {
-				if err == ErrClosed {
-					return nil
-				}
+			reload := e.Reload
+			if !mmdb {
+				reload = e.ReloadPrivacy
+			}
+			err := reload()
+			switch {
+			case err == ErrClosed:
+				return nil
+			case err != nil:
 				e.log.Error("reloading the dataset after a change in the data dir; still serving the previous one", "dir", e.dir, "err", err)
+			case !mmdb:
+				e.log.Debug("privacy lists reloaded", "dir", e.dir)
+			default:
+				mmdb = false
 			}
 		}
 	}
