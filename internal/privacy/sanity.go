@@ -73,23 +73,29 @@ func (l List) Check(e Entries) (Entries, Refusals, error) {
 	if l.MaxEntries > 0 && e.Len() > l.MaxEntries {
 		return Entries{}, r, fmt.Errorf("%s: %w: %d entries, more than the %d a real copy ever has", l.Name, ErrImplausible, e.Len(), l.MaxEntries)
 	}
-	kept := Entries{ASNs: e.ASNs, Prefixes: make([]netip.Prefix, 0, len(e.Prefixes))}
-	for _, p := range e.Prefixes {
-		if why := l.refuse(p); why != "" {
-			r.Count++
-			if len(r.Examples) < maxExamples {
-				r.Examples = append(r.Examples, p.String()+": "+why)
+	kept := e // shares e's entries until one is refused
+	for i, p := range e.Prefixes {
+		why := l.refuse(p)
+		if why == "" {
+			if r.Count > 0 {
+				kept.Prefixes = append(kept.Prefixes, p)
 			}
 			continue
 		}
-		kept.Prefixes = append(kept.Prefixes, p)
+		if r.Count == 0 {
+			kept.Prefixes = slices.Clone(e.Prefixes[:i])
+		}
+		r.Count++
+		if len(r.Examples) < maxExamples {
+			r.Examples = append(r.Examples, p.String()+": "+why)
+		}
 	}
 	if r.Count > 0 && float64(r.Count) > refusedShare*float64(e.Len()) {
 		return Entries{}, r, fmt.Errorf("%s: %w: %d of its %d entries refused (more than a quarter), the first %s", l.Name, ErrImplausible,
 			r.Count, e.Len(), r.Examples[0])
 	}
 	if l.MaxShare > 0 {
-		v4, v6 := coverage(kept.Prefixes)
+		v4, v6 := coverage(kept.Prefixes, l.MaxShare/100*AnnouncedIPv4, l.MaxShare/100*AnnouncedIPv6)
 		for _, f := range []struct {
 			name  string
 			share float64
@@ -128,8 +134,21 @@ func (l List) refuse(p netip.Prefix) string {
 // addresses, and IPv6 /64 networks. CIDR prefixes are nested or disjoint,
 // so in address order, outer first, a prefix inside the last one counted
 // adds nothing. (netipx's IPSet gives the same figure at three times the
-// cost of the whole Load.)
-func coverage(ps []netip.Prefix) (v4, v6 float64) {
+// cost of the whole Load.) When even the plain sum, overlaps counted
+// again, is within max (a share of the announced space of each family),
+// it is returned, and the sort is saved: so it is for every real list.
+func coverage(ps []netip.Prefix, max4, max6 float64) (v4, v6 float64) {
+	for _, p := range ps {
+		if p.Addr().Is4() {
+			v4 += math.Exp2(float64(32 - p.Bits()))
+		} else {
+			v6 += math.Exp2(float64(64 - p.Bits()))
+		}
+	}
+	if v4 <= max4 && v6 <= max6 {
+		return v4, v6
+	}
+	v4, v6 = 0, 0
 	ps = slices.Clone(ps)
 	slices.SortFunc(ps, func(a, b netip.Prefix) int {
 		if c := a.Addr().Compare(b.Addr()); c != 0 {

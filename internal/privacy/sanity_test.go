@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oschwald/maxminddb-golang/v2"
+	"go4.org/netipx"
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/privacy"
@@ -134,9 +135,15 @@ func TestCheckRefusesCopies(t *testing.T) {
 			t.Errorf("%s (%s): %v, want ErrImplausible saying %q", c.what, c.list, err, c.want)
 		}
 	}
+	// Overlaps count once: twenty copies of one /12 cover one /12.
+	l := list(t, "x4bnet-vpn-ipv4")
+	e, _ := l.Parse([]byte(strings.Repeat("45.0.0.0/12\n", 20)))
+	if _, _, err := l.Check(e); err != nil {
+		t.Errorf("twenty copies of a /12: %v", err)
+	}
 	// Stray refused entries, under a quarter, leave the copy in service.
-	l := list(t, privacy.TorList)
-	e, _ := l.Parse([]byte(exitList() + hosts("10.0.0.0", 100)))
+	l = list(t, privacy.TorList)
+	e, _ = l.Parse([]byte(exitList() + hosts("10.0.0.0", 100)))
 	if kept, r, err := l.Check(e); err != nil || kept.Len() != 1200 || r.Count != 100 || len(r.Examples) != 5 {
 		t.Errorf("a Tor list with 100 private addresses: kept %d, refused %+v, %v", kept.Len(), r, err)
 	}
@@ -172,6 +179,36 @@ func TestSnapshotWithinBounds(t *testing.T) {
 	}
 	if l := list(t, privacy.TorList); l.Widest4 != 32 || l.Widest6 != 128 || l.MaxEntries < 4000 {
 		t.Errorf("Tor bounds: %+v", l)
+	}
+}
+
+// TestCoverage: the sweep counts what netipx's IPSet counts, over every
+// range of the snapshot at once (nested, overlapping and both families).
+func TestCoverage(t *testing.T) {
+	var all []netip.Prefix
+	var b netipx.IPSetBuilder
+	for _, l := range privacy.Lists {
+		if e, ok := snapshotEntries(t, l); ok {
+			all = append(all, e.Prefixes...)
+			for _, p := range e.Prefixes {
+				b.AddPrefix(p)
+			}
+		}
+	}
+	set, err := b.IPSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w4, w6 float64
+	for _, p := range set.Prefixes() {
+		if p.Addr().Is4() {
+			w4 += math.Exp2(float64(32 - p.Bits()))
+		} else {
+			w6 += math.Exp2(float64(64 - p.Bits()))
+		}
+	}
+	if v4, v6 := privacy.Coverage(all); v4 != w4 || v6 != w6 {
+		t.Errorf("coverage %g, %g; netipx %g, %g", v4, v6, w4, w6)
 	}
 }
 
