@@ -402,9 +402,10 @@ func (t *Table) All() iter.Seq[Row] {
 }
 
 // Check verifies every byte of the table: that each row decodes within
-// its block, with a key no longer than MaxKey and not before the one before
-// it, a place that exists, and a name that starts a line. Lookups in a
-// table Check accepts stay within its bytes.
+// its block, with a key no longer than MaxKey, not before the one before
+// it and sharing with it all it says it does, a place that exists, and a
+// name that starts a line. Lookups in a table Check accepts stay within
+// its bytes and find every row of their key.
 func (t *Table) Check() error {
 	nb := t.numBlocks()
 	nplaces := len(t.places) / placeSize
@@ -450,6 +451,11 @@ func (t *Table) Check() error {
 				}
 				if firstRow && shared != 0 || shared > keyLen || shared+own == 0 || shared+own > MaxKey || at+own > end {
 					return fmt.Errorf("cityindex: block %d: bad key lengths %d+%d", b, shared, own)
+				}
+				if !firstRow && shared < keyLen && own > 0 && t.rows[at] == key[shared] {
+					// Next takes a row that shares less than the one
+					// before matched of a key to be past it.
+					return fmt.Errorf("cityindex: block %d: a key shares more than it says", b)
 				}
 				copy(key[shared:], t.rows[at:at+own])
 				keyLen = shared + own

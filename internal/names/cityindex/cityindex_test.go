@@ -171,10 +171,16 @@ func TestCheckRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := len(d.Keys) - len(tab.rows)
-	us := rows + tab.blockOffset(1) // "a", then "ab"
+	us := rows + tab.blockOffset(1) // "a", then "ab", then "abc"
+	r := reader{t: tab, end: len(tab.rows)}
+	r.enter(1)
+	r.row()
+	r.row()
+	abc := rows + r.pos
 	for name, mutate := range map[string]func(d *Data){
 		"row header":     func(d *Data) { d.Keys[rows] = 0xff },
 		"key order":      func(d *Data) { d.Keys[us+2] = 'z' },
+		"shared length":  func(d *Data) { d.Keys[abc+1], d.Keys[abc+2] = 1<<4|1, 'b' }, // "abc" as "a" and "b" after "ab"
 		"directory":      func(d *Data) { d.Keys[headerSize] = 1 },
 		"name offset":    func(d *Data) { d.Places[0] = 1 },
 		"latitude range": func(d *Data) { d.Places[5] = 0xff },
