@@ -3,6 +3,7 @@ package names
 import (
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/ipatlas/ipatlas/internal/names/cityindex"
 	"github.com/ipatlas/ipatlas/internal/names/fold"
@@ -11,18 +12,17 @@ import (
 // worldCities is the generated table of the world's cities (cities_gen.go):
 // the places outside China with a Chinese name, each under the folded
 // forms of its Latin names. Lookups search its embedded files where they
-// lie (package cityindex), so that the table costs no heap; a table that
-// does not open (a build defect, which TestCityTableValid catches) knows
-// no city.
-var worldCities = openCities()
-
-func openCities() *cityindex.Table {
+// lie (package cityindex), so that the table costs no heap; it is opened
+// on first use, so that a program that looks no city up maps none of its
+// pages. A table that does not open (a build defect, which
+// TestCityTableValid catches) knows no city.
+var worldCities = sync.OnceValue(func() *cityindex.Table {
 	t, err := cityindex.Open(cityindex.Data{Keys: cityKeysData, Places: cityPlacesData, Names: cityNamesText})
 	if err != nil {
 		return &cityindex.Table{}
 	}
 	return t
-}
+})
 
 // maxCityName bounds the names looked up, so that folding fits a buffer
 // on the stack; no city of the table has a longer name.
@@ -42,7 +42,7 @@ const maxCityName = 96
 //
 // It allocates nothing.
 func lookupCity(country, english string, lat, lon float64) (string, bool) {
-	return lookupCityIn(worldCities, country, english, lat, lon)
+	return lookupCityIn(worldCities(), country, english, lat, lon)
 }
 
 func lookupCityIn(t *cityindex.Table, country, english string, lat, lon float64) (string, bool) {

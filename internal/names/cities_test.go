@@ -142,7 +142,7 @@ func TestCityTableValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	for r := range worldCities.All() {
+	for r := range worldCities().All() {
 		n++
 		if len(r.Key) > maxCityName || !isASCII(r.Key) {
 			t.Errorf("%s: key %q", r.Country, r.Key)
@@ -168,7 +168,7 @@ func TestWorldCityMemory(t *testing.T) {
 		name         string
 	}
 	var qs []query
-	for r := range worldCities.All() {
+	for r := range worldCities().All() {
 		qs = append(qs, query{r.Country, r.Key, float64(r.Lat) / 1e4, float64(r.Lon) / 1e4, r.Name})
 	}
 	var before, after runtime.MemStats

@@ -8,23 +8,22 @@
 // A table is three parts, each a file of its own:
 //
 //   - Keys, the index: the rows sorted by country and key, in blocks of
-//     BlockRows rows. A directory of the countries (each its two letters
-//     and its first block) and an index of the blocks (each its offset,
-//     the number of places before it, and its first key's first 8 bytes),
-//     both fixed-width, lead a lookup by binary search to one block, which
-//     it reads row by row. Within a block a row's key is written as the
-//     bytes it does not share with the key before it (front coding), and
-//     its place as the next place not yet seen or a small offset from the
-//     block's first one; most rows take a header byte, a length byte and
-//     a few letters.
+//     BlockRows rows. A directory of the 26×26 two-letter codes (each the
+//     first block of the country) and an index of the blocks (each its
+//     offset, the number of places before it, and its first key's first 8
+//     bytes), both fixed-width, lead a lookup to its country's blocks and
+//     by binary search to one of them, which it reads row by row. Within a
+//     block a row's key is written as the bytes it does not share with the
+//     key before it (front coding), and its place as the next place not
+//     yet seen or a small offset from the block's first one; most rows
+//     take a header byte, a length byte and a few letters.
 //   - Places, 8 bytes a place: the offset of its name in Names and its
 //     coordinates, packed in a little-endian uint64.
 //   - Names, UTF-8 text: the distinct Chinese names, one a line, so that a
 //     name found is a slice of the embedded string.
 //
-// Numbers are little-endian, varints encoding/binary's; country codes and
-// key prefixes are bytes in order, so that they compare as big-endian
-// numbers.
+// Numbers are little-endian, varints encoding/binary's; key prefixes are
+// bytes in order, so that they compare as big-endian numbers.
 package cityindex
 
 import (
@@ -60,12 +59,13 @@ const (
 	MaxKey = 255
 	// BlockRows is the number of rows of a block, but for a country's
 	// last one: a lookup reads half as many on average.
-	BlockRows = 16
+	BlockRows = 8
 
 	magic       = "CIX1"
-	headerSize  = 14 // magic, two radii, the countries' and the blocks' counts
-	countrySize = 6  // code, first block
-	blockSize   = 16 // offset, first place, the first key's first 8 bytes
+	headerSize  = 12        // magic, two radii, the blocks' count
+	countries   = 26*26 + 1 // the directory's entries: AA to ZZ, then the end
+	countrySize = 4         // first block
+	blockSize   = 16        // offset, first place, the first key's first 8 bytes
 	placeSize   = 8
 
 	latBits, lonBits, nameBits = 21, 22, 21
@@ -91,12 +91,12 @@ type Data struct {
 
 // A Table is a table opened for lookups. Its zero value is an empty table.
 type Table struct {
-	countries []byte // countrySize bytes a country, sorted by code
-	blocks    []byte // blockSize bytes a block, and one more for the end
-	rows      []byte
-	places    []byte
-	names     string
-	radius    [2]uint16
+	dir    []byte // countrySize bytes a code, AA to ZZ, then the end
+	blocks []byte // blockSize bytes a block, and one more for the end
+	rows   []byte
+	places []byte
+	names  string
+	radius [2]uint16
 }
 
 // Open reads the headers of d, in constant time: it leaves the rows, which
@@ -106,22 +106,21 @@ func Open(d Data) (*Table, error) {
 	if len(k) < headerSize || string(k[:4]) != magic {
 		return nil, errors.New("cityindex: not a city index")
 	}
-	nc := int(binary.LittleEndian.Uint16(k[8:]))
-	nb := int(binary.LittleEndian.Uint32(k[10:]))
-	dir := headerSize + nc*countrySize
+	nb := int(binary.LittleEndian.Uint32(k[8:]))
+	dir := headerSize + countries*countrySize
 	rows := dir + (nb+1)*blockSize
 	if nb > len(k) || rows > len(k) {
 		return nil, errors.New("cityindex: index truncated")
 	}
 	t := &Table{
-		countries: k[headerSize:dir],
-		blocks:    k[dir:rows],
-		rows:      k[rows:],
-		places:    d.Places,
-		names:     d.Names,
-		radius:    [2]uint16{binary.LittleEndian.Uint16(k[4:]), binary.LittleEndian.Uint16(k[6:])},
+		dir:    k[headerSize:dir],
+		blocks: k[dir:rows],
+		rows:   k[rows:],
+		places: d.Places,
+		names:  d.Names,
+		radius: [2]uint16{binary.LittleEndian.Uint16(k[4:]), binary.LittleEndian.Uint16(k[6:])},
 	}
-	if t.blockOffset(nb) != len(t.rows) || len(d.Places)%placeSize != 0 || t.blockPlace(nb) != len(d.Places)/placeSize {
+	if t.countryBlock(countries-1) != nb || t.blockOffset(nb) != len(t.rows) || len(d.Places)%placeSize != 0 || t.blockPlace(nb) != len(d.Places)/placeSize {
 		return nil, errors.New("cityindex: parts of different tables")
 	}
 	if d.Names != "" && d.Names[len(d.Names)-1] != '\n' {
@@ -130,16 +129,22 @@ func Open(d Data) (*Table, error) {
 	return t, nil
 }
 
-func (t *Table) numCountries() int { return len(t.countries) / countrySize }
-func (t *Table) numBlocks() int    { return len(t.blocks)/blockSize - 1 }
-func (t *Table) countryCode(i int) uint16 {
-	return binary.BigEndian.Uint16(t.countries[i*countrySize:])
-}
+func (t *Table) numBlocks() int { return len(t.blocks)/blockSize - 1 }
+
+// countryBlock is the first block of the country of directory entry i
+// (and the last one's end): the country's blocks end where the next
+// entry's begin.
 func (t *Table) countryBlock(i int) int {
-	if i == t.numCountries() {
-		return t.numBlocks()
+	return int(binary.LittleEndian.Uint32(t.dir[i*countrySize:]))
+}
+
+// countryEntry is the directory entry of a two-letter code, false for
+// one not of two capital letters.
+func countryEntry(c0, c1 byte) (int, bool) {
+	if c0 < 'A' || c0 > 'Z' || c1 < 'A' || c1 > 'Z' {
+		return 0, false
 	}
-	return int(binary.LittleEndian.Uint32(t.countries[i*countrySize+2:]))
+	return int(c0-'A')*26 + int(c1-'A'), true
 }
 func (t *Table) blockOffset(b int) int {
 	return int(binary.LittleEndian.Uint32(t.blocks[b*blockSize:]))
@@ -154,9 +159,17 @@ func (t *Table) blockPrefix(b int) uint64 {
 // prefix is the first 8 bytes of key, padded with zeros, as a big-endian
 // number: where two keys' prefixes differ, they are in the same order.
 func prefix(key []byte) uint64 {
-	var b [8]byte
-	copy(b[:], key)
-	return binary.BigEndian.Uint64(b[:])
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(key)
+	}
+	var v uint64
+	for i := range 8 {
+		v <<= 8
+		if i < len(key) {
+			v |= uint64(key[i])
+		}
+	}
+	return v
 }
 
 // firstKey is the key of a block's first row, written whole.
@@ -232,11 +245,28 @@ func (r *reader) row() (shared int, own []byte, place int, radius uint16, h byte
 		place = r.next
 		r.next++
 	} else {
-		d, n := binary.Varint(b[r.pos:])
-		place = r.first + int(d)
+		d, n := varint(b[r.pos:])
+		place = r.first + d
 		r.pos += n
 	}
 	return shared, own, place, radius, h
+}
+
+// varint is binary.Varint, inline for the one and two bytes that most
+// place offsets take.
+func varint(b []byte) (int, int) {
+	var u uint
+	var n int
+	switch {
+	case b[0] < 0x80:
+		u, n = uint(b[0]), 1
+	case b[1] < 0x80:
+		u, n = uint(b[0]&0x7f)|uint(b[1])<<7, 2
+	default:
+		v, n := binary.Varint(b)
+		return int(v), n
+	}
+	return int(u>>1) ^ -int(u&1), n
 }
 
 // A Cursor reads the rows of one country and key, in the table's order;
@@ -253,29 +283,30 @@ type Cursor struct {
 // Find returns a cursor over the rows of the country (its two letters as
 // c[0]<<8 | c[1]) whose key is key. It allocates nothing.
 func (t *Table) Find(country uint16, key []byte) Cursor {
-	// The country's blocks.
-	lo, hi := 0, t.numCountries()
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if t.countryCode(m) < country {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+	// The cursor starts at the end of the block before the one to read,
+	// which its first row enters.
+	b, start, end := t.locate(country, key)
+	return Cursor{reader: reader{t: t, block: b - 1, pos: start, blockEnd: start, end: end}, target: key}
+}
+
+// locate returns the block where the rows of the country and key begin,
+// if there are any, its offset, and the offset where the country's rows
+// end; start and end are equal where there are none.
+func (t *Table) locate(country uint16, key []byte) (block, start, end int) {
+	ci, ok := countryEntry(byte(country>>8), byte(country))
+	if !ok || len(t.dir) == 0 {
+		return 0, 0, 0
 	}
-	if lo == t.numCountries() || t.countryCode(lo) != country {
-		return Cursor{}
-	}
-	b0, b1 := t.countryBlock(lo), t.countryBlock(lo+1)
+	b0, b1 := t.countryBlock(ci), t.countryBlock(ci+1)
 	if b0 == b1 {
-		return Cursor{}
+		return 0, 0, 0
 	}
 	// The first block whose first key is not before key: the rows of
-	// key, if any, begin in the block before it, or in it.
-	// The index holds each first key's prefix, so that most steps do not
-	// read the rows.
+	// key, if any, begin in the block before it, or in it. The index
+	// holds each first key's prefix, so that most steps do not read the
+	// rows.
 	kp := prefix(key)
-	lo, hi = b0, b1
+	lo, hi := b0, b1
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if p := t.blockPrefix(m); p < kp || p == kp && bytes.Compare(t.firstKey(m), key) < 0 {
@@ -284,9 +315,8 @@ func (t *Table) Find(country uint16, key []byte) Cursor {
 			hi = m
 		}
 	}
-	c := Cursor{reader: reader{t: t, end: t.blockOffset(b1)}, target: key}
-	c.enter(max(b0, lo-1))
-	return c
+	b := max(b0, lo-1)
+	return b, t.blockOffset(b), t.blockOffset(b1)
 }
 
 // Next advances to the next row of the key, and reports whether there is
@@ -345,13 +375,15 @@ func (c *Cursor) Name() string {
 // each row's key is a new string.
 func (t *Table) All() iter.Seq[Row] {
 	return func(yield func(Row) bool) {
-		for ci := range t.numCountries() {
-			code := t.countryCode(ci)
-			country := string([]byte{byte(code >> 8), byte(code)})
+		if len(t.dir) == 0 {
+			return
+		}
+		for ci := range countries - 1 {
 			b0, b1 := t.countryBlock(ci), t.countryBlock(ci+1)
 			if b0 == b1 {
 				continue
 			}
+			country := string([]byte{'A' + byte(ci/26), 'A' + byte(ci%26)})
 			r := reader{t: t, end: t.blockOffset(b1)}
 			r.enter(b0)
 			var key []byte
@@ -370,22 +402,20 @@ func (t *Table) All() iter.Seq[Row] {
 }
 
 // Check verifies every byte of the table: that each row decodes within
-// its block, with a key no longer than MaxKey and not before the one before
-// it, a place that exists, and a name that starts a line. Lookups in a
-// table Check accepts stay within its bytes.
+// its block, with a key no longer than MaxKey, not before the one before
+// it and sharing with it all it says it does, a place that exists, and a
+// name that starts a line. Lookups in a table Check accepts stay within
+// its bytes and find every row of their key.
 func (t *Table) Check() error {
-	nc, nb := t.numCountries(), t.numBlocks()
+	nb := t.numBlocks()
 	nplaces := len(t.places) / placeSize
-	for ci := range nc {
-		if ci > 0 && t.countryCode(ci-1) >= t.countryCode(ci) {
-			return fmt.Errorf("cityindex: country %d out of order", ci)
-		}
-		if b0, b1 := t.countryBlock(ci), t.countryBlock(ci+1); b0 > b1 || ci == 0 && b0 != 0 {
-			return fmt.Errorf("cityindex: country %d: blocks %d to %d", ci, b0, b1)
-		}
+	if len(t.dir) == 0 {
+		return nil // the empty table
 	}
-	if nc == 0 && nb != 0 {
-		return errors.New("cityindex: blocks of no country")
+	for ci := range countries - 1 {
+		if b0, b1 := t.countryBlock(ci), t.countryBlock(ci+1); b0 > b1 || ci == 0 && b0 != 0 {
+			return fmt.Errorf("cityindex: directory entry %d: blocks %d to %d", ci, b0, b1)
+		}
 	}
 	for b := range nb {
 		if t.blockOffset(b) >= t.blockOffset(b+1) || t.blockPlace(b) > t.blockPlace(b+1) {
@@ -398,7 +428,7 @@ func (t *Table) Check() error {
 	}
 	var key, prev [MaxKey]byte
 	keyLen, prevLen := 0, 0
-	for ci := range nc {
+	for ci := range countries - 1 {
 		prevLen = 0 // the keys of a country are in order from its first
 		for b := t.countryBlock(ci); b < t.countryBlock(ci+1); b++ {
 			end, first := t.blockOffset(b+1), t.blockPlace(b)
@@ -421,6 +451,11 @@ func (t *Table) Check() error {
 				}
 				if firstRow && shared != 0 || shared > keyLen || shared+own == 0 || shared+own > MaxKey || at+own > end {
 					return fmt.Errorf("cityindex: block %d: bad key lengths %d+%d", b, shared, own)
+				}
+				if !firstRow && shared < keyLen && own > 0 && t.rows[at] == key[shared] {
+					// Next takes a row that shares less than the one
+					// before matched of a key to be past it.
+					return fmt.Errorf("cityindex: block %d: a key shares more than it says", b)
 				}
 				copy(key[shared:], t.rows[at:at+own])
 				keyLen = shared + own
@@ -510,12 +545,16 @@ func Encode(rows []Row) (Data, error) {
 		}
 	}
 
-	var countries []byte
+	var dir []byte // the directory, to the last country seen
 	var prev Row
 	var prevKey []byte
 	nblocks, inBlock, first := 0, 0, 0
 	for i, r := range rows {
-		if len(r.Country) != 2 {
+		ci, ok := 0, len(r.Country) == 2
+		if ok {
+			ci, ok = countryEntry(r.Country[0], r.Country[1])
+		}
+		if !ok {
 			return Data{}, fmt.Errorf("cityindex: row %d: country %q", i, r.Country)
 		}
 		if r.Key == "" || len(r.Key) > MaxKey {
@@ -531,9 +570,8 @@ func Encode(rows []Row) (Data, error) {
 		if i > 0 && cmp.Or(cmp.Compare(prev.Country, r.Country), cmp.Compare(prev.Key, r.Key)) > 0 {
 			return Data{}, fmt.Errorf("cityindex: rows %d and %d out of order", i-1, i)
 		}
-		if newCountry {
-			countries = append(countries, r.Country[0], r.Country[1])
-			countries = binary.LittleEndian.AppendUint32(countries, uint32(nblocks))
+		for len(dir) <= ci*countrySize { // the codes up to this country's begin here
+			dir = binary.LittleEndian.AppendUint32(dir, uint32(nblocks))
 		}
 		if newCountry || inBlock == BlockRows {
 			blocks = binary.LittleEndian.AppendUint32(blocks, uint32(len(body)))
@@ -602,16 +640,15 @@ func Encode(rows []Row) (Data, error) {
 	blocks = binary.LittleEndian.AppendUint32(blocks, uint32(len(body)))
 	blocks = binary.LittleEndian.AppendUint32(blocks, uint32(len(placeAt)))
 	blocks = binary.BigEndian.AppendUint64(blocks, 0)
-	if len(countries)/countrySize > 0xffff {
-		return Data{}, errors.New("cityindex: too many countries")
+	for len(dir) < countries*countrySize {
+		dir = binary.LittleEndian.AppendUint32(dir, uint32(nblocks))
 	}
 
 	keys = append(keys, magic...)
 	keys = binary.LittleEndian.AppendUint16(keys, radius[0])
 	keys = binary.LittleEndian.AppendUint16(keys, radius[1])
-	keys = binary.LittleEndian.AppendUint16(keys, uint16(len(countries)/countrySize))
 	keys = binary.LittleEndian.AppendUint32(keys, uint32(nblocks))
-	keys = append(keys, countries...)
+	keys = append(keys, dir...)
 	keys = append(keys, blocks...)
 	keys = append(keys, body...)
 	return Data{Keys: keys, Places: places, Names: names.String()}, nil
