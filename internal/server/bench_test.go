@@ -337,3 +337,30 @@ func BenchmarkLookupGETHeader(b *testing.B) {
 		b.Fatalf("%d queries failed", n)
 	}
 }
+
+// BenchmarkLookupGETSerial is one GET /api/lookup/{ip} at a time, the key
+// in the header: under callgrind, its instructions per query are the
+// GET's CPU without the machine's noise (BenchmarkQuerySerial's for the
+// POST).
+func BenchmarkLookupGETSerial(b *testing.B) {
+	e, k := benchEnv(b)
+	r, _ := benchRequest("GET", "/", k.Secret)
+	delete(r.Header, "Content-Type")
+	var urls []*url.URL
+	for _, p := range geotest.Places {
+		for _, q := range []string{"/api/lookup/" + p.IP, "/api/lookup/" + p.IP + "?lang=zh"} {
+			u, _ := url.Parse(q)
+			urls = append(urls, u)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		r.URL = urls[i%len(urls)]
+		w := httptest.NewRecorder()
+		e.pub.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+}
