@@ -438,6 +438,9 @@ func (e *Engine) load() (*generation, error) {
 		if s.kind == kindCity || s.kind == kindCountry {
 			s.zones = e.loadZones(f, s)
 		}
+		if s.kind == kindCity {
+			s.postal = e.loadPostal(f, s)
+		}
 		g.add(s)
 	}
 	if len(g.sources) == 0 {
@@ -459,6 +462,21 @@ func (e *Engine) loadZones(path string, s *source) *zoneIndex {
 		e.log.Warn("ignoring the zone index of a city file; its time zones come from the coordinates", "file", ZoneIndexFile(path), "err", err)
 	case z == nil && s.schema == schemaFlat:
 		e.log.Info("no zone index beside a city file: its time zones come from the zone polygons, about 30 MB more memory; 'ipatlas db fetch' writes the index", "file", path)
+	}
+	return z
+}
+
+// loadPostal returns the postal index of the city source s opened from
+// path, or nil when it has none that fits: its records then answer only
+// the postal codes the file has. An index that is malformed or written
+// for another file is logged and ignored.
+func (e *Engine) loadPostal(path string, s *source) *postalIndex {
+	z, err := loadPostalIndex(path, s.r)
+	switch {
+	case err != nil:
+		e.log.Warn("ignoring the postal index of a city file; its records answer only the postal codes the file has", "file", PostalIndexFile(path), "err", err)
+	case z == nil && s.schema == schemaFlat:
+		e.log.Info("no postal index beside a city file: its records answer no postal code; 'ipatlas db fetch' writes the index", "file", path)
 	}
 	return z
 }
@@ -646,6 +664,7 @@ func (g *generation) city(addr netip.Addr) (*cityData, error) {
 			return cityData{}, err
 		}
 		d.pointZone, d.pointZoneKnown = s.zones.zone(res.Offset())
+		d.postal = s.postal.code(res.Offset())
 		return compose(d, &g.countries), nil
 	})
 }
