@@ -276,13 +276,13 @@ func loadCodeAliases(dir, registry string) (map[string]string, error) {
 	return out, nil
 }
 
-// currentCode is the code that stands for code today: CLDR's successor,
-// else the hand-written one (codeRenames), else code itself.
+// currentCode is the code that stands for code today: the hand-written
+// one (codeRenames), else CLDR's successor, else code itself.
 func currentCode(code string, cldr map[string]string) string {
-	if c, ok := cldr[code]; ok {
+	if c, ok := codeRenames[code]; ok {
 		return c
 	}
-	if c, ok := codeRenames[code]; ok {
+	if c, ok := cldr[code]; ok {
 		return c
 	}
 	return code

@@ -144,13 +144,24 @@ var subdivisionAliases = map[string][]string{
 	"CZ-PR":  {"Hlavni mesto Praha"},
 	"SA-02":  {"Mecca Region"},
 	"SA-03":  {"Medina Region"},
+	"RU-KEM": {"Kuzbass"},
+	"AU-ACT": {"ACT"},
+	"DE-HB":  {"Free Hanseatic City of Bremen"},
+	"FI-03":  {"South Ostrobothnia"},
+	"FI-04":  {"South Savo"},
+	"FI-05":  {"Kanta-Hame"},
+	"UA-05":  {"Vinnytsya Oblast"},
+	"CZ-KA":  {"Carlsbad Region"},
 }
 
 // codeRenames are ISO 3166-2 codes that the sources still give and ISO
-// has since replaced, where CLDR's aliases do not say so: South Africa's
-// provinces (2019), Estonia's counties (2022), Corsica (2019), India's
-// union territories merged in 2020 and Uttarakhand (2020).
+// has since replaced, where CLDR's aliases do not say so or say otherwise:
+// South Africa's provinces (2019), Estonia's counties (2022), Corsica
+// (2019), India's union territories merged in 2020 and Uttarakhand
+// (2020), Inner Mongolia (CN-NM; CLDR 48 says CN-MN). They win over
+// CLDR's.
 var codeRenames = map[string]string{
+	"CN-15": "CN-NM",
 	"ZA-GT": "ZA-GP", "ZA-ZN": "ZA-KZN",
 	"EE-44": "EE-45", "EE-49": "EE-50", "EE-51": "EE-52", "EE-57": "EE-56", "EE-59": "EE-60", "EE-65": "EE-64",
 	"EE-67": "EE-68", "EE-70": "EE-71", "EE-78": "EE-79", "EE-82": "EE-81", "EE-86": "EE-87",
