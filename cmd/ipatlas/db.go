@@ -23,6 +23,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/names"
+	"github.com/ipatlas/ipatlas/internal/postal"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
@@ -81,6 +82,18 @@ see 'ipatlas --help'):
                             https://raw.githubusercontent.com/lord-alfred/ipranges/main/)
   --tor-exit-url URL        the Tor bulk exit list or a mirror (IPATLAS_TOR_EXIT_URL;
                             default https://check.torproject.org/torbulkexitlist)
+  --postal-url URL          GeoNames' postal codes of all countries, or a mirror
+                            (IPATLAS_POSTAL_URL; default
+                            https://download.geonames.org/export/zip/allCountries.zip;
+                            "off" downloads nothing)
+  --postal-file FILE        a copy of them in GeoNames' format (zip, xz, gzip or
+                            text) for a machine that cannot reach GeoNames
+                            (IPATLAS_POSTAL_FILE)
+
+Each city file is installed with the postal code of each of its records'
+places, from GeoNames' postal codes (CC BY 4.0): downloaded once a month
+into the data dir, else the copy there, else --postal-file, else the
+snapshot built in (the codes of the places with the most codes).
 
 Then it fetches the privacy lists (hosting, VPN, relay, Tor exits) from
 their upstreams, each parsed and checked before it replaces the copy in
@@ -126,6 +139,7 @@ func parseDBFlags(fs *flag.FlagSet, args []string, e env, help string) error {
 type fetchFlags struct {
 	source, registry, dbipURL, maxmindURL, accountID, licenseKey, editions *string
 	x4bnetURL, iprangesURL, torExitURL                                     *string
+	postalURL, postalFile                                                  *string
 }
 
 func newFetchFlags(fs *flag.FlagSet) fetchFlags {
@@ -141,6 +155,8 @@ func newFetchFlags(fs *flag.FlagSet) fetchFlags {
 		x4bnetURL:   fs.String("x4bnet-url", "", "X4BNet lists_vpn base URL"),
 		iprangesURL: fs.String("ipranges-url", "", "ipranges base URL"),
 		torExitURL:  fs.String("tor-exit-url", "", "Tor exit list URL"),
+		postalURL:   fs.String("postal-url", "", "GeoNames postal codes URL"),
+		postalFile:  fs.String("postal-file", "", "GeoNames postal codes file"),
 	}
 }
 
@@ -168,6 +184,8 @@ func (ff fetchFlags) options(ls localSettings, getenv func(string) string) (data
 		MaxMindAccountID:  pick(ff.accountID, "maxmind-account-id", ""),
 		MaxMindLicenseKey: pick(ff.licenseKey, "maxmind-license-key", ""),
 		MaxMindEditions:   splitList(pick(ff.editions, "maxmind-editions", "")),
+		PostalURL:         pick(ff.postalURL, "postal-url", postal.URL),
+		PostalFile:        pick(ff.postalFile, "postal-file", ""),
 	}
 	if !slices.Contains(dataset.Sources, o.Source) {
 		return o, fmt.Errorf("--source %q: want %s", o.Source, strings.Join(dataset.Sources, ", "))
@@ -252,6 +270,10 @@ type dbInfo struct {
 	// from: fetched copies, else the built-in snapshot's (Kind "privacy";
 	// URL, date, size in bytes and entries).
 	Privacy []geo.SourceInfo `json:"privacy_lists"`
+	// Postal describes the copy of GeoNames' postal codes the city files'
+	// postal codes come from; absent when the data dir has none (the
+	// snapshot built in serves).
+	Postal *dataset.PostalManifest `json:"postal,omitempty"`
 	// Sources are every data source of the answers and the web page, with
 	// its licence: the fetched datasets and the tables built in.
 	Sources []names.Source `json:"sources"`
@@ -363,6 +385,9 @@ func describeDataDir(dir string) (dbInfo, error) {
 	if len(info.Datasets) == 0 && len(info.Other) == 0 {
 		return info, fmt.Errorf("no datasets in %s (run 'ipatlas db fetch' to fill it)", dir)
 	}
+	if pm, err := dataset.ReadPostalManifest(dir); err == nil {
+		info.Postal = &pm
+	}
 	pt, err := privacy.Load(dir, true)
 	if err != nil {
 		return info, err
@@ -433,6 +458,17 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 			fmt.Fprintf(tw, "  %s\t%s entries\t%s\t%.1f KiB\t%s\n", s.DatabaseType, groupThousands(s.Networks), date, float64(s.Bytes)/1024, s.URL)
 		}
 		tw.Flush()
+	}
+	if p := info.Postal; p != nil {
+		fmt.Fprintf(w, "\npostal codes (%s)\n", dataset.PostalFile)
+		fmt.Fprintf(w, "  source:       %s\n", p.Source)
+		fmt.Fprintf(w, "  fetched:      %s (%d days ago; refreshed after %d)\n", p.FetchedAt.UTC().Format(time.RFC3339),
+			int(now.Sub(p.FetchedAt).Hours()/24), int(dataset.PostalMaxAge.Hours()/24))
+		fmt.Fprintf(w, "  codes:        %s of %d countries\n", groupThousands(p.Codes), p.Countries)
+		fmt.Fprintf(w, "  licence:      %s (%s)\n", p.License, p.LicenseURL)
+		fmt.Fprintf(w, "  attribution:  %s\n", p.Attribution)
+	} else {
+		fmt.Fprintf(w, "\npostal codes: the snapshot built in (no copy of GeoNames' fetched yet: 'ipatlas db fetch')\n")
 	}
 	fmt.Fprintf(w, "\ndata sources of the answers and the web page\n")
 	for _, s := range info.Sources {

@@ -65,6 +65,7 @@ import (
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/ipatlas/ipatlas/internal/postal"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
@@ -81,7 +82,7 @@ type Locator interface {
 // SourceInfo describes one MMDB file of a data directory, for `db info`.
 type SourceInfo struct {
 	File         string `json:"file"`
-	Kind         string `json:"kind"`          // "city", "country", "asn", "isp", "privacy"; "unsupported" for other types
+	Kind         string `json:"kind"`          // "city", "country", "asn", "isp", "postal", "privacy"; "unsupported" for other types
 	DatabaseType string `json:"database_type"` // the file's own metadata
 	IPVersion    int    `json:"ip_version"`
 	BuildTime    string `json:"build_time"` // RFC 3339
@@ -386,7 +387,9 @@ func (e *Engine) needsTimeZones() bool {
 }
 
 // Datasets describes the files in service (Networks is not counted: see
-// Describe), in precedence order, then the privacy lists in service.
+// Describe), in precedence order, then the postal index of each city file
+// (Kind "postal", Networks the records it gives a code; the city file's
+// build time), then the privacy lists in service.
 func (e *Engine) Datasets() []SourceInfo {
 	g := e.acquire()
 	if g == nil {
@@ -396,6 +399,12 @@ func (e *Engine) Datasets() []SourceInfo {
 	out := make([]SourceInfo, len(g.sources))
 	for i, s := range g.sources {
 		out[i] = s.info
+	}
+	for _, s := range g.sources {
+		if s.postal != nil {
+			out = append(out, SourceInfo{File: PostalIndexFile(s.info.File), Kind: "postal", DatabaseType: "GeoNames postal codes",
+				IPVersion: s.info.IPVersion, BuildTime: s.info.BuildTime, Networks: s.postal.records(), Description: postal.Attribution})
+		}
 	}
 	return append(out, PrivacySources(e.Privacy())...)
 }

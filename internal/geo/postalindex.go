@@ -34,6 +34,7 @@ import (
 //	  magic "IPATPOST", version u16
 //	  the MMDB it belongs to, as in a zone index: ip_version u16,
 //	  node_count u32, build_epoch u64, file size u64, record_size u16
+//	  the postal data it was built from: its id (Index.ID), u64
 //	  codes u32, records u32, buckets u32
 //	code table: per code, its length (u8) and text, sorted
 //	bucket starts: buckets+1 u32, non-decreasing, the last = records
@@ -46,7 +47,7 @@ import (
 const (
 	postalMagic      = "IPATPOST"
 	postalVersion    = 1
-	postalHeaderSize = 8 + 2 + 2 + 4 + 8 + 8 + 2 + 4 + 4 + 4
+	postalHeaderSize = 8 + 2 + 2 + 4 + 8 + 8 + 2 + 8 + 4 + 4 + 4
 	maxPostalIndex   = 64 << 20
 	maxPostalCodes   = 1 << 24
 )
@@ -61,6 +62,7 @@ func PostalIndexFile(mmdb string) string { return mmdb + postalIndexSuffix }
 // buffer, which nothing writes.
 type postalIndex struct {
 	file   zoneFileID
+	data   uint64 // the postal data's id
 	codes  []string
 	starts []byte // (buckets+1) u32
 	lows   []byte // records u16
@@ -125,7 +127,8 @@ func parsePostalIndex(b []byte) (*postalIndex, error) {
 		size:       le.Uint64(b[24:]),
 		recordSize: le.Uint16(b[32:]),
 	}}
-	nCodes, nRecords, nBuckets := uint64(le.Uint32(b[34:])), uint64(le.Uint32(b[38:])), uint64(le.Uint32(b[42:]))
+	z.data = le.Uint64(b[34:])
+	nCodes, nRecords, nBuckets := uint64(le.Uint32(b[42:])), uint64(le.Uint32(b[46:])), uint64(le.Uint32(b[50:]))
 	if nCodes > maxPostalCodes || nBuckets > 1<<16 {
 		return nil, fmt.Errorf("%w: %d codes, %d buckets", errPostalIndex, nCodes, nBuckets)
 	}
@@ -214,8 +217,9 @@ type PostalIndexStats struct {
 }
 
 // NeedsPostalIndex reports whether the MMDB file at path is a city file
-// without a well-formed postal index of its own beside it.
-func NeedsPostalIndex(path string) (bool, error) {
+// without a well-formed postal index of its own beside it, built from the
+// postal data with the id data.
+func NeedsPostalIndex(path string, data uint64) (bool, error) {
 	r, err := openReader(path)
 	if err != nil {
 		return false, err
@@ -225,7 +229,7 @@ func NeedsPostalIndex(path string) (bool, error) {
 		return false, nil
 	}
 	z, err := loadPostalIndex(path, r)
-	return z == nil || err != nil, nil
+	return z == nil || err != nil || z.data != data, nil
 }
 
 // chinaNameKm bounds a match by name in China, whose county and city the
@@ -330,7 +334,7 @@ func BuildPostalIndex(ctx context.Context, path string, ix *postal.Index) (b []b
 	}
 	st.Records = len(seen)
 	st.Indexed = len(recs)
-	b, st.Codes, err = encodePostalIndex(fileID(r.Metadata, fi.Size()), recs)
+	b, st.Codes, err = encodePostalIndex(fileID(r.Metadata, fi.Size()), ix.ID, recs)
 	if err != nil {
 		return nil, st, fmt.Errorf("geo: %s: %w", path, err)
 	}
@@ -387,7 +391,7 @@ type indexedCode struct {
 
 // encodePostalIndex lays out the index of the file id with the records
 // recs (each offset once, in any order) and says how many codes it holds.
-func encodePostalIndex(id zoneFileID, recs []indexedCode) ([]byte, int, error) {
+func encodePostalIndex(id zoneFileID, data uint64, recs []indexedCode) ([]byte, int, error) {
 	recs = slices.Clone(recs)
 	slices.SortFunc(recs, func(a, b indexedCode) int { return cmp.Compare(a.off, b.off) })
 	ids := map[string]int{}
@@ -427,6 +431,7 @@ func encodePostalIndex(id zoneFileID, recs []indexedCode) ([]byte, int, error) {
 	b = le.AppendUint64(b, id.buildEpoch)
 	b = le.AppendUint64(b, id.size)
 	b = le.AppendUint16(b, id.recordSize)
+	b = le.AppendUint64(b, data)
 	b = le.AppendUint32(b, uint32(len(codes)))
 	b = le.AppendUint32(b, uint32(len(recs)))
 	b = le.AppendUint32(b, uint32(buckets))

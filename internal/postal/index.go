@@ -2,6 +2,9 @@ package postal
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -31,6 +34,9 @@ const cellDeg = 0.05
 // An Index matches places to postal codes. It is built once (Builder)
 // and read by any number of goroutines.
 type Index struct {
+	// ID identifies the data the index was built from (the first bytes
+	// of its SHA-256), for those who keep what they derive from it.
+	ID        uint64
 	countries map[[2]byte]*country
 	arena     []byte // length-prefixed strings: codes, name keys
 	admins    []admin
@@ -406,7 +412,6 @@ type Builder struct {
 	rows     map[[2]byte][]point
 	keys     map[[2]byte][]builderKey
 	arena    []byte
-	interned map[string]uint32
 	admins   []admin
 	adminIDs map[string]uint16 // country + "\x00" + Admin1 + "\x00" + Admin1Code
 	n        int
@@ -419,8 +424,7 @@ type builderKey struct {
 
 // NewBuilder returns an empty Builder.
 func NewBuilder() *Builder {
-	return &Builder{rows: map[[2]byte][]point{}, keys: map[[2]byte][]builderKey{}, interned: map[string]uint32{},
-		adminIDs: map[string]uint16{}}
+	return &Builder{rows: map[[2]byte][]point{}, keys: map[[2]byte][]builderKey{}, adminIDs: map[string]uint16{}}
 }
 
 func (b *Builder) appendStr(s string) uint32 {
@@ -430,20 +434,6 @@ func (b *Builder) appendStr(s string) uint32 {
 	off := uint32(len(b.arena))
 	b.arena = append(b.arena, byte(len(s)))
 	b.arena = append(b.arena, s...)
-	return off
-}
-
-func (b *Builder) intern(s string) uint32 {
-	if len(s) > 255 {
-		s = s[:255]
-	}
-	if off, ok := b.interned[s]; ok {
-		return off
-	}
-	off := uint32(len(b.arena))
-	b.arena = append(b.arena, byte(len(s)))
-	b.arena = append(b.arena, s...)
-	b.interned[s] = off
 	return off
 }
 
@@ -487,15 +477,14 @@ func (b *Builder) Add(r *Row) {
 		code: b.appendStr(r.Code), admin: aid})
 	var buf [3]string
 	for _, k := range nameKeys(buf[:0], r.Place) {
-		b.keys[cc] = append(b.keys[cc], builderKey{b.intern(k), i})
+		b.keys[cc] = append(b.keys[cc], builderKey{b.appendStr(k), i})
 	}
 	b.n++
 }
 
 // Index sorts what was added into an Index; the Builder is spent.
 func (b *Builder) Index() *Index {
-	ix := &Index{countries: make(map[[2]byte]*country, len(b.rows)), arena: b.arena, admins: b.admins, points: b.n}
-	b.interned = nil
+	ix := &Index{countries: make(map[[2]byte]*country, len(b.rows)), arena: slices.Clip(b.arena), admins: b.admins, points: b.n}
 	for cc, pts := range b.rows {
 		// Sort by cell, keeping a permutation to renumber the name keys.
 		order := make([]uint32, len(pts))
@@ -520,16 +509,20 @@ func (b *Builder) Index() *Index {
 			single = single && ix.str(sorted[i].code) == ix.str(sorted[0].code)
 		}
 		ix.countries[cc] = &country{pts: sorted, names: es, single: single}
+		delete(b.rows, cc) // each country's rows go as soon as they are sorted
+		delete(b.keys, cc)
 	}
 	b.rows, b.keys = nil, nil
 	return ix
 }
 
 // Load reads a file in GeoNames' format, or as Open takes it, into an
-// Index.
-func Load(rd interface {
-	ReadAt([]byte, int64) (int, error)
-}, size int64) (*Index, error) {
+// Index whose ID is that of the file's bytes (FileID).
+func Load(rd io.ReaderAt, size int64) (*Index, error) {
+	id, err := FileID(io.NewSectionReader(rd, 0, size))
+	if err != nil {
+		return nil, err
+	}
 	r, err := Open(rd, size)
 	if err != nil {
 		return nil, err
@@ -538,5 +531,17 @@ func Load(rd interface {
 	if err := Read(r, func(row *Row) error { b.Add(row); return nil }); err != nil {
 		return nil, err
 	}
-	return b.Index(), nil
+	ix := b.Index()
+	ix.ID = id
+	return ix, nil
+}
+
+// FileID is the id of a file's bytes: the first eight bytes of their
+// SHA-256, little-endian.
+func FileID(r io.Reader) (uint64, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(h.Sum(nil)), nil
 }
