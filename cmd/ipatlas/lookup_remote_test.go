@@ -93,7 +93,7 @@ func TestLookupTSVAndTable(t *testing.T) {
 	head := strings.Split(lines[0], "\t")
 	row := strings.Split(lines[1], "\t")
 	bad := strings.Split(lines[2], "\t")
-	if len(head) != 19 || len(row) != 19 || len(bad) != 19 || head[18] != "error" {
+	if len(head) != 20 || len(row) != 20 || len(bad) != 20 || head[19] != "error" {
 		t.Fatalf("columns: %d %d %d", len(head), len(row), len(bad))
 	}
 	want := geotest.Nuremberg.Want(ipatlas.English)
@@ -105,7 +105,7 @@ func TestLookupTSVAndTable(t *testing.T) {
 		got["route"] != "2a01:4f8::/32" || got["error"] != "" {
 		t.Errorf("row: %v", got)
 	}
-	if bad[0] != "10.0.0.1" || !strings.Contains(bad[18], "PrivateIP") {
+	if bad[0] != "10.0.0.1" || !strings.Contains(bad[19], "PrivateIP") {
 		t.Errorf("error row: %q", bad)
 	}
 
