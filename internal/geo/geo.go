@@ -656,6 +656,9 @@ func (g *generation) release() error {
 		if err := s.r.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("geo: closing %s: %w", s.info.File, err))
 		}
+		if err := s.postal.close(); err != nil {
+			errs = append(errs, fmt.Errorf("geo: closing the postal index of %s: %w", s.info.File, err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -673,7 +676,9 @@ func (g *generation) city(addr netip.Addr) (*cityData, error) {
 			return cityData{}, err
 		}
 		d.pointZone, d.pointZoneKnown = s.zones.zone(res.Offset())
-		d.postal = s.postal.code(res.Offset())
+		// The code shares the mapped index, which goes with the
+		// generation; the composed record outlives it in callers' hands.
+		d.postal = strings.Clone(s.postal.code(res.Offset()))
 		return compose(d, &g.countries), nil
 	})
 }

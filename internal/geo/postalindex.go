@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -26,7 +25,9 @@ import (
 // that has none of its own and whose place package postal finds one for.
 // It is written when the data is installed, from GeoNames' 1.2 million
 // codes, so that the serving process answers postal codes without
-// holding them: it keeps five bytes a record and the codes used.
+// holding them: it maps the file (five bytes a record, and the codes
+// used) into memory read-only, outside the Go heap and its collector,
+// and copies a code only into the records it composes.
 //
 // Layout, little-endian:
 //
@@ -36,7 +37,8 @@ import (
 //	  node_count u32, build_epoch u64, file size u64, record_size u16
 //	  the postal data it was built from: its id (Index.ID), u64
 //	  codes u32, records u32, buckets u32
-//	code table: per code, its length (u8) and text, sorted
+//	code offsets: codes u32, each code's offset in the code table
+//	code table: per code, its length (u8, not 0) and text, sorted
 //	bucket starts: buckets+1 u32, non-decreasing, the last = records
 //	low halves: records u16, increasing within each bucket
 //	code ids: records u24
@@ -59,14 +61,27 @@ const postalIndexSuffix = ".postal"
 func PostalIndexFile(mmdb string) string { return mmdb + postalIndexSuffix }
 
 // postalIndex is a parsed, checked index; its slices are views of one
-// buffer, which nothing writes.
+// buffer, which nothing writes and which close releases.
 type postalIndex struct {
 	file   zoneFileID
 	data   uint64 // the postal data's id
-	codes  []string
+	offs   []byte // codes u32
+	table  []byte // the code table
 	starts []byte // (buckets+1) u32
 	lows   []byte // records u16
 	ids    []byte // records u24
+	buf    []byte
+	unmap  func([]byte) error // nil when buf is the heap's
+}
+
+// close releases the index's memory; the index must not be used after.
+func (z *postalIndex) close() error {
+	if z == nil || z.unmap == nil {
+		return nil
+	}
+	err := z.unmap(z.buf)
+	z.unmap, z.buf = nil, nil
+	return err
 }
 
 // code returns the postal code of the record at off, "" when the index
@@ -93,12 +108,23 @@ func (z *postalIndex) code(off uintptr) string {
 	}
 	if i < hi && binary.LittleEndian.Uint16(z.lows[2*i:]) == want {
 		id := uint32(z.ids[3*i]) | uint32(z.ids[3*i+1])<<8 | uint32(z.ids[3*i+2])<<16
-		return z.codes[id]
+		return z.codeText(id)
 	}
 	return ""
 }
 
+// codeText is code id as a string that shares the index's memory: it
+// must be copied before it outlives the index.
+func (z *postalIndex) codeText(id uint32) string {
+	off := binary.LittleEndian.Uint32(z.offs[4*id:])
+	n := uint32(z.table[off])
+	return unsafe.String(&z.table[off+1], n)
+}
+
 func (z *postalIndex) records() int { return len(z.lows) / 2 }
+
+// codes is how many codes the index holds.
+func (z *postalIndex) codes() int { return len(z.offs) / 4 }
 
 var errPostalIndex = errors.New("malformed postal index")
 
@@ -133,14 +159,26 @@ func parsePostalIndex(b []byte) (*postalIndex, error) {
 		return nil, fmt.Errorf("%w: %d codes, %d buckets", errPostalIndex, nCodes, nBuckets)
 	}
 	rest := body[postalHeaderSize:]
-	z.codes = make([]string, nCodes)
-	for i := range z.codes {
-		if len(rest) < 1 || len(rest) < 1+int(rest[0]) || rest[0] == 0 {
-			return nil, fmt.Errorf("%w: code table cut short", errPostalIndex)
+	if uint64(len(rest)) < 4*nCodes {
+		return nil, fmt.Errorf("%w: code offsets cut short", errPostalIndex)
+	}
+	z.offs, rest = rest[:4*nCodes], rest[4*nCodes:]
+	// The table runs from here to the bucket starts, whose size the
+	// record count gives.
+	if uint64(len(rest)) < 4*(nBuckets+1)+5*nRecords {
+		return nil, fmt.Errorf("%w: %d bytes after the code offsets, fewer than the records need", errPostalIndex, len(rest))
+	}
+	z.table, rest = rest[:uint64(len(rest))-4*(nBuckets+1)-5*nRecords], rest[uint64(len(rest))-4*(nBuckets+1)-5*nRecords:]
+	next := uint64(0)
+	for i := uint64(0); i < nCodes; i++ {
+		off := uint64(le.Uint32(z.offs[4*i:]))
+		if off != next || off >= uint64(len(z.table)) || z.table[off] == 0 || off+1+uint64(z.table[off]) > uint64(len(z.table)) {
+			return nil, fmt.Errorf("%w: code %d at offset %d", errPostalIndex, i, off)
 		}
-		n := int(rest[0])
-		z.codes[i] = unsafe.String(&rest[1], n)
-		rest = rest[1+n:]
+		next = off + 1 + uint64(z.table[off])
+	}
+	if next != uint64(len(z.table)) {
+		return nil, fmt.Errorf("%w: %d bytes of the code table hold no code", errPostalIndex, uint64(len(z.table))-next)
 	}
 	if uint64(len(rest)) != 4*(nBuckets+1)+5*nRecords {
 		return nil, fmt.Errorf("%w: %d bytes of records, want %d", errPostalIndex, len(rest), 4*(nBuckets+1)+5*nRecords)
@@ -173,10 +211,10 @@ func parsePostalIndex(b []byte) (*postalIndex, error) {
 	return z, nil
 }
 
-// loadPostalIndex reads the postal index of the MMDB file at path, open
+// loadPostalIndex maps the postal index of the MMDB file at path, open
 // as r: nil and no error when there is none, an error when there is one
-// that is malformed or belongs to another file.
-func loadPostalIndex(path string, r *maxminddb.Reader) (*postalIndex, error) {
+// that is malformed or belongs to another file. The caller closes it.
+func loadPostalIndex(path string, r *maxminddb.Reader) (z *postalIndex, err error) {
 	f, err := os.Open(PostalIndexFile(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -185,17 +223,26 @@ func loadPostalIndex(path string, r *maxminddb.Reader) (*postalIndex, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxPostalIndex+1))
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxPostalIndex {
+	if fi.Size() > maxPostalIndex {
 		return nil, fmt.Errorf("%w: larger than %d bytes", errPostalIndex, maxPostalIndex)
 	}
-	z, err := parsePostalIndex(b)
+	b, unmap, err := mapFile(f, int(fi.Size()))
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil && unmap != nil {
+			unmap(b)
+		}
+	}()
+	if z, err = parsePostalIndex(b); err != nil {
+		return nil, err
+	}
+	z.buf, z.unmap = b, unmap
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -229,6 +276,7 @@ func NeedsPostalIndex(path string, data uint64) (bool, error) {
 		return false, nil
 	}
 	z, err := loadPostalIndex(path, r)
+	defer z.close()
 	return z == nil || err != nil || z.data != data, nil
 }
 
@@ -423,7 +471,7 @@ func encodePostalIndex(id zoneFileID, data uint64, recs []indexedCode) ([]byte, 
 		buckets = int(recs[len(recs)-1].off>>16) + 1
 	}
 	le := binary.LittleEndian
-	b := make([]byte, 0, postalHeaderSize+8*len(codes)+4*(buckets+1)+5*len(recs)+4)
+	b := make([]byte, 0, postalHeaderSize+12*len(codes)+4*(buckets+1)+5*len(recs)+4)
 	b = append(b, postalMagic...)
 	b = le.AppendUint16(b, postalVersion)
 	b = le.AppendUint16(b, id.ipVersion)
@@ -435,6 +483,11 @@ func encodePostalIndex(id zoneFileID, data uint64, recs []indexedCode) ([]byte, 
 	b = le.AppendUint32(b, uint32(len(codes)))
 	b = le.AppendUint32(b, uint32(len(recs)))
 	b = le.AppendUint32(b, uint32(buckets))
+	off := 0
+	for _, c := range codes {
+		b = le.AppendUint32(b, uint32(off))
+		off += 1 + len(c)
+	}
 	for _, c := range codes {
 		b = append(b, byte(len(c)))
 		b = append(b, c...)
