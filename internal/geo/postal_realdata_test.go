@@ -21,8 +21,16 @@ import (
 // sample of announced addresses of the real dataset.
 const (
 	// goalPostal: in the countries the postal data covers, the share of
-	// answers with a postal code.
+	// answers with a postal code, from GeoNames' full data (fetched, or
+	// the operator's copy).
 	goalPostal = 85.0
+	// floorBuiltinPostal is the same share from the snapshot built in,
+	// the last resort of a machine that never reached GeoNames: it keeps
+	// one code for each of GeoNames' larger places (82-83% of the answers
+	// on samples of the 2026-06 data; the rest are mostly places of one
+	// code that hold large networks, such as Whitehall, Ohio), so under
+	// 80% is a regression.
+	floorBuiltinPostal = 80.0
 	// goalPostalRight: of those codes, the share that exist for the
 	// country and lie within postalRightKm of the answer's coordinates.
 	goalPostalRight = 95.0
@@ -95,13 +103,14 @@ func realDataEngine(t *testing.T) (*Engine, string) {
 // postalPoints are the points of each code of the postal data a data
 // dir's postal indexes were built from: its copy of GeoNames' codes, else
 // the snapshot built in.
-func postalPoints(t *testing.T, dir string) (map[string][][2]float64, string) {
+func postalPoints(t *testing.T, dir string) (pts map[string][][2]float64, from string, builtin bool) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "postal-codes.geonames"))
-	from := "the data dir's copy of GeoNames' postal codes"
+	from = "the data dir's copy of GeoNames' postal codes"
 	if os.IsNotExist(err) {
 		from = "the built-in snapshot (the data dir has no copy of GeoNames' postal codes)"
 		raw, err = snapshotBytes()
+		builtin = true
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +119,7 @@ func postalPoints(t *testing.T, dir string) (map[string][][2]float64, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts := map[string][][2]float64{}
+	pts = map[string][][2]float64{}
 	err = postal.Read(r, func(row *postal.Row) error {
 		if postal.Usable(row) {
 			k := row.Country + " " + row.Code
@@ -121,7 +130,7 @@ func postalPoints(t *testing.T, dir string) (map[string][][2]float64, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pts, from
+	return pts, from, builtin
 }
 
 // snapshotBytes is the built-in snapshot, as package postal embeds it.
@@ -140,7 +149,7 @@ func snapshotBytes() ([]byte, error) {
 // answer's coordinates (the nearest point GeoNames gives the code).
 func TestPostalCodesRealData(t *testing.T) {
 	e, dir := realDataEngine(t)
-	pts, from := postalPoints(t, dir)
+	pts, from, builtin := postalPoints(t, dir)
 	countries := map[string]bool{}
 	for k := range pts {
 		countries[k[:2]] = true
@@ -186,7 +195,12 @@ func TestPostalCodesRealData(t *testing.T) {
 		right, withCode, postalRightKm, rightShare, goalPostalRight)
 	logTop(t, "most frequent places without a code", missing)
 	logTop(t, "codes not of the country or farther", wrong)
-	if share < goalPostal {
+	switch {
+	case builtin && share < floorBuiltinPostal:
+		t.Errorf("%.1f%% of the answers have a postal code from the built-in snapshot, under its floor of %.0f%%", share, floorBuiltinPostal)
+	case builtin:
+		t.Logf("the goal of %.0f%% is GeoNames' full data's; the built-in snapshot's floor is %.0f%%", goalPostal, floorBuiltinPostal)
+	case share < goalPostal:
 		t.Errorf("%.1f%% of the answers have a postal code, goal %.0f%%", share, goalPostal)
 	}
 	if rightShare < goalPostalRight {
@@ -226,7 +240,9 @@ func isoSubdivisions(t *testing.T) map[string]bool {
 //
 // Of the answers with a province in a country with ISO 3166-2
 // subdivisions, at least goalProvinceCode percent carry a code of that
-// country.
+// country. The data's share is about 98.7% (most of the rest are Taiwan's
+// records, whose province is "Taiwan", no subdivision of it), so the
+// sample is large: its 95% margin is about 0.3 points.
 func TestProvinceCodesRealData(t *testing.T) {
 	iso := isoSubdivisions(t)
 	if iso == nil {
@@ -237,7 +253,7 @@ func TestProvinceCodesRealData(t *testing.T) {
 	for c := range iso {
 		hasSubdivisions[c[:2]] = true
 	}
-	recs := postalSample(t, e, 2000, 500)
+	recs := postalSample(t, e, 8000, 2000)
 	var of, valid int
 	bad := map[string]int{}
 	for _, r := range recs {

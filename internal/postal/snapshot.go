@@ -8,7 +8,10 @@ import (
 
 // builtinSnapshot is the snapshot written by internal/postal/gen from
 // GeoNames' postal codes: one code per place, for the places with the most
-// codes and the territories with one, in GeoNames' format, xz-compressed.
+// codes, every place of the countries with few and the territories with
+// one code, in GeoNames' format (less its second- and third-level
+// subdivisions and accuracy, coordinates to three decimals, and a known
+// subdivision by its ISO 3166-2 code), xz-compressed.
 //
 //go:embed snapshot/postal-codes.txt.xz
 var builtinSnapshot []byte

@@ -8,9 +8,9 @@
 // codes; the snapshot must stay under 1 MiB, so it keeps one code per
 // place (the code nearest the middle of the place's codes), for the
 // places with the most codes first (a city has hundreds, a village one),
-// as many as fit, and every code of a territory that has only one. Its
-// rows are GeoNames' rows, in GeoNames' format, less the second- and
-// third-level subdivisions.
+// as many as fit, every place of the countries with few codes, and the
+// code of a territory that has only one. Its rows are GeoNames' rows, in
+// GeoNames' format, less what package postal does not read (see encode).
 //
 // Usage, from the repository root:
 //
@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ipatlas/ipatlas/internal/names"
 	"github.com/ipatlas/ipatlas/internal/names/fold"
 	"github.com/ipatlas/ipatlas/internal/postal"
 	"github.com/ulikunitz/xz"
@@ -206,21 +207,39 @@ func representative(rows []postal.Row) postal.Row {
 	return rows[best]
 }
 
+// subdivisionOf is the ISO 3166-2 code (without the country's part) that
+// package postal reads a row's subdivision as, "" when it knows none.
+func subdivisionOf(r postal.Row) string {
+	if r.Admin1 != "" {
+		if c := names.SubdivisionCode(r.Country, r.Admin1); c != "" {
+			return c
+		}
+	}
+	if r.Admin1Code != "" {
+		return names.SubdivisionCode(r.Country, r.Admin1Code)
+	}
+	return ""
+}
+
 // encode writes rows in GeoNames' format, sorted by country, code and
-// place, and compresses them with xz.
+// place, and compresses them with xz. To fit more places it writes less
+// than GeoNames: coordinates to three decimals (about 100 m), no
+// accuracy, and for a subdivision the names tables know, its ISO 3166-2
+// code in the admin code column in place of its name and GeoNames' code
+// (which package postal reads alike).
 func encode(rows []postal.Row) ([]byte, error) {
 	rows = slices.Clone(rows)
 	slices.SortFunc(rows, func(a, b postal.Row) int {
 		return cmp.Or(cmp.Compare(a.Country, b.Country), cmp.Compare(a.Code, b.Code), cmp.Compare(a.Place, b.Place))
 	})
 	var text bytes.Buffer
+	round := func(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64) }
 	for _, r := range rows {
-		acc := ""
-		if r.Accuracy > 0 {
-			acc = strconv.Itoa(r.Accuracy)
+		admin, code := r.Admin1, r.Admin1Code
+		if iso := subdivisionOf(r); iso != "" {
+			admin, code = "", iso
 		}
-		fmt.Fprintf(&text, "%s\t%s\t%s\t%s\t%s\t\t\t\t\t%s\t%s\t%s\n", r.Country, r.Code, r.Place, r.Admin1, r.Admin1Code,
-			strconv.FormatFloat(r.Lat, 'f', -1, 64), strconv.FormatFloat(r.Lon, 'f', -1, 64), acc)
+		fmt.Fprintf(&text, "%s\t%s\t%s\t%s\t%s\t\t\t\t\t%s\t%s\t\n", r.Country, r.Code, r.Place, admin, code, round(r.Lat), round(r.Lon))
 	}
 	var out bytes.Buffer
 	w, err := xz.NewWriter(&out)
