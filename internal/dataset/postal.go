@@ -104,6 +104,20 @@ func (p *postalData) index() (*postal.Index, error) {
 	return p.ix, p.err
 }
 
+// orBuiltin is p, or where p cannot be loaded (a copy damaged since it
+// was checked), the built-in snapshot.
+func (f *fetcher) orBuiltin(ctx context.Context, p *postalData) *postalData {
+	if p.source == postal.BuiltinSource {
+		return p
+	}
+	if _, err := p.index(); err != nil && ctx.Err() == nil {
+		f.rep.warn("postal", fmt.Sprintf("the postal codes of %s cannot be read: %v; using the built-in snapshot", p.source, err))
+		f.postal = f.builtinPostal()
+		return f.postal
+	}
+	return p
+}
+
 // postalData resolves, once per fetch, the postal data of this fetch
 // (see the rules above).
 func (f *fetcher) postalData(ctx context.Context) *postalData {
@@ -270,7 +284,7 @@ func (f *fetcher) stagePostalIndex(ctx context.Context, path, name string) (idx 
 		return stagedFile{}, false, nil // not a city file
 	}
 	start := f.now()
-	pd := f.postalData(ctx)
+	pd := f.orBuiltin(ctx, f.postalData(ctx))
 	ix, err := pd.index()
 	var b []byte
 	var st geo.PostalIndexStats

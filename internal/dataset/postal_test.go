@@ -224,3 +224,26 @@ func TestBuiltinPostalCodesServeLast(t *testing.T) {
 		t.Errorf("the built-in snapshot was copied into the data dir: %v", err)
 	}
 }
+
+// A copy in the data dir damaged after it was checked gives way to the
+// snapshot built in, with a warning, rather than to no codes.
+func TestDamagedPostalCopyFallsBackToBuiltin(t *testing.T) {
+	dir, reg := installV1(t)
+	if err := os.WriteFile(filepath.Join(dir, dataset.PostalFile), []byte("PK\x03\x04 not a zip"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := options(dir, reg)
+	o.Force = true // new city files, whose indexes need the codes
+	var log bytes.Buffer
+	o.Progress = &log
+	o.PostalURL = "http://127.0.0.1:1/allCountries.zip" // nothing listens there
+	if _, err := dataset.Fetch(t.Context(), o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "using the built-in snapshot") {
+		t.Errorf("no warning that the built-in snapshot serves:\n%s", log.String())
+	}
+	if r := answer(t, dir, "8.8.8.8"); !strings.HasPrefix(r.ZipCode, "940") {
+		t.Errorf("8.8.8.8: zip %q, want one of Mountain View's from the built-in snapshot", r.ZipCode)
+	}
+}

@@ -60,6 +60,10 @@ const postalIndexSuffix = ".postal"
 // named mmdb (a base name or a path).
 func PostalIndexFile(mmdb string) string { return mmdb + postalIndexSuffix }
 
+func isPostalIndexFile(name string) bool {
+	return strings.HasSuffix(name, ".mmdb"+postalIndexSuffix) && !strings.HasPrefix(name, ".")
+}
+
 // postalIndex is a parsed, checked index; its slices are views of one
 // buffer, which nothing writes and which close releases.
 type postalIndex struct {

@@ -2,6 +2,7 @@ package geo
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
@@ -165,5 +167,48 @@ func TestEngineAnswersPostalIndex(t *testing.T) {
 	}
 	if r, _ := e.Lookup(netip.MustParseAddr(geotest.Beijing.IP), ipatlas.English); r.ZipCode != "" {
 		t.Errorf("Beijing's code %q with no index of its own file", r.ZipCode)
+	}
+}
+
+// A postal index written beside a city file in service (a fetch that
+// found new postal codes, the city files unchanged) is served without a
+// restart.
+func TestWatchPicksUpPostalIndex(t *testing.T) {
+	dir := t.TempDir()
+	geotest.WriteFixture(t, dir)
+	e, err := Open(dir, Options{Debounce: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Watch(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	ix, err := postal.Load(strings.NewReader(fixturePostal), int64(len(fixturePostal)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zip := func() string {
+		r, _ := e.Lookup(netip.MustParseAddr(geotest.Beijing.IP), ipatlas.English)
+		return r.ZipCode
+	}
+	if z := zip(); z != "" {
+		t.Fatalf("Beijing's code %q before any postal index", z)
+	}
+	// Watch may not have subscribed yet when the index is first written:
+	// write it again until the change shows, within a generous deadline.
+	for deadline := time.Now().Add(20 * time.Second); zip() != "100000"; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the postal index written beside the city file was not picked up")
+		}
+		if _, err := WritePostalIndex(t.Context(), filepath.Join(dir, geotest.CityV4File), ix); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
