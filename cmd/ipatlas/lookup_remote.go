@@ -32,9 +32,9 @@ alone.
 
 --fields city,country,... asks for only those fields of the record (ip is
 always there): a smaller answer, the same price. Names: ip, continent,
-continent_code, country, country_code, province, city, district, isp, asn,
-latitude, longitude, time_zone, currency, zip_code, area_code, route,
-privacy. A full record
+continent_code, country, country_code, province, province_code, city,
+district, isp, asn, latitude, longitude, time_zone, currency, zip_code,
+area_code, route, privacy. A full record
 in the disk cache answers any selection; partial answers are not cached.
 
 Addresses come from the arguments, "-" (standard input) and --file, in that
