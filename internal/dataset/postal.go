@@ -3,8 +3,10 @@ package dataset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -354,4 +356,17 @@ func (f *fetcher) releasePostal() {
 		f.postal = nil
 		debug.FreeOSMemory()
 	}
+}
+
+// LoadPostal loads the postal codes a data dir's city files were given:
+// its copy of GeoNames' codes, else the snapshot built in. It is for code
+// that needs the postal code of a named place beyond the records' (see
+// postal.Index.Code); the Index holds every code, tens of megabytes, so
+// let it go once done.
+func LoadPostal(dir string) (*postal.Index, error) {
+	ix, err := loadPostalFile(filepath.Join(dir, PostalFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return postal.Builtin()
+	}
+	return ix, err
 }

@@ -3,6 +3,7 @@ package dataset_test
 import (
 	"bytes"
 	"compress/gzip"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -85,6 +86,9 @@ func TestFetchInstallsPostalCodes(t *testing.T) {
 	}
 	if n := geonames.Downloads() - before; n != 1 {
 		t.Errorf("%d downloads of the postal codes, want 1", n)
+	}
+	if ix, err := dataset.LoadPostal(dir); err != nil || ix.Len() != 8 || ix.Code("CN", "Zhejiang", "Hangzhou", math.NaN(), math.NaN()) != "310000" {
+		t.Errorf("LoadPostal: %v, %v", ix.Len(), err)
 	}
 
 	// A fetch within PostalMaxAge downloads nothing; one after it does.
@@ -222,6 +226,9 @@ func TestBuiltinPostalCodesServeLast(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, dataset.PostalFile)); !os.IsNotExist(err) {
 		t.Errorf("the built-in snapshot was copied into the data dir: %v", err)
+	}
+	if ix, err := dataset.LoadPostal(dir); err != nil || ix.ID != postal.BuiltinID() {
+		t.Errorf("LoadPostal without a copy: %v, not the built-in snapshot", err)
 	}
 }
 
