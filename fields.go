@@ -27,6 +27,7 @@ const (
 	fieldCountry
 	fieldCountryCode
 	fieldProvince
+	fieldProvinceCode
 	fieldCity
 	fieldDistrict
 	fieldISP
@@ -52,7 +53,7 @@ const (
 // the bit order of FieldSet.
 var recordKeys = []string{
 	"ip", "continent", "continent_code", "country", "country_code", "province",
-	"city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
+	"province_code", "city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
 	"currency", "zip_code", "area_code", "route", "privacy", "location_source",
 	"hostname", "hostname_confirmed",
 }
@@ -162,7 +163,7 @@ func (s FieldSet) Apply(r Record) Record {
 		src *string
 	}{
 		{&out.Continent, p.Continent}, {&out.ContinentCode, p.ContinentCode}, {&out.Country, p.Country},
-		{&out.CountryCode, p.CountryCode}, {&out.Province, p.Province}, {&out.City, p.City},
+		{&out.CountryCode, p.CountryCode}, {&out.Province, p.Province}, {&out.ProvinceCode, p.ProvinceCode}, {&out.City, p.City},
 		{&out.District, p.District}, {&out.ISP, p.ISP}, {&out.ASN, p.ASN}, {&out.TimeZone, p.TimeZone},
 		{&out.Currency, p.Currency}, {&out.ZipCode, p.ZipCode}, {&out.AreaCode, p.AreaCode},
 		{&out.LocationSource, p.LocationSource},
@@ -188,6 +189,7 @@ type PartialRecord struct {
 	Country       *string       `json:"country,omitempty"`
 	CountryCode   *string       `json:"country_code,omitempty"`
 	Province      *string       `json:"province,omitempty"`
+	ProvinceCode  *string       `json:"province_code,omitempty"`
 	City          *string       `json:"city,omitempty"`
 	District      *string       `json:"district,omitempty"`
 	ISP           *string       `json:"isp,omitempty"`
@@ -223,6 +225,7 @@ func (s FieldSet) Partial(r *Record) *PartialRecord {
 	p.Country = str(fieldCountry, &r.Country)
 	p.CountryCode = str(fieldCountryCode, &r.CountryCode)
 	p.Province = str(fieldProvince, &r.Province)
+	p.ProvinceCode = str(fieldProvinceCode, &r.ProvinceCode)
 	p.City = str(fieldCity, &r.City)
 	p.District = str(fieldDistrict, &r.District)
 	p.ISP = str(fieldISP, &r.ISP)
@@ -269,6 +272,8 @@ func (r *Record) Text(key string) string {
 		return r.CountryCode
 	case "province":
 		return r.Province
+	case "province_code":
+		return r.ProvinceCode
 	case "city":
 		return r.City
 	case "district":

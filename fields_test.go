@@ -17,7 +17,7 @@ func fullRecord() ipatlas.Record {
 	lat, lon := 37.4, -122.1
 	return ipatlas.Record{
 		IP: "8.8.8.8", Continent: "North America", ContinentCode: "NA", Country: "United States",
-		CountryCode: "US", Province: "California", City: "Mountain View", District: "Santa Clara",
+		CountryCode: "US", Province: "California", ProvinceCode: "CA", City: "Mountain View", District: "Santa Clara",
 		ISP: "Google LLC", ASN: "AS15169", Latitude: &lat, Longitude: &lon,
 		TimeZone: "America/Los_Angeles", Currency: "USD", ZipCode: "94043", AreaCode: "1",
 		Route:          netip.MustParsePrefix("8.8.8.0/24"),
@@ -219,7 +219,7 @@ func TestParseFields(t *testing.T) {
 func TestRecordText(t *testing.T) {
 	lat, lon := 37.4225, -122.0841
 	r := ipatlas.Record{IP: "8.8.8.8", Continent: "North America", ContinentCode: "NA", Country: "United States",
-		CountryCode: "US", Province: "California", City: "Mountain View", District: "d", ISP: "Google LLC",
+		CountryCode: "US", Province: "California", ProvinceCode: "CA", City: "Mountain View", District: "d", ISP: "Google LLC",
 		ASN: "AS15169", Latitude: &lat, Longitude: &lon, TimeZone: "America/Los_Angeles", Currency: "USD",
 		ZipCode: "94043", AreaCode: "1", Route: netip.MustParsePrefix("8.8.8.0/24"), Privacy: &ipatlas.Privacy{Hosting: true},
 		LocationSource: "dataset", Hostname: "dns.google", HostnameConfirmed: new(false)}

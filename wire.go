@@ -20,22 +20,27 @@ import (
 // Longitude are nil when the location is unknown: 0,0 is a real place in the
 // Gulf of Guinea and never stands for "unknown".
 type Record struct {
-	IP            string   `json:"ip"`
-	Continent     string   `json:"continent"`
-	ContinentCode string   `json:"continent_code"`
-	Country       string   `json:"country"`
-	CountryCode   string   `json:"country_code"`
-	Province      string   `json:"province"`
-	City          string   `json:"city"`
-	District      string   `json:"district"`
-	ISP           string   `json:"isp"`
-	ASN           string   `json:"asn"`
-	Latitude      *float64 `json:"latitude,omitempty"`
-	Longitude     *float64 `json:"longitude,omitempty"`
-	TimeZone      string   `json:"time_zone"`
-	Currency      string   `json:"currency"`
-	ZipCode       string   `json:"zip_code"`
-	AreaCode      string   `json:"area_code"`
+	IP            string `json:"ip"`
+	Continent     string `json:"continent"`
+	ContinentCode string `json:"continent_code"`
+	Country       string `json:"country"`
+	CountryCode   string `json:"country_code"`
+	Province      string `json:"province"`
+	// ProvinceCode is the province's ISO 3166-2 code without the
+	// country's part, which CountryCode holds: "QC" for Quebec (CA-QC),
+	// "CA" for California (US-CA). Empty when unknown or when the
+	// province has no code.
+	ProvinceCode string   `json:"province_code"`
+	City         string   `json:"city"`
+	District     string   `json:"district"`
+	ISP          string   `json:"isp"`
+	ASN          string   `json:"asn"`
+	Latitude     *float64 `json:"latitude,omitempty"`
+	Longitude    *float64 `json:"longitude,omitempty"`
+	TimeZone     string   `json:"time_zone"`
+	Currency     string   `json:"currency"`
+	ZipCode      string   `json:"zip_code"`
+	AreaCode     string   `json:"area_code"`
 	// Route is the announced prefix that holds the address, as the ASN
 	// data records it ("8.8.8.0/24"); the zero Prefix, sent as "", when
 	// the data has none.

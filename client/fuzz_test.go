@@ -49,7 +49,7 @@ func FuzzLookupResultJSON(f *testing.F) {
 	f.Add([]byte(`{"data":` + recordJSON + `,"meta":{"currentCredits":1},"fetched_at":"2026-11-03T12:00:00Z"}`))
 	f.Add([]byte(`{"data":{"ip":"::1","district":""},"rate_limit":{"limit":5}}`))
 	f.Add([]byte(`{"data":null}`))
-	keys := []string{"ip", "continent", "continent_code", "country", "country_code", "province", "city", "district",
+	keys := []string{"ip", "continent", "continent_code", "country", "country_code", "province", "province_code", "city", "district",
 		"isp", "asn", "latitude", "longitude", "time_zone", "currency", "zip_code", "area_code"}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var r client.LookupResult

@@ -80,6 +80,7 @@ type wireRecord struct {
 	Country        *string          `json:"country"`
 	CountryCode    *string          `json:"country_code"`
 	Province       *string          `json:"province"`
+	ProvinceCode   *string          `json:"province_code"`
 	City           *string          `json:"city"`
 	District       *string          `json:"district"`
 	ISP            *string          `json:"isp"`
@@ -116,7 +117,7 @@ func (r *LookupResult) setData(raw json.RawMessage) error {
 	}{
 		{w.IP, &rec.IP}, {w.Continent, &rec.Continent}, {w.ContinentCode, &rec.ContinentCode},
 		{w.Country, &rec.Country}, {w.CountryCode, &rec.CountryCode}, {w.Province, &rec.Province},
-		{w.City, &rec.City}, {w.District, &rec.District}, {w.ISP, &rec.ISP}, {w.ASN, &rec.ASN},
+		{w.ProvinceCode, &rec.ProvinceCode}, {w.City, &rec.City}, {w.District, &rec.District}, {w.ISP, &rec.ISP}, {w.ASN, &rec.ASN},
 		{}, {}, // latitude, longitude
 		{w.TimeZone, &rec.TimeZone}, {w.Currency, &rec.Currency}, {w.ZipCode, &rec.ZipCode}, {w.AreaCode, &rec.AreaCode},
 	} {
@@ -127,19 +128,19 @@ func (r *LookupResult) setData(raw json.RawMessage) error {
 	}
 	rec.Latitude, rec.Longitude = w.Latitude, w.Longitude
 	if w.Latitude != nil {
-		r.present |= 1 << 10
+		r.present |= 1 << 11
 	}
 	if w.Longitude != nil {
-		r.present |= 1 << 11
+		r.present |= 1 << 12
 	}
 	if w.Route != nil {
 		// A route this client cannot read is unknown, as an absent one.
 		rec.Route, _ = netip.ParsePrefix(*w.Route)
-		r.present |= 1 << 16
+		r.present |= 1 << 17
 	}
 	if w.Privacy != nil {
 		rec.Privacy = w.Privacy
-		r.present |= 1 << 17
+		r.present |= 1 << 18
 	}
 	if w.LocationSource != nil {
 		rec.LocationSource = *w.LocationSource

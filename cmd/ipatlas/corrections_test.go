@@ -214,3 +214,31 @@ func mustSource(t *testing.T, v string) geofeed.Source {
 	}
 	return s
 }
+
+// A published feed is optional like the privacy lists: when one cannot be
+// fetched (a machine without the internet, its host down), db fetch still
+// installs the dataset and the other feeds and succeeds, with one warning
+// that names --geofeed none.
+func TestDBFetchGeofeedFailureWarns(t *testing.T) {
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "8.8.8.0/24,DE,DE-BY,Nuremberg,\n")
+	}))
+	defer good.Close()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "gone", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	reg := datasettest.NewRegistry(t, datasettest.DefaultPackages(t, "2.3.2026052009")...)
+	dir := t.TempDir()
+	out, errOut, err := runDBTest(t, nil, "db", "fetch", "--data-dir", dir, "--registry", reg.URL, "--privacy-lists=false",
+		"--geofeed", "none", "--geofeed", down.URL+"/feed.csv", "--geofeed", good.URL+"/feed.csv")
+	if err != nil {
+		t.Fatalf("db fetch with one feed down: %v\n%s\n%s", err, out, errOut)
+	}
+	if !strings.Contains(out, "1 entries") && !strings.Contains(out, "entries, 0 lines skipped") {
+		t.Errorf("the good feed was not fetched:\n%s", out)
+	}
+	if n := strings.Count(errOut, "warning"); n != 1 || !strings.Contains(errOut, "1 of 2 geofeeds could not be fetched") || !strings.Contains(errOut, "--geofeed none") {
+		t.Errorf("want one warning naming the failure and --geofeed none, got:\n%s", errOut)
+	}
+}

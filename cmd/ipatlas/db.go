@@ -24,6 +24,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geofeed"
 	"github.com/ipatlas/ipatlas/internal/names"
+	"github.com/ipatlas/ipatlas/internal/postal"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
@@ -82,6 +83,18 @@ see 'ipatlas --help'):
                             https://raw.githubusercontent.com/lord-alfred/ipranges/main/)
   --tor-exit-url URL        the Tor bulk exit list or a mirror (IPATLAS_TOR_EXIT_URL;
                             default https://check.torproject.org/torbulkexitlist)
+  --postal-url URL          GeoNames' postal codes of all countries, or a mirror
+                            (IPATLAS_POSTAL_URL; default
+                            https://download.geonames.org/export/zip/allCountries.zip;
+                            "off" downloads nothing)
+  --postal-file FILE        a copy of them in GeoNames' format (zip, xz, gzip or
+                            text) for a machine that cannot reach GeoNames
+                            (IPATLAS_POSTAL_FILE)
+
+Each city file is installed with the postal code of each of its records'
+places, from GeoNames' postal codes (CC BY 4.0): downloaded once a month
+into the data dir, else the copy there, else --postal-file, else the
+snapshot built in (the codes of the places with the most codes).
 
 Then it fetches the privacy lists (hosting, VPN, relay, Tor exits) from
 their upstreams, each parsed and checked before it replaces the copy in
@@ -94,7 +107,7 @@ Last it fetches the published geofeeds (--geofeed "URL [AS...]", repeatable,
 IPATLAS_GEOFEED, geofeed in the config file; the built-in list of
 well-known operators' feeds unless one is "none") into DATA-DIR/geofeeds,
 where a server that cannot reach them finds them. A feed that fails keeps
-its copy and fails the command, after the others.
+its copy, and the command still succeeds, with a warning.
 `
 
 const dbInfoHelp = `usage: ipatlas db info [--data-dir DIR] [--json]
@@ -142,6 +155,7 @@ func parseDBFlags(fs *flag.FlagSet, args []string, e env, help string) error {
 type fetchFlags struct {
 	source, registry, dbipURL, maxmindURL, accountID, licenseKey, editions *string
 	x4bnetURL, iprangesURL, torExitURL                                     *string
+	postalURL, postalFile                                                  *string
 }
 
 func newFetchFlags(fs *flag.FlagSet) fetchFlags {
@@ -157,6 +171,8 @@ func newFetchFlags(fs *flag.FlagSet) fetchFlags {
 		x4bnetURL:   fs.String("x4bnet-url", "", "X4BNet lists_vpn base URL"),
 		iprangesURL: fs.String("ipranges-url", "", "ipranges base URL"),
 		torExitURL:  fs.String("tor-exit-url", "", "Tor exit list URL"),
+		postalURL:   fs.String("postal-url", "", "GeoNames postal codes URL"),
+		postalFile:  fs.String("postal-file", "", "GeoNames postal codes file"),
 	}
 }
 
@@ -184,6 +200,8 @@ func (ff fetchFlags) options(ls localSettings, getenv func(string) string) (data
 		MaxMindAccountID:  pick(ff.accountID, "maxmind-account-id", ""),
 		MaxMindLicenseKey: pick(ff.licenseKey, "maxmind-license-key", ""),
 		MaxMindEditions:   splitList(pick(ff.editions, "maxmind-editions", "")),
+		PostalURL:         pick(ff.postalURL, "postal-url", postal.URL),
+		PostalFile:        pick(ff.postalFile, "postal-file", ""),
 	}
 	if !slices.Contains(dataset.Sources, o.Source) {
 		return o, fmt.Errorf("--source %q: want %s", o.Source, strings.Join(dataset.Sources, ", "))
@@ -262,8 +280,10 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 			fmt.Fprintf(e.stderr, "ipatlas: warning: privacy lists: %v; the dataset is installed; --privacy-lists=false leaves the lists out\n", err)
 		}
 	}
-	// The published feeds: one that fails keeps its copy, and fails the
-	// command after the others are fetched.
+	// The published feeds are optional too: one that fails keeps its copy
+	// (or, never fetched, places nothing), the others are still fetched,
+	// and the command succeeds with one warning that says how to leave
+	// the built-in list out.
 	var failed []error
 	if len(feeds) > 0 {
 		fmt.Fprintln(e.stdout, "fetching the geofeeds")
@@ -278,7 +298,12 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "geofeed %s: %d entries, %d lines skipped, from %s\n", s.Name, c.Entries, c.Problems, s.URL)
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("db fetch: %d geofeeds failed (their copies in service stay; the first: %w)", len(failed), failed[0])
+		feedsNoun := "geofeeds"
+		if len(feeds) == 1 {
+			feedsNoun = "geofeed"
+		}
+		fmt.Fprintf(e.stderr, "ipatlas: warning: %d of %d %s could not be fetched; copies fetched earlier stay in service (the first: %v); the dataset is installed; --geofeed none leaves the built-in list out\n",
+			len(failed), len(feeds), feedsNoun, failed[0])
 	}
 	fmt.Fprintf(e.stdout, "done in %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
@@ -302,6 +327,10 @@ type dbInfo struct {
 	// (the Tor exit list before its first good fetch): their flags are
 	// unknown. A list here may have a download in PrivacyRefused.
 	NotFetched []string `json:"privacy_lists_not_fetched"`
+	// Postal describes the copy of GeoNames' postal codes the city files'
+	// postal codes come from; absent when the data dir has none (the
+	// snapshot built in serves).
+	Postal *dataset.PostalManifest `json:"postal,omitempty"`
 	// Sources are every data source of the answers and the web page, with
 	// its licence: the fetched datasets and the tables built in.
 	Sources []names.Source `json:"sources"`
@@ -428,6 +457,9 @@ func describeDataDir(dir string) (dbInfo, error) {
 	if len(info.Datasets) == 0 && len(info.Other) == 0 {
 		return info, fmt.Errorf("no datasets in %s (run 'ipatlas db fetch' to fill it)", dir)
 	}
+	if pm, err := dataset.ReadPostalManifest(dir); err == nil {
+		info.Postal = &pm
+	}
 	pt, err := privacy.Load(dir, true)
 	if err != nil {
 		return info, err
@@ -530,6 +562,17 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 				fmt.Fprintf(w, "  %s: %d entries refused by its bounds, not in service: %s\n", s.DatabaseType, r.Count, strings.Join(r.Examples, "; "))
 			}
 		}
+	}
+	if p := info.Postal; p != nil {
+		fmt.Fprintf(w, "\npostal codes (%s)\n", dataset.PostalFile)
+		fmt.Fprintf(w, "  source:       %s\n", p.Source)
+		fmt.Fprintf(w, "  fetched:      %s (%d days ago; refreshed after %d)\n", p.FetchedAt.UTC().Format(time.RFC3339),
+			int(now.Sub(p.FetchedAt).Hours()/24), int(dataset.PostalMaxAge.Hours()/24))
+		fmt.Fprintf(w, "  codes:        %s of %d countries\n", groupThousands(p.Codes), p.Countries)
+		fmt.Fprintf(w, "  licence:      %s (%s)\n", p.License, p.LicenseURL)
+		fmt.Fprintf(w, "  attribution:  %s\n", p.Attribution)
+	} else {
+		fmt.Fprintf(w, "\npostal codes: the snapshot built in (no copy of GeoNames' fetched yet: 'ipatlas db fetch')\n")
 	}
 	if len(info.PrivacyRefused) > 0 {
 		fmt.Fprintf(w, "\nprivacy lists refused (each answers from the copy before, if it has one, until a good one comes)\n")

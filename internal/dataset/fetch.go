@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/postal"
 )
 
 // Defaults of the FetchOptions limits.
@@ -42,6 +43,13 @@ type FetchOptions struct {
 	MaxMindAccountID  string
 	MaxMindLicenseKey string
 	MaxMindEditions   []string
+	// PostalURL is GeoNames' download of all countries' postal codes
+	// (postal.URL if empty), or a mirror serving the same zip; PostalOff
+	// downloads nothing. PostalFile is a copy in GeoNames' format (as
+	// published, or xz- or gzip-compressed) to use where the URL cannot
+	// be reached and the data dir has no copy yet. See postal.go.
+	PostalURL  string
+	PostalFile string
 
 	HTTPClient *http.Client // a client with sensible timeouts if nil
 	// Progress receives one line per step for people; when Terminal is
@@ -81,13 +89,18 @@ type fetcher struct {
 	registry string
 	dbipURL  string
 	mm       maxmindAccount
-	client   *http.Client
-	force    bool
-	maxTar   int64
-	limits   archiveLimits
-	stall    time.Duration
-	now      func() time.Time
-	rep      *reporter
+	// postalURL and postalFile are FetchOptions'; postal is the postal
+	// data of this fetch, resolved at its first use.
+	postalURL  string
+	postalFile string
+	postal     *postalData
+	client     *http.Client
+	force      bool
+	maxTar     int64
+	limits     archiveLimits
+	stall      time.Duration
+	now        func() time.Time
+	rep        *reporter
 }
 
 // fetchJob is one package of a source and how to bring it up to date.
@@ -139,6 +152,18 @@ func Fetch(ctx context.Context, opts FetchOptions) (Manifest, error) {
 		f.rep.warn("", fmt.Sprintf("ignoring unreadable manifest, fetching everything: %v", err))
 		m = Manifest{}
 	}
+	defer f.releasePostal()
+	m, err = f.fetchSource(ctx, m)
+	if ctx.Err() == nil {
+		if perr := f.ensurePostalIndexes(ctx, m); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
+	return m, err
+}
+
+// fetchSource brings the packages of the fetch's source up to date.
+func (f *fetcher) fetchSource(ctx context.Context, m Manifest) (Manifest, error) {
 	source := f.source
 	if source == SourceAuto {
 		// The publisher's own download first: it has this month's data,
@@ -261,8 +286,10 @@ func (f *fetcher) retire(m Manifest, jobs []fetchJob, source string) (Manifest, 
 				errs = append(errs, err)
 				continue
 			}
-			if err := os.Remove(filepath.Join(f.dir, geo.ZoneIndexFile(file.Name))); err != nil && !isNotExist(err) {
-				errs = append(errs, err)
+			for _, side := range []string{geo.ZoneIndexFile(file.Name), geo.PostalIndexFile(file.Name)} {
+				if err := os.Remove(filepath.Join(f.dir, side)); err != nil && !isNotExist(err) {
+					errs = append(errs, err)
+				}
 			}
 			names = append(names, file.Name)
 		}
@@ -279,17 +306,19 @@ func newFetcher(opts FetchOptions) (*fetcher, error) {
 		return nil, errors.New("no data directory given")
 	}
 	f := &fetcher{
-		dir:      opts.DataDir,
-		source:   opts.Source,
-		registry: opts.Registry,
-		dbipURL:  opts.DBIPURL,
-		client:   opts.HTTPClient,
-		force:    opts.Force,
-		maxTar:   opts.MaxTarballSize,
-		limits:   archiveLimits{maxFile: opts.MaxFileSize},
-		stall:    opts.StallTimeout,
-		now:      opts.Now,
-		rep:      &reporter{w: opts.Progress, term: opts.Terminal, log: opts.Logger},
+		dir:        opts.DataDir,
+		source:     opts.Source,
+		registry:   opts.Registry,
+		dbipURL:    opts.DBIPURL,
+		postalURL:  opts.PostalURL,
+		postalFile: opts.PostalFile,
+		client:     opts.HTTPClient,
+		force:      opts.Force,
+		maxTar:     opts.MaxTarballSize,
+		limits:     archiveLimits{maxFile: opts.MaxFileSize},
+		stall:      opts.StallTimeout,
+		now:        opts.Now,
+		rep:        &reporter{w: opts.Progress, term: opts.Terminal, log: opts.Logger},
 	}
 	if f.source == "" {
 		f.source = SourceAuto
@@ -299,6 +328,14 @@ func newFetcher(opts FetchOptions) (*fetcher, error) {
 	}
 	if f.dbipURL == "" {
 		f.dbipURL = DefaultDBIPURL
+	}
+	if f.postalURL == "" {
+		f.postalURL = postal.URL
+	}
+	if f.postalURL != PostalOff {
+		if err := checkBaseURL(f.postalURL, "GeoNames"); err != nil {
+			return nil, err
+		}
 	}
 	switch f.source {
 	case SourceAuto:

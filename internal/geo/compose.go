@@ -24,6 +24,9 @@ type cityInput struct {
 	lat, lon       float64 // NaN when absent
 	timeZone       string
 	zip            string
+	// postal is the code the file's postal index gives the record, for a
+	// record without a zip of its own; "" when it gives none.
+	postal string
 	// pointZone is the zone at the coordinates as the file's zone index
 	// gives it, when pointZoneKnown; see needsPointZone.
 	pointZone      string
@@ -48,13 +51,16 @@ type countryData struct {
 // cityData is the composed city part of a record, both languages, as
 // cached per data record.
 type cityData struct {
-	country   *countryData // nil when the record has no country
-	text      [2]place     // indexed by ipatlas.Lang
-	timeZone  string
-	zip       string
-	areaCode  string
-	coords    [2]float64
-	hasCoords bool
+	country  *countryData // nil when the record has no country
+	text     [2]place     // indexed by ipatlas.Lang
+	timeZone string
+	zip      string
+	areaCode string
+	// provinceCode is the province's ISO 3166-2 code without the
+	// country's part ("QC"), the same in both languages.
+	provinceCode string
+	coords       [2]float64
+	hasCoords    bool
 }
 
 // fill copies the city part into r. The coordinates go into coords, which
@@ -67,6 +73,9 @@ func (c *cityData) fill(r *ipatlas.Record, lang ipatlas.Lang, coords *[2]float64
 	}
 	t := &c.text[lang]
 	r.Province, r.City, r.District = t.province, t.city, t.district
+	if t.province != "" {
+		r.ProvinceCode = c.provinceCode
+	}
 	r.TimeZone, r.ZipCode, r.AreaCode = c.timeZone, c.zip, c.areaCode
 	if c.hasCoords {
 		*coords = c.coords
@@ -175,8 +184,14 @@ func compose(in cityInput, countries *countryTable) cityData {
 
 	if cc != "" {
 		d.areaCode = names.AreaCode(cc, prov, city, in.lat, in.lon)
+		if prov != "" {
+			d.provinceCode = names.ProvinceCode(cc, prov)
+		}
 	}
 	d.zip = strings.TrimSpace(in.zip)
+	if d.zip == "" {
+		d.zip = in.postal
+	}
 	d.coords, d.hasCoords = coordsOf(in)
 	d.timeZone = strings.TrimSpace(in.timeZone)
 	switch {

@@ -65,6 +65,7 @@ import (
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/ipatlas/ipatlas/internal/postal"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
@@ -81,7 +82,7 @@ type Locator interface {
 // SourceInfo describes one MMDB file of a data directory, for `db info`.
 type SourceInfo struct {
 	File         string `json:"file"`
-	Kind         string `json:"kind"`          // "city", "country", "asn", "isp", "privacy"; "unsupported" for other types
+	Kind         string `json:"kind"`          // "city", "country", "asn", "isp", "postal", "privacy"; "unsupported" for other types
 	DatabaseType string `json:"database_type"` // the file's own metadata
 	IPVersion    int    `json:"ip_version"`
 	BuildTime    string `json:"build_time"` // RFC 3339
@@ -446,7 +447,9 @@ func (e *Engine) needsTimeZones() bool {
 }
 
 // Datasets describes the files in service (Networks is not counted: see
-// Describe), in precedence order, then the privacy lists in service.
+// Describe), in precedence order, then the postal index of each city file
+// (Kind "postal", Networks the records it gives a code; the city file's
+// build time), then the privacy lists in service.
 func (e *Engine) Datasets() []SourceInfo {
 	g := e.acquire()
 	if g == nil {
@@ -456,6 +459,12 @@ func (e *Engine) Datasets() []SourceInfo {
 	out := make([]SourceInfo, len(g.sources))
 	for i, s := range g.sources {
 		out[i] = s.info
+	}
+	for _, s := range g.sources {
+		if s.postal != nil {
+			out = append(out, SourceInfo{File: PostalIndexFile(s.info.File), Kind: "postal", DatabaseType: "GeoNames postal codes",
+				IPVersion: s.info.IPVersion, BuildTime: s.info.BuildTime, Networks: s.postal.records(), Description: postal.Attribution})
+		}
 	}
 	return append(out, PrivacySources(e.Privacy())...)
 }
@@ -502,6 +511,9 @@ func (e *Engine) load() (*generation, error) {
 		if s.kind == kindCity || s.kind == kindCountry {
 			s.zones = e.loadZones(f, s)
 		}
+		if s.kind == kindCity {
+			s.postal = e.loadPostal(f, s)
+		}
 		g.add(s)
 	}
 	if len(g.sources) == 0 {
@@ -523,6 +535,21 @@ func (e *Engine) loadZones(path string, s *source) *zoneIndex {
 		e.log.Warn("ignoring the zone index of a city file; its time zones come from the coordinates", "file", ZoneIndexFile(path), "err", err)
 	case z == nil && s.schema == schemaFlat:
 		e.log.Info("no zone index beside a city file: its time zones come from the zone polygons, about 30 MB more memory; 'ipatlas db fetch' writes the index", "file", path)
+	}
+	return z
+}
+
+// loadPostal returns the postal index of the city source s opened from
+// path, or nil when it has none that fits: its records then answer only
+// the postal codes the file has. An index that is malformed or written
+// for another file is logged and ignored.
+func (e *Engine) loadPostal(path string, s *source) *postalIndex {
+	z, err := loadPostalIndex(path, s.r)
+	switch {
+	case err != nil:
+		e.log.Warn("ignoring the postal index of a city file; its records answer only the postal codes the file has", "file", PostalIndexFile(path), "err", err)
+	case z == nil && s.schema == schemaFlat:
+		e.log.Info("no postal index beside a city file: its records answer no postal code; 'ipatlas db fetch' writes the index", "file", path)
 	}
 	return z
 }
@@ -694,6 +721,9 @@ func (g *generation) release() error {
 		if err := s.r.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("geo: closing %s: %w", s.info.File, err))
 		}
+		if err := s.postal.close(); err != nil {
+			errs = append(errs, fmt.Errorf("geo: closing the postal index of %s: %w", s.info.File, err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -711,6 +741,9 @@ func (g *generation) city(addr netip.Addr) (*cityData, error) {
 			return cityData{}, err
 		}
 		d.pointZone, d.pointZoneKnown = s.zones.zone(res.Offset())
+		// The code shares the mapped index, which goes with the
+		// generation; the composed record outlives it in callers' hands.
+		d.postal = strings.Clone(s.postal.code(res.Offset()))
 		return compose(d, &g.countries), nil
 	})
 }

@@ -63,7 +63,7 @@ func show(r ipatlas.Record) string {
 	}
 	return strings.Join([]string{
 		"ip=" + r.IP, "continent=" + r.Continent + "/" + r.ContinentCode, "country=" + r.Country + "/" + r.CountryCode,
-		"province=" + r.Province, "city=" + r.City, "district=" + r.District, "isp=" + r.ISP, "asn=" + r.ASN,
+		"province=" + r.Province + "/" + r.ProvinceCode, "city=" + r.City, "district=" + r.District, "isp=" + r.ISP, "asn=" + r.ASN,
 		"lat=" + lat, "lon=" + lon, "tz=" + r.TimeZone, "currency=" + r.Currency, "zip=" + r.ZipCode, "area=" + r.AreaCode,
 		"route=" + r.Route.String(), "privacy=" + showPrivacy(r.Privacy), "source=" + r.LocationSource,
 	}, " ")
@@ -290,7 +290,7 @@ func TestGeoIP2Schema(t *testing.T) {
 	lat, lon := 35.6893, 139.6899
 	tokyo := ipatlas.Record{
 		IP: "1.0.16.1", Continent: "Asia", ContinentCode: "AS", Country: "Japan", CountryCode: "JP",
-		Province: "Tokyo", City: "Tokyo", District: "Chiyoda", ISP: "ARTERIA Networks", ASN: "AS2519",
+		Province: "Tokyo", ProvinceCode: "13", City: "Tokyo", District: "Chiyoda", ISP: "ARTERIA Networks", ASN: "AS2519",
 		Latitude: &lat, Longitude: &lon, TimeZone: "Asia/Tokyo", Currency: "JPY", ZipCode: "100-0001", AreaCode: "81",
 		Route: netip.MustParsePrefix("1.0.16.0/20"), LocationSource: "dataset",
 	}

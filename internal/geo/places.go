@@ -326,7 +326,10 @@ func better(a, b *placeRecord) bool {
 // matchKeys are the wanted keys a decoded city record answers.
 func matchKeys(in cityInput, wanted map[placeKey]bool) []placeKey {
 	cc := countryCodeOf(in)
-	code := names.SubdivisionCode(cc, clean(in.province.EN))
+	code := "" // the full ISO 3166-2 code, as feeds give it ("US-CA")
+	if c := names.ProvinceCode(cc, clean(in.province.EN)); c != "" {
+		code = cc + "-" + c
+	}
 	var out []placeKey
 	try := func(k placeKey) {
 		if wanted[k] {

@@ -101,7 +101,8 @@ type source struct {
 	has4   bool // answers IPv4 addresses
 	has6   bool // answers IPv6 addresses
 	info   SourceInfo
-	zones  *zoneIndex // the file's zone index; nil when it has none that fits
+	zones  *zoneIndex   // the file's zone index; nil when it has none that fits
+	postal *postalIndex // the file's postal index; nil when it has none that fits
 }
 
 // part orders sources for Datasets: city-part sources, then ASN-part.

@@ -55,7 +55,7 @@ func (e *Engine) Watch(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if name := filepath.Base(ev.Name); !(isDataFile(name) || isZoneIndexFile(name) || name == privacy.ManifestFile) || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Rename|fsnotify.Remove) {
+			if name := filepath.Base(ev.Name); !(isDataFile(name) || isZoneIndexFile(name) || isPostalIndexFile(name) || name == privacy.ManifestFile) || !ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Rename|fsnotify.Remove) {
 				continue
 			}
 			e.log.Debug("data dir changed", "file", ev.Name, "op", ev.Op.String())

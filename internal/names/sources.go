@@ -30,13 +30,18 @@ func Sources() []Source { return slices.Clone(sources) }
 var sources = []Source{
 	{
 		Name:     "DB-IP",
-		Provides: "IP geolocation: continent, country, province, city, coordinates, postal code (DB-IP Lite city, fetched)",
+		Provides: "IP geolocation: continent, country, province, city, coordinates (DB-IP Lite city, fetched)",
 		Licence:  "CC BY 4.0", URL: "https://db-ip.com", LicenceURL: ccBy4,
 	},
 	{
 		Name:     "RouteViews, NRO and DB-IP ASN data",
 		Provides: "AS numbers and organisations, via the @ip-location-db npm packages (fetched)",
 		Licence:  "CC BY 4.0", URL: "https://github.com/sapics/ip-location-db", LicenceURL: ccBy4,
+	},
+	{
+		Name:     "GeoNames postal codes",
+		Provides: "postal codes: the code of each answer's place (fetched monthly, with a snapshot built in)",
+		Licence:  "CC BY 4.0", URL: "https://download.geonames.org/export/zip/", LicenceURL: ccBy4,
 	},
 	{
 		Name:     "X4BNet lists_vpn",

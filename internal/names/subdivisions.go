@@ -1,6 +1,11 @@
 package names
 
-import "github.com/ipatlas/ipatlas/internal/names/fold"
+import (
+	"strings"
+	"sync"
+
+	"github.com/ipatlas/ipatlas/internal/names/fold"
+)
 
 // A subdivision is one entry of the generated table subdivisions: a
 // country's first-level subdivision reached by one English spelling.
@@ -50,3 +55,55 @@ func searchSubdivision(key []byte) *subdivision {
 	}
 	return nil
 }
+
+// ProvinceCode returns the ISO 3166-2 code of a country's first-level
+// subdivision given by its English name, without the country's part, as
+// the country's own code stands apart from it: "QC" for Quebec in CA,
+// "CA" for California in US, "BJ" for Beijing in CN. It is "" for a
+// name the table does not know and for a place without a code.
+func ProvinceCode(country, english string) string {
+	s := lookupSubdivision(country, english)
+	if s == nil {
+		return ""
+	}
+	_, code, _ := strings.Cut(s.code, "-")
+	return code
+}
+
+// SubdivisionCode is ProvinceCode for a subdivision given by its name or
+// by its code, with or without the country's part ("QC", "CA-QC"). A
+// code is returned only when the table knows it for the country.
+func SubdivisionCode(country, nameOrCode string) string {
+	if c := ProvinceCode(country, nameOrCode); c != "" {
+		return c
+	}
+	cc, ok := upper(country)
+	if !ok {
+		return ""
+	}
+	code := strings.ToUpper(strings.TrimSpace(nameOrCode))
+	if p, rest, ok := strings.Cut(code, "-"); ok {
+		if p != string(cc[:]) {
+			return ""
+		}
+		code = rest
+	}
+	if code == "" || len(code) > 3 {
+		return ""
+	}
+	if _, ok := subdivisionCodes()[string(cc[:])+"-"+code]; ok {
+		return code
+	}
+	return ""
+}
+
+// subdivisionCodes is the set of the table's codes ("CA-QC").
+var subdivisionCodes = sync.OnceValue(func() map[string]struct{} {
+	m := make(map[string]struct{}, len(subdivisions)/2)
+	for i := range subdivisions {
+		if c := subdivisions[i].code; c != "" {
+			m[c] = struct{}{}
+		}
+	}
+	return m
+})

@@ -4,7 +4,7 @@ package names
 // the first-level subdivision from the generated table (see
 // subdivisions.go), or the English name when the table does not know it.
 func worldProvince(country, english string) string {
-	if s := lookupSubdivision(country, english); s != nil {
+	if s := lookupSubdivision(country, english); s != nil && s.chinese != "" {
 		return s.chinese
 	}
 	return english

@@ -134,7 +134,7 @@ func toIPAPI(rec *ipatlas.Record, mask uint64) *ipapiAnswer {
 	}
 	a.Continent, a.ContinentCode = str("continent", rec.Continent), str("continentCode", rec.ContinentCode)
 	a.Country, a.CountryCode = str("country", rec.Country), str("countryCode", rec.CountryCode)
-	a.Region, a.RegionName = str("region", ""), str("regionName", rec.Province)
+	a.Region, a.RegionName = str("region", rec.ProvinceCode), str("regionName", rec.Province)
 	a.City, a.District, a.Zip = str("city", rec.City), str("district", rec.District), str("zip", rec.ZipCode)
 	if has("lat") {
 		a.Lat = rec.Latitude

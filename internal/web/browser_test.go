@@ -628,7 +628,7 @@ func TestBrowser(t *testing.T) {
 		if v.QError != "" {
 			t.Fatalf("lookup failed: %s", v.QError)
 		}
-		for f, want := range map[string]string{"ip": "8.8.8.8", "country": "United States (US)", "city": "Mountain View", "province": "California", "asn": "AS15169", "zip_code": "94043", "area_code": "1",
+		for f, want := range map[string]string{"ip": "8.8.8.8", "country": "United States (US)", "city": "Mountain View", "province": "California (US-CA)", "asn": "AS15169", "zip_code": "94043", "area_code": "1",
 			"route": "8.8.8.0/24", "privacy": "hosting or datacenter · Google"} {
 			if got := v.QRecord[f]; got != want {
 				t.Errorf("looked-up %s is %q, want %q", f, got, want)

@@ -90,11 +90,14 @@ export function renderRecord(dl, rec, lang) {
   dl.lang = lang === 'zh' ? 'zh' : 'en';
   const country = rec.country ? (rec.country_code ? `${rec.country} (${rec.country_code})` : rec.country) : '';
   const continent = rec.continent ? (rec.continent_code ? `${rec.continent} (${rec.continent_code})` : rec.continent) : '';
+  // The province's ISO 3166-2 code is the country's code and its own.
+  const province = rec.province ? (rec.province_code && rec.country_code
+    ? `${rec.province} (${rec.country_code}-${rec.province_code})` : rec.province) : '';
   const rows = [
     ['ip', rec.ip, 'ip'],
     ['continent', continent],
     ['country', country],
-    ['province', rec.province],
+    ['province', province],
     ['city', rec.city],
     ['district', rec.district],
     ['isp', rec.isp],

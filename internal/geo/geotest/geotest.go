@@ -60,6 +60,7 @@ type Known struct {
 	CountryCode   string
 	ContinentCode string
 	Province      string // English, as in the data
+	ProvinceCode  string // its ISO 3166-2 code without the country's part
 	City          string
 	District      string
 	Latitude      float64
@@ -85,7 +86,7 @@ var (
 	// postcode, and a time zone derived from its coordinates.
 	MountainView = Known{
 		Label: "us-ipv4", IP: "8.8.8.8", Network: "8.8.8.0/24",
-		CountryCode: "US", ContinentCode: "NA", Province: "California", City: "Mountain View",
+		CountryCode: "US", ContinentCode: "NA", Province: "California", ProvinceCode: "CA", City: "Mountain View",
 		Latitude: 37.422, Longitude: -122.085, HasLocation: true,
 		ASN: "AS15169", ISP: "Google LLC",
 		CountryEN: "United States", CountryZH: "美国", ContinentEN: "North America", ContinentZH: "北美洲",
@@ -94,7 +95,7 @@ var (
 	// Beijing is a China city with the long-distance code 010.
 	Beijing = Known{
 		Label: "cn-beijing", IP: "202.106.0.20", Network: "202.106.0.0/20",
-		CountryCode: "CN", ContinentCode: "AS", Province: "Beijing", City: "Beijing",
+		CountryCode: "CN", ContinentCode: "AS", Province: "Beijing", ProvinceCode: "BJ", City: "Beijing",
 		Latitude: 39.9075, Longitude: 116.397, HasLocation: true,
 		ASN: "AS4808", ISP: "China Unicom Beijing Province Network",
 		CountryEN: "China", CountryZH: "中国", ContinentEN: "Asia", ContinentZH: "亚洲",
@@ -106,7 +107,7 @@ var (
 	// tests that do not need that path should use other places.
 	Shenzhen = Known{
 		Label: "cn-shenzhen", IP: "113.88.10.1", Network: "113.88.0.0/16",
-		CountryCode: "CN", ContinentCode: "AS", Province: "Guangdong", City: "Shenzhen",
+		CountryCode: "CN", ContinentCode: "AS", Province: "Guangdong", ProvinceCode: "GD", City: "Shenzhen",
 		Latitude: 22.5455, Longitude: 114.0683, HasLocation: true,
 		ASN: "AS4134", ISP: "CHINANET-BACKBONE",
 		CountryEN: "China", CountryZH: "中国", ContinentEN: "Asia", ContinentZH: "亚洲",
@@ -123,7 +124,7 @@ var (
 	// GoogleV6 is an IPv6 network in the IPv6 city file.
 	GoogleV6 = Known{
 		Label: "us-ipv6", IP: "2001:4860:4860::8888", Network: "2001:4860::/32",
-		CountryCode: "US", ContinentCode: "NA", Province: "California", City: "Mountain View",
+		CountryCode: "US", ContinentCode: "NA", Province: "California", ProvinceCode: "CA", City: "Mountain View",
 		Latitude: 37.422, Longitude: -122.085, HasLocation: true,
 		ASN: "AS15169", ISP: "Google LLC",
 		CountryEN: "United States", CountryZH: "美国", ContinentEN: "North America", ContinentZH: "北美洲",
@@ -133,7 +134,7 @@ var (
 	// and a time zone in the data.
 	Nuremberg = Known{
 		Label: "de-ipv6-district", IP: "2a01:4f8:c0c:1234::1", Network: "2a01:4f8::/32",
-		CountryCode: "DE", ContinentCode: "EU", Province: "Bavaria", City: "Nuremberg", District: "Middle Franconia",
+		CountryCode: "DE", ContinentCode: "EU", Province: "Bavaria", ProvinceCode: "BY", City: "Nuremberg", District: "Middle Franconia",
 		Latitude: 49.4521, Longitude: 11.0767, HasLocation: true, DataTimeZone: "Europe/Berlin",
 		ASN: "AS24940", ISP: "Hetzner Online GmbH",
 		CountryEN: "Germany", CountryZH: "德国", ContinentEN: "Europe", ContinentZH: "欧洲",
@@ -164,6 +165,7 @@ func (k Known) Want(lang ipatlas.Lang) ipatlas.Record {
 		ContinentCode: k.ContinentCode,
 		CountryCode:   k.CountryCode,
 		Province:      k.Province,
+		ProvinceCode:  k.ProvinceCode,
 		City:          k.City,
 		District:      k.District,
 		ISP:           k.ISP,

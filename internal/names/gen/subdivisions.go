@@ -137,7 +137,14 @@ func loadSubdivisions(dir, registry string) (*subdivisionSources, error) {
 		return nil, fmt.Errorf("subdivision sources: only %d countries and %d CLDR names", len(iso), len(cldrEn))
 	}
 
-	s := &subdivisionSources{sources: []string{iso31662Package.String(), cldrSubdivisionsPackage.String()}}
+	renamed, err := loadCodeAliases(dir, registry)
+	if err != nil {
+		return nil, err
+	}
+
+	s := &subdivisionSources{sources: []string{iso31662Package.String(), cldrSubdivisionsPackage.String(), cldrCorePackage.String()}}
+	// byCode is keyed by the code iso3166-2-db gives; a place's own code
+	// is the current one.
 	byCode := map[string]*place{}
 	ccs := make([]string, 0, len(iso))
 	for cc := range iso {
@@ -152,7 +159,7 @@ func loadSubdivisions(dir, registry string) (*subdivisionSources, error) {
 			code := cc + "-" + r.ISO
 			p := byCode[code]
 			if p == nil {
-				p = &place{country: cc, code: code}
+				p = &place{country: cc, code: currentCode(code, renamed)}
 				byCode[code] = p
 				s.places = append(s.places, p)
 			}
@@ -178,7 +185,8 @@ func loadSubdivisions(dir, registry string) (*subdivisionSources, error) {
 				}
 			}
 			if p.chinese == "" {
-				p.chinese = chineseName(cc, r.ISO, r.Names["zh"])
+				_, iso, _ := strings.Cut(p.code, "-")
+				p.chinese = chineseName(cc, iso, r.Names["zh"])
 			}
 		}
 	}
@@ -194,7 +202,7 @@ func loadSubdivisions(dir, registry string) (*subdivisionSources, error) {
 		if p == nil {
 			return nil, fmt.Errorf("Chinese name for %s, a code the sources do not list", code)
 		}
-		cc, iso, _ := strings.Cut(code, "-")
+		cc, iso, _ := strings.Cut(p.code, "-")
 		p.chinese, p.hand = withKindSuffix(cc, iso, zh), true
 	}
 	for _, h := range placesWithoutCode {
@@ -225,6 +233,61 @@ func chineseName(cc, iso, zh string) string {
 	return withKindSuffix(cc, iso, zh)
 }
 
+// loadCodeAliases reads CLDR's subdivision aliases (cldr-core's
+// supplemental aliases.json): the codes ISO 3166-2 has replaced, each
+// with its one successor in the same country ("CN-11" is "CN-BJ" since
+// 2017), upper case with the country's hyphen.
+func loadCodeAliases(dir, registry string) (map[string]string, error) {
+	tgz, err := cldrCorePackage.load(dir, registry)
+	if err != nil {
+		return nil, err
+	}
+	const file = "package/supplemental/aliases.json"
+	files, err := untar(tgz, file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cldrCorePackage.name, err)
+	}
+	var data struct {
+		Supplemental struct {
+			Metadata struct {
+				Alias struct {
+					Subdivision map[string]struct {
+						Reason      string `json:"_reason"`
+						Replacement string `json:"_replacement"`
+					} `json:"subdivisionAlias"`
+				} `json:"alias"`
+			} `json:"metadata"`
+		} `json:"supplemental"`
+	}
+	if err := json.Unmarshal(files[file], &data); err != nil {
+		return nil, fmt.Errorf("%s: %w", cldrCorePackage.name, err)
+	}
+	code := func(cldr string) string { return strings.ToUpper(cldr[:2] + "-" + cldr[2:]) }
+	out := map[string]string{}
+	for old, a := range data.Supplemental.Metadata.Alias.Subdivision {
+		if a.Reason != "deprecated" || len(old) < 3 || len(a.Replacement) < 3 || strings.Contains(a.Replacement, " ") || a.Replacement[:2] != old[:2] {
+			continue
+		}
+		out[code(old)] = code(a.Replacement)
+	}
+	if len(out) < 50 {
+		return nil, fmt.Errorf("%s: only %d subdivision aliases", cldrCorePackage.name, len(out))
+	}
+	return out, nil
+}
+
+// currentCode is the code that stands for code today: the hand-written
+// one (codeRenames), else CLDR's successor, else code itself.
+func currentCode(code string, cldr map[string]string) string {
+	if c, ok := codeRenames[code]; ok {
+		return c
+	}
+	if c, ok := cldr[code]; ok {
+		return c
+	}
+	return code
+}
+
 func appendNew(s []string, vs ...string) []string {
 	for _, v := range vs {
 		if v != "" && !contains(s, v) {
@@ -253,11 +316,11 @@ type subdivisionTable struct {
 // fold.StrippedMark + key), which the lookup tries when the full key is not
 // found. Where a key leads to two places, a hand-written place beats a
 // source's; a key that still leads to two places with different Chinese
-// names is dropped, since no name is better than a wrong one: "Tashkent
-// Region" strips to the key of both the city of Tashkent and Tashkent
-// Province, and keeps its English name. Places without a Chinese name are
-// left out: the lookup then answers the English name, as for a name it does
-// not know.
+// names or codes is dropped, since no name is better than a wrong one:
+// "Tashkent Region" strips to the key of both the city of Tashkent and
+// Tashkent Province, and keeps its English name. Places without a Chinese
+// name are kept for their code; the lookup of their Chinese name answers
+// the English one, as for a name it does not know.
 func buildSubdivisions(s *subdivisionSources) (*subdivisionTable, error) {
 	cands := map[string][]*place{}
 	var buf fold.Buf
@@ -295,14 +358,14 @@ func buildSubdivisions(s *subdivisionSources) (*subdivisionTable, error) {
 		if len(winners) > 1 {
 			same := true
 			for _, w := range winners[1:] {
-				same = same && w.chinese == winners[0].chinese
+				same = same && w.chinese == winners[0].chinese && w.code == winners[0].code
 			}
 			if !same {
 				t.ambiguous = append(t.ambiguous, key)
 				continue
 			}
 		}
-		if winners[0].chinese != "" {
+		if winners[0].chinese != "" || winners[0].code != "" {
 			t.entries = append(t.entries, subdivisionKey{key, winners[0]})
 		}
 	}
@@ -340,10 +403,11 @@ func emitSubdivisions(t *subdivisionTable, sources []string) ([]byte, string) {
 
 package names
 
-// subdivisions names the world's first-level subdivisions in Chinese, sorted
-// by key: the country code and the full fold key of an English spelling, or
-// the country code, fold.StrippedMark and its stripped key (see package
-// fold). code is the ISO 3166-2 code, "" for a place without one.
+// subdivisions names the world's first-level subdivisions in Chinese and
+// gives their current ISO 3166-2 codes, sorted by key: the country code and
+// the full fold key of an English spelling, or the country code,
+// fold.StrippedMark and its stripped key (see package fold). code is ""
+// for a place without one, chinese "" for a place without a Chinese name.
 var subdivisions = [...]subdivision{
 `)
 	for _, e := range t.entries {

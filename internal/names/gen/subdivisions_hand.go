@@ -45,10 +45,10 @@ var subdivisionKinds = map[string][]subdivisionKind{
 	"CA": {{"province", "省", nil}, {"territory", "地区", []string{"NT", "NU", "YT"}}},
 	"NL": {{"province", "省", nil}},
 	"GB": {{"country", "", nil}}, // 英格兰, 苏格兰, 威尔士, 北爱尔兰
-	"FR": {{"region", "大区", nil}, {"territorial collectivity", "", []string{"COR"}}},
+	"FR": {{"region", "大区", nil}, {"territorial collectivity", "", []string{"20R"}}},
 	"IT": {{"region", "大区", nil}},
 	"ES": {{"autonomous community", "自治区", nil}, {"autonomous city", "", []string{"CE", "ML"}}},
-	"IN": {{"state", "邦", nil}, {"union territory", "", []string{"AN", "CH", "DD", "DL", "DN", "JK", "LD", "PY"}}},
+	"IN": {{"state", "邦", nil}, {"union territory", "", []string{"AN", "CH", "DH", "DL", "JK", "LD", "PY"}}},
 	"JP": {{"prefecture (ken)", "县", nil}, {"metropolis (to)", "都", []string{"13"}}, {"circuit (dō)", "道", []string{"01"}},
 		{"urban prefecture (fu)", "府", []string{"26", "27"}}},
 	"KR": {{"province", "道", nil}, {"special city", "特别市", []string{"11"}},
@@ -144,6 +144,29 @@ var subdivisionAliases = map[string][]string{
 	"CZ-PR":  {"Hlavni mesto Praha"},
 	"SA-02":  {"Mecca Region"},
 	"SA-03":  {"Medina Region"},
+	"RU-KEM": {"Kuzbass"},
+	"AU-ACT": {"ACT"},
+	"DE-HB":  {"Free Hanseatic City of Bremen"},
+	"FI-03":  {"South Ostrobothnia"},
+	"FI-04":  {"South Savo"},
+	"FI-05":  {"Kanta-Hame"},
+	"UA-05":  {"Vinnytsya Oblast"},
+	"CZ-KA":  {"Carlsbad Region"},
+}
+
+// codeRenames are ISO 3166-2 codes that the sources still give and ISO
+// has since replaced, where CLDR's aliases do not say so or say otherwise:
+// South Africa's provinces (2019), Estonia's counties (2022), Corsica
+// (2019), India's union territories merged in 2020 and Uttarakhand
+// (2020), Inner Mongolia (CN-NM; CLDR 48 says CN-MN). They win over
+// CLDR's.
+var codeRenames = map[string]string{
+	"CN-15": "CN-NM",
+	"ZA-GT": "ZA-GP", "ZA-ZN": "ZA-KZN",
+	"EE-44": "EE-45", "EE-49": "EE-50", "EE-51": "EE-52", "EE-57": "EE-56", "EE-59": "EE-60", "EE-65": "EE-64",
+	"EE-67": "EE-68", "EE-70": "EE-71", "EE-78": "EE-79", "EE-82": "EE-81", "EE-86": "EE-87",
+	"FR-COR": "FR-20R",
+	"IN-DD":  "IN-DH", "IN-DN": "IN-DH", "IN-UL": "IN-UT",
 }
 
 // subdivisionChinese are Chinese names by ISO 3166-2 code that replace or
@@ -257,7 +280,9 @@ var subdivisionChinese = map[string]string{
 // placesWithoutCode are first-level places of the IP data that the sources
 // do not list under a code: Hong Kong's 18 districts and 3 regions, Macao's
 // parishes, the whole of Taiwan, Norway's counties since 2020, France's
-// regions before 2016.
+// regions before 2016. Where the place lies wholly in one subdivision that
+// has a code today (France's old regions in the new, Tampere in
+// Pirkanmaa, Kenya's counties), the place has that code.
 var placesWithoutCode = []struct {
 	country, code string
 	english       []string
@@ -300,20 +325,20 @@ var placesWithoutCode = []struct {
 	{"NO", "NO-34", []string{"Innlandet"}, "内陆郡"},
 	{"NO", "NO-42", []string{"Agder"}, "阿格德尔郡"},
 	{"NO", "NO-30", []string{"Viken"}, "维肯郡"},
-	{"FR", "", []string{"Rhone-Alpes", "Rhône-Alpes"}, "罗讷-阿尔卑斯"},
-	{"FR", "", []string{"Bourgogne", "Burgundy"}, "勃艮第"},
-	{"FR", "", []string{"Provence"}, "普罗旺斯"},
-	{"FI", "", []string{"Tampere"}, "坦佩雷"},
+	{"FR", "FR-ARA", []string{"Rhone-Alpes", "Rhône-Alpes"}, "罗讷-阿尔卑斯"},
+	{"FR", "FR-BFC", []string{"Bourgogne", "Burgundy"}, "勃艮第"},
+	{"FR", "FR-PAC", []string{"Provence"}, "普罗旺斯"},
+	{"FI", "FI-11", []string{"Tampere"}, "坦佩雷"},
 	{"RS", "", []string{"Central Serbia"}, "中塞尔维亚"},
-	{"VE", "", []string{"Distrito Federal"}, "联邦区"},
+	{"VE", "VE-A", []string{"Distrito Federal"}, "联邦区"},
 	{"RE", "", []string{"Reunion", "Réunion"}, "留尼汪"},
 	{"GP", "", []string{"Guadeloupe"}, "瓜德罗普"},
 	{"XK", "", []string{"Pristina", "Prishtina"}, "普里什蒂纳"},
 	{"NP", "NP-P3", []string{"Bagmati Province", "Bagmati"}, "巴格马蒂省"},
-	{"KE", "", []string{"Kiambu County", "Kiambu"}, "基安布郡"},
-	{"KE", "", []string{"Machakos County", "Machakos"}, "马查科斯郡"},
-	{"KE", "", []string{"Mombasa County", "Mombasa"}, "蒙巴萨郡"},
-	{"KE", "", []string{"Nakuru County", "Nakuru"}, "纳库鲁郡"},
+	{"KE", "KE-13", []string{"Kiambu County", "Kiambu"}, "基安布郡"},
+	{"KE", "KE-22", []string{"Machakos County", "Machakos"}, "马查科斯郡"},
+	{"KE", "KE-28", []string{"Mombasa County", "Mombasa"}, "蒙巴萨郡"},
+	{"KE", "KE-31", []string{"Nakuru County", "Nakuru"}, "纳库鲁郡"},
 	// Morocco's regions since 2015: the sources give their codes to the
 	// regions before.
 	{"MA", "MA-06", []string{"Casablanca-Settat"}, "卡萨布兰卡-塞塔特大区"},

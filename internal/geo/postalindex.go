@@ -1,0 +1,514 @@
+package geo
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/postal"
+	"github.com/oschwald/maxminddb-golang/v2"
+)
+
+// A postal index is the sidecar of a city file (PostalIndexFile names
+// it) that holds the postal code of every distinct record of the file
+// that has none of its own and whose place package postal finds one for.
+// It is written when the data is installed, from GeoNames' 1.2 million
+// codes, so that the serving process answers postal codes without
+// holding them: it maps the file (five bytes a record, and the codes
+// used) into memory read-only, outside the Go heap and its collector,
+// and copies a code only into the records it composes.
+//
+// Layout, little-endian:
+//
+//	header (postalHeaderSize bytes)
+//	  magic "IPATPOST", version u16
+//	  the MMDB it belongs to, as in a zone index: ip_version u16,
+//	  node_count u32, build_epoch u64, file size u64, record_size u16
+//	  the postal data it was built from: its id (Index.ID), u64
+//	  codes u32, records u32, buckets u32
+//	code offsets: codes u32, each code's offset in the code table
+//	code table: per code, its length (u8, not 0) and text, sorted
+//	bucket starts: buckets+1 u32, non-decreasing, the last = records
+//	low halves: records u16, increasing within each bucket
+//	code ids: records u24
+//	CRC-32C of everything before it, u32
+//
+// A record's offset selects bucket off>>16, whose slice of the low
+// halves is searched for uint16(off), as in a zone index.
+const (
+	postalMagic      = "IPATPOST"
+	postalVersion    = 1
+	postalHeaderSize = 8 + 2 + 2 + 4 + 8 + 8 + 2 + 8 + 4 + 4 + 4
+	maxPostalIndex   = 64 << 20
+	maxPostalCodes   = 1 << 24
+)
+
+const postalIndexSuffix = ".postal"
+
+// PostalIndexFile returns the name of the postal index of the MMDB file
+// named mmdb (a base name or a path).
+func PostalIndexFile(mmdb string) string { return mmdb + postalIndexSuffix }
+
+func isPostalIndexFile(name string) bool {
+	return strings.HasSuffix(name, ".mmdb"+postalIndexSuffix) && !strings.HasPrefix(name, ".")
+}
+
+// postalIndex is a parsed, checked index; its slices are views of one
+// buffer, which nothing writes and which close releases.
+type postalIndex struct {
+	file   zoneFileID
+	data   uint64 // the postal data's id
+	offs   []byte // codes u32
+	table  []byte // the code table
+	starts []byte // (buckets+1) u32
+	lows   []byte // records u16
+	ids    []byte // records u24
+	buf    []byte
+	unmap  func([]byte) error // nil when buf is the heap's
+}
+
+// close releases the index's memory; the index must not be used after.
+func (z *postalIndex) close() error {
+	if z == nil || z.unmap == nil {
+		return nil
+	}
+	err := z.unmap(z.buf)
+	z.unmap, z.buf = nil, nil
+	return err
+}
+
+// code returns the postal code of the record at off, "" when the index
+// (which may be nil) holds none.
+func (z *postalIndex) code(off uintptr) string {
+	if z == nil {
+		return ""
+	}
+	b := uint64(off) >> 16
+	if b >= uint64(len(z.starts)/4-1) {
+		return ""
+	}
+	lo := int(binary.LittleEndian.Uint32(z.starts[4*b:]))
+	hi := int(binary.LittleEndian.Uint32(z.starts[4*b+4:]))
+	want := uint16(off)
+	i, j := lo, hi
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if binary.LittleEndian.Uint16(z.lows[2*m:]) < want {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	if i < hi && binary.LittleEndian.Uint16(z.lows[2*i:]) == want {
+		id := uint32(z.ids[3*i]) | uint32(z.ids[3*i+1])<<8 | uint32(z.ids[3*i+2])<<16
+		return z.codeText(id)
+	}
+	return ""
+}
+
+// codeText is code id as a string that shares the index's memory: it
+// must be copied before it outlives the index.
+func (z *postalIndex) codeText(id uint32) string {
+	off := binary.LittleEndian.Uint32(z.offs[4*id:])
+	n := uint32(z.table[off])
+	return unsafe.String(&z.table[off+1], n)
+}
+
+func (z *postalIndex) records() int { return len(z.lows) / 2 }
+
+// codes is how many codes the index holds.
+func (z *postalIndex) codes() int { return len(z.offs) / 4 }
+
+var errPostalIndex = errors.New("malformed postal index")
+
+// parsePostalIndex reads and checks an index: every bound that lookups
+// rely on holds afterwards, whatever b was. The index's strings point into
+// b, which must not change afterwards.
+func parsePostalIndex(b []byte) (*postalIndex, error) {
+	if len(b) < postalHeaderSize+4 {
+		return nil, fmt.Errorf("%w: %d bytes, shorter than its header", errPostalIndex, len(b))
+	}
+	if string(b[:8]) != postalMagic {
+		return nil, fmt.Errorf("%w: no magic", errPostalIndex)
+	}
+	le := binary.LittleEndian
+	if v := le.Uint16(b[8:]); v != postalVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", errPostalIndex, v, postalVersion)
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, castagnoli) != le.Uint32(b[len(b)-4:]) {
+		return nil, fmt.Errorf("%w: checksum mismatch", errPostalIndex)
+	}
+	z := &postalIndex{file: zoneFileID{
+		ipVersion:  le.Uint16(b[10:]),
+		nodeCount:  le.Uint32(b[12:]),
+		buildEpoch: le.Uint64(b[16:]),
+		size:       le.Uint64(b[24:]),
+		recordSize: le.Uint16(b[32:]),
+	}}
+	z.data = le.Uint64(b[34:])
+	nCodes, nRecords, nBuckets := uint64(le.Uint32(b[42:])), uint64(le.Uint32(b[46:])), uint64(le.Uint32(b[50:]))
+	if nCodes > maxPostalCodes || nBuckets > 1<<16 {
+		return nil, fmt.Errorf("%w: %d codes, %d buckets", errPostalIndex, nCodes, nBuckets)
+	}
+	rest := body[postalHeaderSize:]
+	if uint64(len(rest)) < 4*nCodes {
+		return nil, fmt.Errorf("%w: code offsets cut short", errPostalIndex)
+	}
+	z.offs, rest = rest[:4*nCodes], rest[4*nCodes:]
+	// The table runs from here to the bucket starts, whose size the
+	// record count gives.
+	if uint64(len(rest)) < 4*(nBuckets+1)+5*nRecords {
+		return nil, fmt.Errorf("%w: %d bytes after the code offsets, fewer than the records need", errPostalIndex, len(rest))
+	}
+	z.table, rest = rest[:uint64(len(rest))-4*(nBuckets+1)-5*nRecords], rest[uint64(len(rest))-4*(nBuckets+1)-5*nRecords:]
+	next := uint64(0)
+	for i := uint64(0); i < nCodes; i++ {
+		off := uint64(le.Uint32(z.offs[4*i:]))
+		if off != next || off >= uint64(len(z.table)) || z.table[off] == 0 || off+1+uint64(z.table[off]) > uint64(len(z.table)) {
+			return nil, fmt.Errorf("%w: code %d at offset %d", errPostalIndex, i, off)
+		}
+		next = off + 1 + uint64(z.table[off])
+	}
+	if next != uint64(len(z.table)) {
+		return nil, fmt.Errorf("%w: %d bytes of the code table hold no code", errPostalIndex, uint64(len(z.table))-next)
+	}
+	if uint64(len(rest)) != 4*(nBuckets+1)+5*nRecords {
+		return nil, fmt.Errorf("%w: %d bytes of records, want %d", errPostalIndex, len(rest), 4*(nBuckets+1)+5*nRecords)
+	}
+	z.starts, rest = rest[:4*(nBuckets+1)], rest[4*(nBuckets+1):]
+	z.lows, z.ids = rest[:2*nRecords], rest[2*nRecords:]
+	prev := uint32(0)
+	for k := uint64(0); k <= nBuckets; k++ {
+		s := le.Uint32(z.starts[4*k:])
+		if s < prev || uint64(s) > nRecords {
+			return nil, fmt.Errorf("%w: bucket %d starts at %d", errPostalIndex, k, s)
+		}
+		if k > 0 {
+			for i := int(prev) + 1; i < int(s); i++ {
+				if le.Uint16(z.lows[2*i:]) <= le.Uint16(z.lows[2*(i-1):]) {
+					return nil, fmt.Errorf("%w: bucket %d is not sorted", errPostalIndex, k-1)
+				}
+			}
+		}
+		prev = s
+	}
+	if uint64(prev) != nRecords {
+		return nil, fmt.Errorf("%w: buckets end at %d of %d records", errPostalIndex, prev, nRecords)
+	}
+	for i := uint64(0); i < nRecords; i++ {
+		if id := uint64(z.ids[3*i]) | uint64(z.ids[3*i+1])<<8 | uint64(z.ids[3*i+2])<<16; id >= nCodes {
+			return nil, fmt.Errorf("%w: record %d has code %d of %d", errPostalIndex, i, id, nCodes)
+		}
+	}
+	return z, nil
+}
+
+// loadPostalIndex maps the postal index of the MMDB file at path, open
+// as r: nil and no error when there is none, an error when there is one
+// that is malformed or belongs to another file. The caller closes it.
+func loadPostalIndex(path string, r *maxminddb.Reader) (z *postalIndex, err error) {
+	f, err := os.Open(PostalIndexFile(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > maxPostalIndex {
+		return nil, fmt.Errorf("%w: larger than %d bytes", errPostalIndex, maxPostalIndex)
+	}
+	b, unmap, err := mapFile(f, int(fi.Size()))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && unmap != nil {
+			unmap(b)
+		}
+	}()
+	if z, err = parsePostalIndex(b); err != nil {
+		return nil, err
+	}
+	z.buf, z.unmap = b, unmap
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if z.file != fileID(r.Metadata, st.Size()) {
+		return nil, errors.New("the postal index belongs to another file (build time, nodes or size differ)")
+	}
+	return z, nil
+}
+
+// PostalIndexStats describes a postal index as BuildPostalIndex made it.
+type PostalIndexStats struct {
+	Records int // distinct records of the MMDB file
+	Own     int // records with a postal code of their own in the file
+	Indexed int // records given a code by the index
+	ByName  int // of which by the name of their place
+	Codes   int // distinct codes indexed
+	Bytes   int // size of the index
+}
+
+// NeedsPostalIndex reports whether the MMDB file at path is a city file
+// without a well-formed postal index of its own beside it, built from the
+// postal data with the id data.
+func NeedsPostalIndex(path string, data uint64) (bool, error) {
+	r, err := openReader(path)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	if k, _, _ := classify(r.Metadata.DatabaseType); k != kindCity {
+		return false, nil
+	}
+	z, err := loadPostalIndex(path, r)
+	defer z.close()
+	return z == nil || err != nil || z.data != data, nil
+}
+
+// chinaNameKm bounds a match by name in China, whose county and city the
+// names package resolves from the record's coordinates: GeoNames gives
+// each Chinese code one rough point, often tens of kilometres from the
+// city, so the name decides within the province.
+const chinaNameKm = 150
+
+// postalPlace is the place of a decoded record as package postal matches
+// it to a code: the record's country, first-level subdivision (as the
+// data names it), the names its place goes by (the record's city; in
+// China its county first, then its city, as the record answers them in
+// English) and its coordinates.
+func postalPlace(in cityInput) postal.Place {
+	// A zone of its own spares compose the time-zone finders, which the
+	// place does not need.
+	in.timeZone = "UTC"
+	d := compose(in, &countryTable{})
+	p := postal.Place{Country: countryCodeOf(in), Subdivision: clean(in.province.EN), Lat: in.lat, Lon: in.lon}
+	if !d.hasCoords {
+		p.Lat, p.Lon = math.NaN(), math.NaN()
+	}
+	t := d.text[ipatlas.English]
+	if p.Country == "CN" {
+		p.MaxKm = chinaNameKm
+		if t.district != "" {
+			p.Names = append(p.Names, t.district)
+		}
+	}
+	if t.city != "" {
+		p.Names = append(p.Names, t.city)
+	}
+	if raw, _ := splitDistrict(in.city.EN); raw != "" && raw != t.city {
+		p.Names = append(p.Names, raw)
+	}
+	return p
+}
+
+// BuildPostalIndex computes the postal index of the MMDB file at path
+// with the codes of ix: it decodes every distinct record once, as the
+// engine does, and looks the code of each record without one up by its
+// place (postalPlace). It returns nil for a file that takes no index (not
+// a city file).
+func BuildPostalIndex(ctx context.Context, path string, ix *postal.Index) (b []byte, st PostalIndexStats, err error) {
+	r, err := openReader(path)
+	if err != nil {
+		return nil, st, err
+	}
+	defer r.Close()
+	s := &source{r: r}
+	if s.kind, s.schema, _ = classify(r.Metadata.DatabaseType); s.kind != kindCity {
+		return nil, st, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, st, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			b, err = nil, fmt.Errorf("geo: %s is corrupt: %v", path, p)
+		}
+	}()
+	var recs []indexedCode
+	seen := make(map[uintptr]struct{})
+	ends, limit := uint(0), maxWalkEnds(r)
+	for res := range r.NetworksWithin(everything(r), maxminddb.IncludeNetworksWithoutData()) {
+		if err := res.Err(); err != nil {
+			return nil, st, fmt.Errorf("geo: %s is corrupt: %w", path, err)
+		}
+		if ends++; ends > limit {
+			return nil, st, fmt.Errorf("geo: %s is corrupt: %w", path, errSharedNodes)
+		}
+		if ends%(1<<16) == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, st, err
+			}
+		}
+		if !res.Found() {
+			continue
+		}
+		off := res.Offset()
+		if _, ok := seen[off]; ok {
+			continue
+		}
+		seen[off] = struct{}{}
+		in, err := s.decodeCity(res)
+		if err != nil {
+			return nil, st, fmt.Errorf("geo: %s is corrupt: record of %s: %w", path, res.Prefix(), err)
+		}
+		if strings.TrimSpace(in.zip) != "" {
+			st.Own++
+			continue
+		}
+		m, ok := ix.Lookup(postalPlace(in))
+		if !ok {
+			continue
+		}
+		if m.ByName {
+			st.ByName++
+		}
+		recs = append(recs, indexedCode{off, m.Code})
+	}
+	st.Records = len(seen)
+	st.Indexed = len(recs)
+	b, st.Codes, err = encodePostalIndex(fileID(r.Metadata, fi.Size()), ix.ID, recs)
+	if err != nil {
+		return nil, st, fmt.Errorf("geo: %s: %w", path, err)
+	}
+	st.Bytes = len(b)
+	return b, st, nil
+}
+
+// WritePostalIndex writes the postal index of the MMDB file at path
+// beside it (PostalIndexFile), replacing any, and returns what
+// BuildPostalIndex says of it. A file that takes none gets none.
+func WritePostalIndex(ctx context.Context, path string, ix *postal.Index) (PostalIndexStats, error) {
+	b, st, err := BuildPostalIndex(ctx, path, ix)
+	if err != nil || b == nil {
+		return st, err
+	}
+	if err := writeSidecar(PostalIndexFile(path), b); err != nil {
+		return st, fmt.Errorf("geo: writing the postal index of %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// writeSidecar replaces the file at name with b, through a temporary file
+// renamed into place.
+func writeSidecar(name string, b []byte) error {
+	dir, base := filepath.Split(name)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+"-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err2 := f.Close(); err == nil {
+		err = err2
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), name)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// indexedCode is one record of a postal index.
+type indexedCode struct {
+	off  uintptr
+	code string
+}
+
+// encodePostalIndex lays out the index of the file id with the records
+// recs (each offset once, in any order) and says how many codes it holds.
+func encodePostalIndex(id zoneFileID, data uint64, recs []indexedCode) ([]byte, int, error) {
+	recs = slices.Clone(recs)
+	slices.SortFunc(recs, func(a, b indexedCode) int { return cmp.Compare(a.off, b.off) })
+	ids := map[string]int{}
+	for i, rec := range recs {
+		if rec.off > 1<<32-1 {
+			return nil, 0, fmt.Errorf("a record at offset %d is beyond what a postal index holds", rec.off)
+		}
+		if i > 0 && recs[i-1].off == rec.off {
+			return nil, 0, fmt.Errorf("offset %d twice", rec.off)
+		}
+		if rec.code == "" || len(rec.code) > 255 {
+			return nil, 0, fmt.Errorf("postal code %q does not fit a postal index", rec.code)
+		}
+		ids[rec.code] = 0
+	}
+	codes := make([]string, 0, len(ids))
+	for c := range ids {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	if len(codes) > maxPostalCodes {
+		return nil, 0, fmt.Errorf("%d codes, more than a postal index holds", len(codes))
+	}
+	for i, c := range codes {
+		ids[c] = i
+	}
+	buckets := 0
+	if len(recs) > 0 {
+		buckets = int(recs[len(recs)-1].off>>16) + 1
+	}
+	le := binary.LittleEndian
+	b := make([]byte, 0, postalHeaderSize+12*len(codes)+4*(buckets+1)+5*len(recs)+4)
+	b = append(b, postalMagic...)
+	b = le.AppendUint16(b, postalVersion)
+	b = le.AppendUint16(b, id.ipVersion)
+	b = le.AppendUint32(b, id.nodeCount)
+	b = le.AppendUint64(b, id.buildEpoch)
+	b = le.AppendUint64(b, id.size)
+	b = le.AppendUint16(b, id.recordSize)
+	b = le.AppendUint64(b, data)
+	b = le.AppendUint32(b, uint32(len(codes)))
+	b = le.AppendUint32(b, uint32(len(recs)))
+	b = le.AppendUint32(b, uint32(buckets))
+	off := 0
+	for _, c := range codes {
+		b = le.AppendUint32(b, uint32(off))
+		off += 1 + len(c)
+	}
+	for _, c := range codes {
+		b = append(b, byte(len(c)))
+		b = append(b, c...)
+	}
+	next := 0
+	for k := 0; k <= buckets; k++ {
+		for next < len(recs) && int(recs[next].off>>16) < k {
+			next++
+		}
+		b = le.AppendUint32(b, uint32(next))
+	}
+	for _, rec := range recs {
+		b = le.AppendUint16(b, uint16(rec.off))
+	}
+	for _, rec := range recs {
+		id := ids[rec.code]
+		b = append(b, byte(id), byte(id>>8), byte(id>>16))
+	}
+	return le.AppendUint32(b, crc32.Checksum(b, castagnoli)), len(codes), nil
+}
