@@ -73,9 +73,9 @@ func (c *cityData) fill(r *ipatlas.Record, lang ipatlas.Lang, coords *[2]float64
 	}
 	t := &c.text[lang]
 	r.Province, r.City, r.District = t.province, t.city, t.district
-	if t.province != "" {
-		r.ProvinceCode = c.provinceCode
-	}
+	// A correction may name a region code the dataset has no name for
+	// (SG-02): the code stands alone then.
+	r.ProvinceCode = c.provinceCode
 	r.TimeZone, r.ZipCode, r.AreaCode = c.timeZone, c.zip, c.areaCode
 	if c.hasCoords {
 		*coords = c.coords

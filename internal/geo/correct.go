@@ -20,6 +20,7 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gaissmai/bart"
@@ -384,6 +385,12 @@ func (e *Engine) buildTable(g *generation, list []placed) *bart.Table[*localValu
 		if v == nil {
 			in, located := resolvePlace(p.q, found, e.opts.Places)
 			d := compose(in, &countries)
+			if cc, code, ok := strings.Cut(p.q.region, "-"); ok && strings.EqualFold(cc, p.q.cc) && code != "" {
+				// The region code the correction names is the record's,
+				// whatever level it is (IT-RM, a province, where the
+				// dataset names the region, IT-62).
+				d.provinceCode = strings.ToUpper(code)
+			}
 			v = &localValue{city: &d, source: p.source, region: p.q.region, ases: p.ases, feed: p.feed}
 			if p.q.city != "" && !located {
 				p.info.Unlocated++

@@ -89,7 +89,7 @@ func TestUnseenFeedGoal(t *testing.T) {
 		entries.Insert(en.Prefix, en)
 	}
 	points := postalPoints(t, copy.Feed.Entries)
-	var n, country, region, city, zone, located, checked, near int
+	var n, country, region, city, zone, located, postalCodes, checked, near int
 	var far []string
 	for _, outer := range copy.Feed.Entries {
 		for _, addr := range []netip.Addr{outer.Prefix.Addr(), lastAddr(outer.Prefix)} {
@@ -100,10 +100,19 @@ func TestUnseenFeedGoal(t *testing.T) {
 			if rec.CountryCode == en.Country {
 				country++
 			}
-			if got, ok := geo.CorrectionRegion(e, addr, uint32(asn)); ok && got == en.Region {
+			// The region code as the record answers it (province_code
+			// beside country_code), and as the correction holds it.
+			answered := ""
+			if rec.ProvinceCode != "" {
+				answered = rec.CountryCode + "-" + rec.ProvinceCode
+			}
+			if got, ok := geo.CorrectionRegion(e, addr, uint32(asn)); ok && got == en.Region && answered == en.Region {
 				region++
 			} else {
-				t.Logf("%s (%s): region %q, not the feed's %q", addr, en.Prefix, got, en.Region)
+				t.Logf("%s (%s): region %q (record %s-%s), not the feed's %q", addr, en.Prefix, got, rec.CountryCode, rec.ProvinceCode, en.Region)
+			}
+			if rec.ZipCode != "" {
+				postalCodes++
 			}
 			if rec.City == en.City && rec.LocationSource == "geofeed:"+src.Name {
 				city++
@@ -135,9 +144,9 @@ func TestUnseenFeedGoal(t *testing.T) {
 		}
 	}
 	pct := func(k int) string { return strconv.FormatFloat(100*float64(k)/float64(n), 'f', 1, 64) + "%" }
-	t.Logf("%d addresses (first and last of %d entries): country %s, region code %s, city %s, a zone of the country %s, coordinates %s; "+
+	t.Logf("%d addresses (first and last of %d entries): country %s, region code %s, city %s, a zone of the country %s, coordinates %s, a postal code %s; "+
 		"of %d with GeoNames postal points of the place, %d within 30 km",
-		n, len(copy.Feed.Entries), pct(country), pct(region), pct(city), pct(zone), pct(located), checked, near)
+		n, len(copy.Feed.Entries), pct(country), pct(region), pct(city), pct(zone), pct(located), pct(postalCodes), checked, near)
 	if country != n || region != n || city != n || zone != n || located != n {
 		t.Errorf("not every address answers the feed's place")
 	}

@@ -365,11 +365,16 @@ func matchKeys(in cityInput, wanted map[placeKey]bool) []placeKey {
 	return out
 }
 
-// recordOf is what a place takes from a city record: its coordinates and
-// the zone a lookup of it answers.
+// recordOf is what a place takes from a city record: its coordinates, and
+// the zone and postal code a lookup of it answers.
 func recordOf(s *source, in cityInput, off uintptr) placeRecord {
 	cc := countryCodeOf(in)
 	r := placeRecord{province: clean(in.province.EN), lat: math.NaN(), lon: math.NaN(), zip: clean(in.zip)}
+	if r.zip == "" && s.postal != nil {
+		// The code the file's postal index gives the record, as a lookup
+		// of it answers: a corrected place takes its city's code.
+		r.zip = strings.Clone(s.postal.code(off))
+	}
 	coords, has := coordsOf(in)
 	if has {
 		r.lat, r.lon = coords[0], coords[1]
