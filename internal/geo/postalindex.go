@@ -136,27 +136,12 @@ var errPostalIndex = errors.New("malformed postal index")
 // rely on holds afterwards, whatever b was. The index's strings point into
 // b, which must not change afterwards.
 func parsePostalIndex(b []byte) (*postalIndex, error) {
-	if len(b) < postalHeaderSize+4 {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than its header", errPostalIndex, len(b))
-	}
-	if string(b[:8]) != postalMagic {
-		return nil, fmt.Errorf("%w: no magic", errPostalIndex)
+	file, body, err := parseSidecarHeader(b, postalMagic, postalVersion, postalHeaderSize, errPostalIndex)
+	if err != nil {
+		return nil, err
 	}
 	le := binary.LittleEndian
-	if v := le.Uint16(b[8:]); v != postalVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", errPostalIndex, v, postalVersion)
-	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, castagnoli) != le.Uint32(b[len(b)-4:]) {
-		return nil, fmt.Errorf("%w: checksum mismatch", errPostalIndex)
-	}
-	z := &postalIndex{file: zoneFileID{
-		ipVersion:  le.Uint16(b[10:]),
-		nodeCount:  le.Uint32(b[12:]),
-		buildEpoch: le.Uint64(b[16:]),
-		size:       le.Uint64(b[24:]),
-		recordSize: le.Uint16(b[32:]),
-	}}
+	z := &postalIndex{file: file}
 	z.data = le.Uint64(b[34:])
 	nCodes, nRecords, nBuckets := uint64(le.Uint32(b[42:])), uint64(le.Uint32(b[46:])), uint64(le.Uint32(b[50:]))
 	if nCodes > maxPostalCodes || nBuckets > 1<<16 {

@@ -121,30 +121,44 @@ func (z *zoneIndex) records() int { return len(z.ids) }
 
 var errZoneIndex = errors.New("malformed zone index")
 
-// parseZoneIndex reads and checks an index: every bound that lookups rely
-// on holds afterwards, whatever b was.
-func parseZoneIndex(b []byte) (*zoneIndex, error) {
-	if len(b) < zoneHeaderSize+4 {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than its header", errZoneIndex, len(b))
+// parseSidecarHeader checks the frame every index beside a city file
+// shares (the zone index, the postal index): its magic and version, the
+// checksum at its end over the rest, and the identity of the city file it
+// was built for, which it returns with the body (the bytes before the
+// checksum). A failure wraps malformed.
+func parseSidecarHeader(b []byte, magic string, version uint16, headerSize int, malformed error) (zoneFileID, []byte, error) {
+	if len(b) < headerSize+4 {
+		return zoneFileID{}, nil, fmt.Errorf("%w: %d bytes, shorter than its header", malformed, len(b))
 	}
-	if string(b[:8]) != zoneMagic {
-		return nil, fmt.Errorf("%w: no magic", errZoneIndex)
+	if string(b[:8]) != magic {
+		return zoneFileID{}, nil, fmt.Errorf("%w: no magic", malformed)
 	}
 	le := binary.LittleEndian
-	if v := le.Uint16(b[8:]); v != zoneVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", errZoneIndex, v, zoneVersion)
+	if v := le.Uint16(b[8:]); v != version {
+		return zoneFileID{}, nil, fmt.Errorf("%w: version %d, want %d", malformed, v, version)
 	}
 	body := b[:len(b)-4]
 	if crc32.Checksum(body, castagnoli) != le.Uint32(b[len(b)-4:]) {
-		return nil, fmt.Errorf("%w: checksum mismatch", errZoneIndex)
+		return zoneFileID{}, nil, fmt.Errorf("%w: checksum mismatch", malformed)
 	}
-	z := &zoneIndex{file: zoneFileID{
+	return zoneFileID{
 		ipVersion:  le.Uint16(b[10:]),
 		nodeCount:  le.Uint32(b[12:]),
 		buildEpoch: le.Uint64(b[16:]),
 		size:       le.Uint64(b[24:]),
 		recordSize: le.Uint16(b[32:]),
-	}}
+	}, body, nil
+}
+
+// parseZoneIndex reads and checks an index: every bound that lookups rely
+// on holds afterwards, whatever b was.
+func parseZoneIndex(b []byte) (*zoneIndex, error) {
+	file, body, err := parseSidecarHeader(b, zoneMagic, zoneVersion, zoneHeaderSize, errZoneIndex)
+	if err != nil {
+		return nil, err
+	}
+	le := binary.LittleEndian
+	z := &zoneIndex{file: file}
 	nZones, nRecords, nBuckets := int(le.Uint16(b[34:])), uint64(le.Uint32(b[36:])), uint64(le.Uint32(b[40:]))
 	if nZones == 0 || nZones > 256 || nBuckets > 1<<16 {
 		return nil, fmt.Errorf("%w: %d zones, %d buckets", errZoneIndex, nZones, nBuckets)
