@@ -93,7 +93,7 @@ func TestLookupTSVAndTable(t *testing.T) {
 	head := strings.Split(lines[0], "\t")
 	row := strings.Split(lines[1], "\t")
 	bad := strings.Split(lines[2], "\t")
-	if len(head) != 20 || len(row) != 20 || len(bad) != 20 || head[19] != "error" {
+	if len(head) != 21 || len(row) != 21 || len(bad) != 21 || head[20] != "error" {
 		t.Fatalf("columns: %d %d %d", len(head), len(row), len(bad))
 	}
 	want := geotest.Nuremberg.Want(ipatlas.English)
@@ -105,7 +105,7 @@ func TestLookupTSVAndTable(t *testing.T) {
 		got["route"] != "2a01:4f8::/32" || got["location_source"] != "dataset" || got["error"] != "" {
 		t.Errorf("row: %v", got)
 	}
-	if bad[0] != "10.0.0.1" || !strings.Contains(bad[19], "PrivateIP") {
+	if bad[0] != "10.0.0.1" || !strings.Contains(bad[20], "PrivateIP") {
 		t.Errorf("error row: %q", bad)
 	}
 
