@@ -321,8 +321,10 @@ func (rt *router) serve(w *exchange, r *http.Request) {
 		rt.dispatch(w, r, "/")
 		return
 	}
-	if p := cleanPath(r.URL.Path); p != r.URL.Path {
-		rt.dispatch(w, r, p)
+	// The escaped path is the one cleaned, as the mux cleans it: an
+	// escaped slash (%2F) stays inside its segment.
+	if ep := r.URL.EscapedPath(); cleanPath(ep) != ep {
+		rt.dispatch(w, r, cleanPath(ep))
 		return
 	}
 	rt.dispatch(w, r, "")
@@ -330,22 +332,20 @@ func (rt *router) serve(w *exchange, r *http.Request) {
 
 var errAsterisk = bodyFail(ipatlas.CodeInvalidRequest, `the request target "*" names no resource here`, `请求目标 "*" 不对应任何资源`)
 
-// dispatch runs the endpoint of the pattern that matches r, with path in
-// place of r's path when it is not "" (a path served as another).
-func (rt *router) dispatch(w *exchange, r *http.Request, path string) {
-	if path != "" {
-		u := *r.URL
-		u.Path, u.RawPath = path, ""
-		r.URL = &u
+// dispatch runs the endpoint of the pattern that matches r, with the
+// escaped path in place of r's when it is not "" (a path served as
+// another).
+func (rt *router) dispatch(w *exchange, r *http.Request, escaped string) {
+	if escaped != "" {
+		setEscapedPath(r, escaped)
 	}
 	_, pat := rt.mux.Handler(r)
 	e, ok := rt.endpoints[pat]
 	if !ok && pat != "" {
-		// The mux would redirect to pat: a subtree's path without its
-		// slash ("/ipinfo" for "/ipinfo/"). Serve that path instead.
-		u := *r.URL
-		u.Path, u.RawPath = pat, ""
-		r.URL = &u
+		// The mux would redirect to pat, an escaped path: a subtree's
+		// path without its slash ("/ipinfo" for "/ipinfo/"). Serve that
+		// path instead.
+		setEscapedPath(r, pat)
 		_, pat = rt.mux.Handler(r)
 		e, ok = rt.endpoints[pat]
 	}
@@ -358,6 +358,16 @@ func (rt *router) dispatch(w *exchange, r *http.Request, path string) {
 		setPathValues(r, e.wild)
 	}
 	rt.run(e, w, r)
+}
+
+// setEscapedPath points r at another path, given escaped.
+func setEscapedPath(r *http.Request, escaped string) {
+	u := *r.URL
+	u.Path, u.RawPath = escaped, ""
+	if p, err := url.PathUnescape(escaped); err == nil && p != escaped {
+		u.Path, u.RawPath = p, escaped
+	}
+	r.URL = &u
 }
 
 // setPathValues sets r's path values from its escaped path, segment by
