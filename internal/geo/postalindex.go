@@ -311,67 +311,29 @@ func postalPlace(in cityInput) postal.Place {
 // place (postalPlace). It returns nil for a file that takes no index (not
 // a city file).
 func BuildPostalIndex(ctx context.Context, path string, ix *postal.Index) (b []byte, st PostalIndexStats, err error) {
-	r, err := openReader(path)
-	if err != nil {
-		return nil, st, err
-	}
-	defer r.Close()
-	s := &source{r: r}
-	if s.kind, s.schema, _ = classify(r.Metadata.DatabaseType); s.kind != kindCity {
-		return nil, st, nil
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, st, err
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			b, err = nil, fmt.Errorf("geo: %s is corrupt: %v", path, p)
-		}
-	}()
 	var recs []indexedCode
-	seen := make(map[uintptr]struct{})
-	ends, limit := uint(0), maxWalkEnds(r)
-	for res := range r.NetworksWithin(everything(r), maxminddb.IncludeNetworksWithoutData()) {
-		if err := res.Err(); err != nil {
-			return nil, st, fmt.Errorf("geo: %s is corrupt: %w", path, err)
-		}
-		if ends++; ends > limit {
-			return nil, st, fmt.Errorf("geo: %s is corrupt: %w", path, errSharedNodes)
-		}
-		if ends%(1<<16) == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, st, err
+	id, records, ok, err := walkRecords(ctx, path, func(k kind) bool { return k == kindCity },
+		func(off uintptr, in cityInput) error {
+			if strings.TrimSpace(in.zip) != "" {
+				st.Own++
+				return nil
 			}
-		}
-		if !res.Found() {
-			continue
-		}
-		off := res.Offset()
-		if _, ok := seen[off]; ok {
-			continue
-		}
-		seen[off] = struct{}{}
-		in, err := s.decodeCity(res)
-		if err != nil {
-			return nil, st, fmt.Errorf("geo: %s is corrupt: record of %s: %w", path, res.Prefix(), err)
-		}
-		if strings.TrimSpace(in.zip) != "" {
-			st.Own++
-			continue
-		}
-		m, ok := ix.Lookup(postalPlace(in))
-		if !ok {
-			continue
-		}
-		if m.ByName {
-			st.ByName++
-		}
-		recs = append(recs, indexedCode{off, m.Code})
+			m, ok := ix.Lookup(postalPlace(in))
+			if !ok {
+				return nil
+			}
+			if m.ByName {
+				st.ByName++
+			}
+			recs = append(recs, indexedCode{off, m.Code})
+			return nil
+		})
+	if err != nil || !ok {
+		return nil, st, err
 	}
-	st.Records = len(seen)
+	st.Records = records
 	st.Indexed = len(recs)
-	b, st.Codes, err = encodePostalIndex(fileID(r.Metadata, fi.Size()), ix.ID, recs)
+	b, st.Codes, err = encodePostalIndex(id, ix.ID, recs)
 	if err != nil {
 		return nil, st, fmt.Errorf("geo: %s: %w", path, err)
 	}

@@ -301,27 +301,8 @@ func WriteZoneIndex(ctx context.Context, path string) (ZoneIndexStats, error) {
 // garbage afterwards. It returns nil for a file that takes no index (not
 // a city or country file). It takes seconds on the default dataset.
 func BuildZoneIndex(ctx context.Context, path string) (b []byte, st ZoneIndexStats, err error) {
-	r, err := openReader(path)
-	if err != nil {
-		return nil, st, err
-	}
-	defer r.Close()
-	s := &source{r: r}
-	if s.kind, s.schema, _ = classify(r.Metadata.DatabaseType); s.kind != kindCity && s.kind != kindCountry {
-		return nil, st, nil
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, st, err
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			b, err = nil, fmt.Errorf("geo: %s is corrupt: %v", path, p)
-		}
-	}()
 	var (
 		recs     []indexedZone
-		seen     = make(map[uintptr]struct{})
 		tiles    tzf.F // built at the first record that needs it
 		polygons = sync.OnceValue(func() tzf.F {
 			f, err := buildPolygons()
@@ -331,19 +312,76 @@ func BuildZoneIndex(ctx context.Context, path string) (b []byte, st ZoneIndexSta
 			return f
 		})
 	)
+	id, records, ok, err := walkRecords(ctx, path, func(k kind) bool { return k == kindCity || k == kindCountry },
+		func(off uintptr, in cityInput) error {
+			coords, hasCoords := coordsOf(in)
+			if !needsPointZone(countryCodeOf(in), in.timeZone, hasCoords) {
+				return nil
+			}
+			if tiles == nil {
+				var err error
+				if tiles, err = buildTiles(); err != nil {
+					return fmt.Errorf("geo: building the time-zone finders: %w", err)
+				}
+			}
+			recs = append(recs, indexedZone{off, zoneAt(tiles, polygons, coords[0], coords[1])})
+			return nil
+		})
+	if err != nil || !ok {
+		return nil, st, err
+	}
+	st.Records = records
+	st.Indexed = len(recs)
+	for _, rec := range recs {
+		if rec.zone == "" {
+			st.Unknown++
+		}
+	}
+	b, st.Zones, err = encodeZoneIndex(id, recs)
+	if err != nil {
+		return nil, st, fmt.Errorf("geo: %s: %w", path, err)
+	}
+	st.Bytes = len(b)
+	return b, st, nil
+}
+
+// walkRecords decodes every distinct record of the MMDB file at path once
+// (aliases of a subtree and networks sharing a record visit it once), as
+// the engine decodes it, for the indexes written beside a city file; ok is
+// false, and nothing visited, for a file whose kind takes no index. It
+// returns the identity of the file and how many records it visited. A
+// corrupt file is an error, never a panic or an endless walk.
+func walkRecords(ctx context.Context, path string, takes func(kind) bool, visit func(off uintptr, in cityInput) error) (id zoneFileID, records int, ok bool, err error) {
+	r, err := openReader(path)
+	if err != nil {
+		return id, 0, false, err
+	}
+	defer r.Close()
+	s := &source{r: r}
+	if s.kind, s.schema, _ = classify(r.Metadata.DatabaseType); !takes(s.kind) {
+		return id, 0, false, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return id, 0, false, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("geo: %s is corrupt: %v", path, p)
+		}
+	}()
+	seen := make(map[uintptr]struct{})
 	ends, limit := uint(0), maxWalkEnds(r)
-	// Aliases of the IPv4 subtree are skipped: their records are those
-	// of the subtree itself.
 	for res := range r.NetworksWithin(everything(r), maxminddb.IncludeNetworksWithoutData()) {
 		if err := res.Err(); err != nil {
-			return nil, st, fmt.Errorf("geo: %s is corrupt: %w", path, err)
+			return id, 0, false, fmt.Errorf("geo: %s is corrupt: %w", path, err)
 		}
 		if ends++; ends > limit {
-			return nil, st, fmt.Errorf("geo: %s is corrupt: %w", path, errSharedNodes)
+			return id, 0, false, fmt.Errorf("geo: %s is corrupt: %w", path, errSharedNodes)
 		}
 		if ends%(1<<16) == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, st, err
+				return id, 0, false, err
 			}
 		}
 		if !res.Found() {
@@ -356,32 +394,13 @@ func BuildZoneIndex(ctx context.Context, path string) (b []byte, st ZoneIndexSta
 		seen[off] = struct{}{}
 		in, err := s.decodeCity(res)
 		if err != nil {
-			return nil, st, fmt.Errorf("geo: %s is corrupt: record of %s: %w", path, res.Prefix(), err)
+			return id, 0, false, fmt.Errorf("geo: %s is corrupt: record of %s: %w", path, res.Prefix(), err)
 		}
-		coords, hasCoords := coordsOf(in)
-		if !needsPointZone(countryCodeOf(in), in.timeZone, hasCoords) {
-			continue
-		}
-		if tiles == nil {
-			if tiles, err = buildTiles(); err != nil {
-				return nil, st, fmt.Errorf("geo: building the time-zone finders: %w", err)
-			}
-		}
-		recs = append(recs, indexedZone{off, zoneAt(tiles, polygons, coords[0], coords[1])})
-	}
-	st.Records = len(seen)
-	st.Indexed = len(recs)
-	for _, rec := range recs {
-		if rec.zone == "" {
-			st.Unknown++
+		if err := visit(off, in); err != nil {
+			return id, 0, false, err
 		}
 	}
-	b, st.Zones, err = encodeZoneIndex(fileID(r.Metadata, fi.Size()), recs)
-	if err != nil {
-		return nil, st, fmt.Errorf("geo: %s: %w", path, err)
-	}
-	st.Bytes = len(b)
-	return b, st, nil
+	return fileID(r.Metadata, fi.Size()), len(seen), true, nil
 }
 
 // indexedZone is one record of a zone index.
