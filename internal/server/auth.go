@@ -58,6 +58,20 @@ func (c *keyed) meta() ipatlas.Meta {
 	return ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: c.acct.Credits}
 }
 
+// authScheme is how a keyed route's caller names its key.
+type authScheme uint8
+
+const (
+	// authKey: a bearer key, a key sent with HTTP Basic, or a key in the
+	// URL's query (requestKey).
+	authKey authScheme = iota
+	// authMaxMind: HTTP Basic as MaxMind's clients send it, the account
+	// ID as the user name and the licence key as the password: the key
+	// is the licence key, and the ID must be its account's
+	// (maxmindCredentials).
+	authMaxMind
+)
+
 // authenticate looks up the API key of a request to a route that takes
 // one, once per request (cached, compared in constant time, by
 // account.Service), before anything of the request is read. A request
@@ -70,7 +84,7 @@ func (c *keyed) meta() ipatlas.Meta {
 //     server recently still passes, so that a guesser sharing a
 //     customer's address cannot lock the customer out);
 //   - an accepted key spends a token of its bucket (Config.KeyRate).
-func (s *Server) authenticate(w *exchange, r *http.Request) (credential, error) {
+func (s *Server) authenticate(w *exchange, r *http.Request, scheme authScheme) (credential, error) {
 	if len(r.Header["Authorization"]) > 1 {
 		// Which one would count is a guess that a proxy in front may make
 		// differently (like duplicate JSON keys): refuse both.
@@ -81,8 +95,18 @@ func (s *Server) authenticate(w *exchange, r *http.Request) (credential, error) 
 		}
 		return credential{}, apiFail(ipatlas.CodeInvalidAPIKey, detail)
 	}
-	token, ok, err := requestKey(w, r)
-	if err != nil {
+	var (
+		token   string
+		ok      bool
+		err     error
+		claimed int64 // MaxMind's account ID, which must be the key's account's
+	)
+	if scheme == authMaxMind {
+		if token, claimed, err = maxmindCredentials(r); err != nil {
+			return credential{err: err}, nil
+		}
+		ok = true
+	} else if token, ok, err = requestKey(w, r); err != nil {
 		return credential{}, err
 	}
 	if !ok {
@@ -107,6 +131,11 @@ func (s *Server) authenticate(w *exchange, r *http.Request) (credential, error) 
 	}
 
 	k, acct, err := s.deps.Accounts.Authenticate(r.Context(), token)
+	if scheme == authMaxMind && (err == nil && acct.ID != claimed || errors.Is(err, account.ErrBadKey)) {
+		// A key with another account's ID is refused as a wrong key, as
+		// MaxMind refuses a licence key with another account's ID.
+		err = &maxmindAuthError{code: maxmindAuthInvalid, err: account.ErrBadKey}
+	}
 	if err != nil {
 		if errors.Is(err, account.ErrBadKey) && byAddr {
 			f := l.failing.getOrAdd(group, func() *failures { return new(failures) })
@@ -149,7 +178,11 @@ var errNoKey = errors.New("no API key")
 func (s *Server) keyError(w *exchange, r *http.Request, err error) error {
 	if errors.Is(err, errNoKey) || errors.Is(err, account.ErrBadKey) {
 		w.Header()["Www-Authenticate"] = hdrBearer
-		return apiFail(ipatlas.CodeInvalidAPIKey, "")
+		f := apiFail(ipatlas.CodeInvalidAPIKey, "")
+		if me, ok := errors.AsType[*maxmindAuthError](err); ok {
+			f.sub = me.code
+		}
+		return f
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelWarn, "authenticating", errAttr(err))
 	return apiFail(ipatlas.CodeServiceUnavailable, "")

@@ -44,6 +44,13 @@ type failure struct {
 	status int          // the HTTP status when it is not the code's (421 of /ipv4 over IPv6)
 	text   string       // a plain-text endpoint's own body, whole ("error: …\n")
 	allow  []string     // 405: the methods the path takes, for Allow
+	// sub is a shape's own code where code is coarser than the shape's
+	// errors (MaxMind's ACCOUNT_ID_REQUIRED and LICENSE_KEY_REQUIRED
+	// under InvalidAPIKey); the other renderers ignore it.
+	sub string
+	// spent says a RateLimitExceeded is the monthly quota used up, not a
+	// burst limit that lifts in seconds.
+	spent bool
 }
 
 func (e *failure) Error() string {

@@ -242,7 +242,7 @@ func (s *api) refusal(w *exchange, deny account.Deny, st standing) *failure {
 	}
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(st.reset), 10)}
 	return &failure{code: ipatlas.CodeRateLimitExceeded, en: quotaSpent(ipatlas.English, st.limit, st.reset),
-		zh: quotaSpent(ipatlas.Chinese, st.limit, st.reset), meta: meta}
+		zh: quotaSpent(ipatlas.Chinese, st.limit, st.reset), meta: meta, spent: true}
 }
 
 // uncharged is a metered request's failure before its charge, with the
@@ -345,6 +345,7 @@ func (s *api) batch(w *exchange, r *http.Request, c *keyed, items []item, resolv
 		code := deniedCode(out, k)
 		f := &failure{code: code}
 		if code == ipatlas.CodeRateLimitExceeded {
+			f.spent = true
 			f.en, f.zh = quotaSpent(ipatlas.English, out.Limit, out.Reset), quotaSpent(ipatlas.Chinese, out.Limit, out.Reset)
 		}
 		return f

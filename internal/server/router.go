@@ -38,6 +38,9 @@ type route struct {
 	cors    bool       // answers CORS preflights (security.go)
 	h       handler
 	k       keyedHandler
+	// auth is how a keyed route's caller names its key: ipatlas's ways
+	// (authKey), or MaxMind's account ID and licence key (authMaxMind).
+	auth authScheme
 }
 
 // area is a part of a listener's paths: its renderer answers the failures
@@ -59,6 +62,7 @@ type endpoint struct {
 	limit  limitClass
 	h      handler
 	k      keyedHandler
+	auth   authScheme
 	// wild are the pattern's wildcards, for the request's path values.
 	wild []wildcard
 }
@@ -130,7 +134,7 @@ func wildcards(path string) []wildcard {
 // mount registers a surface's routes, whose errors render answers.
 func (rt *router) mount(routes []route, render renderer) {
 	for _, rr := range routes {
-		e := &endpoint{render: render, limit: rr.limit, h: rr.h, k: rr.k}
+		e := &endpoint{render: render, limit: rr.limit, h: rr.h, k: rr.k, auth: rr.auth}
 		method, path, ok := strings.Cut(rr.pattern, " ")
 		rt.handle(rr.pattern, e)
 		if !ok {
@@ -161,7 +165,7 @@ func (rt *router) run(e *endpoint, w *exchange, r *http.Request) {
 	switch {
 	case e.k != nil:
 		var cr credential
-		if cr, err = rt.srv.authenticate(w, r); err == nil {
+		if cr, err = rt.srv.authenticate(w, r, e.auth); err == nil {
 			err = e.k(w, r, cr)
 		}
 	default:

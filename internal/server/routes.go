@@ -70,6 +70,24 @@ func (s *api) ipinfoRoutes() []route {
 	}
 }
 
+// maxmindRoutes are the MaxMind shape (shape_maxmind.go): MaxMind's
+// GeoIP2 web services under /geoip/v2.1/, with MaxMind's authentication
+// (authMaxMind) and error body (renderMaxMind).
+func (s *api) maxmindRoutes() []route {
+	var out []route
+	for _, sv := range []struct {
+		name string
+		p    maxmindProduct
+	}{{"country", maxmindCountryService}, {"city", maxmindCityService}, {"insights", maxmindInsightsService}} {
+		prefix := "GET " + maxmindPrefix + sv.name + "/"
+		out = append(out,
+			route{pattern: prefix + "{$}", auth: authMaxMind, k: s.maxmindRequired},  // no address: IP_ADDRESS_REQUIRED
+			route{pattern: prefix + "me", auth: authMaxMind, k: s.maxmindSelf(sv.p)}, // the caller's own address
+			route{pattern: prefix + "{ip}", auth: authMaxMind, k: s.maxmind(sv.p)})   // an address
+	}
+	return out
+}
+
 // ipapiRoutes are the ip-api shape (ipapi.go): ip-api's paths under
 // /ip-api/, its answers and its failure body (renderIPAPI).
 func (s *api) ipapiRoutes() []route {
@@ -211,6 +229,7 @@ func (s *Server) publicHandler() *router {
 		area{match: isLookupField, render: s.renderText},
 		area{match: isIPInfo, render: s.renderIPInfo},
 		area{match: isIPAPI, render: s.renderIPAPI},
+		area{match: isMaxMind, render: s.renderMaxMind},
 		area{match: s.isEchoIP, render: s.renderEchoIP},
 		area{match: anyPath, render: s.renderAPI},
 	)
@@ -236,6 +255,7 @@ func (s *Server) ownTables() []routeTable {
 		{s.api.textRoutes(), s.renderText},
 		{s.api.ipinfoRoutes(), s.renderIPInfo},
 		{s.api.ipapiRoutes(), s.renderIPAPI},
+		{s.api.maxmindRoutes(), s.renderMaxMind},
 		{s.api.echoipRoutes(), s.renderEchoIP},
 		{s.portal.routes(), s.renderCoded},
 	}
