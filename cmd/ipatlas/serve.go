@@ -84,6 +84,15 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		}
 	}()
 
+	// The certificate before listening: a pair that cannot be read stops
+	// the start at once.
+	var certs *certReloader
+	if cfg.TLSCert != "" {
+		if certs, err = newCertReloader(cfg.TLSCert, cfg.TLSKey, log); err != nil {
+			return err
+		}
+	}
+
 	// Listen before touching the store, so that a port in use fails before
 	// a first run creates an account and prints a key nobody can use yet.
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -231,7 +240,13 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 
 	// Both listeners refuse requests whose body length is ambiguous, and
 	// close their connections (request smuggling; see server.GuardFraming).
-	guarded, adminGuarded := server.GuardFraming(public, ln), server.GuardFraming(admin, adminLn)
+	publicLn := ln
+	if certs != nil {
+		// TLS inside the framing guard: the guard reads the requests'
+		// heads in the clear.
+		publicLn = certs.listener(ln)
+	}
+	guarded, adminGuarded := server.GuardFraming(public, publicLn), server.GuardFraming(admin, adminLn)
 	// The address lines come before the first answer, so that whoever
 	// waits for an answer finds them in the log.
 	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String())
@@ -239,6 +254,9 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	page := cfg.PublicURL
 	if page == "" {
 		page = listenerURL(ln.Addr())
+		if certs != nil {
+			page = "https" + strings.TrimPrefix(page, "http")
+		}
 	}
 	log.Info("the page: "+page+"/", "url", page+"/")
 	log.Info("the account portal: "+page+"/account", "url", page+"/account")
@@ -257,6 +275,9 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	bg.Go(func() { fresh.run(bgCtx) })
 	bg.Go(func() { corr.run(bgCtx) })
 	bg.Go(func() { purgeEnded(bgCtx, svc, log, time.Hour) })
+	if certs != nil {
+		bg.Go(func() { certs.watch(bgCtx) })
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	bg.Go(func() {
@@ -265,6 +286,9 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 			case <-bgCtx.Done():
 				return
 			case <-hup:
+				if certs != nil {
+					certs.reload("SIGHUP")
+				}
 				if err := engine.Reload(); err != nil {
 					log.Error("reloading the dataset on SIGHUP; still serving the previous one", "err", err)
 					continue

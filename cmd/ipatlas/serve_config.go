@@ -28,6 +28,8 @@ import (
 // serveConfig is the resolved configuration of `ipatlas serve`.
 type serveConfig struct {
 	Listen         string
+	TLSCert        string // "": the public listener speaks plain HTTP
+	TLSKey         string
 	AdminListen    string
 	AddrFile       string // "": none
 	AdminToken     string // empty: read or create <data-dir>/admin-token
@@ -160,6 +162,10 @@ func checkAdminToken(tok string) error {
 var serveSettings = []setting{
 	{name: "listen", arg: "ADDR", def: ":8080", usage: "public API address; \"[::]:PORT\" or \":PORT\" listen on IPv4 and IPv6",
 		apply: func(c *serveConfig, v []string) error { c.Listen = v[0]; return checkAddr(v[0]) }},
+	{name: "tls-cert", arg: "FILE", usage: "serve the public listener over TLS (HTTP/1.1, TLS 1.2 or later) with this PEM certificate chain; needs --tls-key. The pair is read again on SIGHUP and when either file changes; a pair that cannot be loaded keeps the previous one, with a warning",
+		apply: func(c *serveConfig, v []string) error { c.TLSCert = v[0]; return nil }},
+	{name: "tls-key", arg: "FILE", usage: "the PEM private key of --tls-cert",
+		apply: func(c *serveConfig, v []string) error { c.TLSKey = v[0]; return nil }},
 	{name: "admin-listen", arg: "ADDR", def: "127.0.0.1:8081", usage: "admin API, /metrics, /healthz, /readyz and pprof address",
 		apply: func(c *serveConfig, v []string) error { c.AdminListen = v[0]; return checkAddr(v[0]) }},
 	{name: "addr-file", arg: "PATH", usage: "once both listeners are bound, write their addresses to PATH as JSON {\"public\": \"HOST:PORT\", \"admin\": \"HOST:PORT\"} (atomically; removed on exit), for a supervisor that asks for port 0 (--listen 127.0.0.1:0); the server is ready when the admin listener's /readyz answers 200",
@@ -584,6 +590,9 @@ func parseServeConfig(args []string, e env) (*serveConfig, error) {
 	}
 	if c.Geofeeds == nil {
 		c.Geofeeds, _ = geofeed.ParseSources(nil) // the built-in list
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return nil, usageError("--tls-cert and --tls-key go together: give both (TLS on the public listener) or neither (plain HTTP)")
 	}
 	if c.Source == dataset.SourceMaxMind && (c.MaxMindAccountID == "" || c.MaxMindLicenseKey == "") {
 		return nil, usageError("--source maxmind needs --maxmind-account-id and --maxmind-license-key (or IPATLAS_MAXMIND_ACCOUNT_ID and IPATLAS_MAXMIND_LICENSE_KEY)")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -122,6 +123,31 @@ type framedConn struct {
 	// may be scanning the next head.
 	flag   atomic.Uint64
 	served atomic.Int64 // requests the handler has begun, on this connection
+
+	tlsOnce sync.Once
+	tls     *tls.ConnectionState // of a TLS connection inside the wrapper, once the handler asks
+}
+
+// connTLS sets r.TLS for a request on a TLS connection that the guard
+// wraps (serve's --tls-cert puts TLS inside it, where the guard reads the
+// heads in the clear): net/http cannot see the TLS connection through the
+// wrapper, and the handler's rules that depend on HTTPS (secure cookies)
+// read r.TLS.
+func connTLS(r *http.Request) {
+	if r.TLS != nil {
+		return
+	}
+	fc, _ := r.Context().Value(framedConnKey{}).(*framedConn)
+	if fc == nil {
+		return
+	}
+	fc.tlsOnce.Do(func() {
+		if tc, ok := fc.Conn.(*tls.Conn); ok {
+			st := tc.ConnectionState() // the handshake is done: a request was read
+			fc.tls = &st
+		}
+	})
+	r.TLS = fc.tls
 }
 
 func (c *framedConn) Read(p []byte) (int, error) {

@@ -41,6 +41,7 @@ func (s *Server) instrument(rt *router, admin bool) http.Handler {
 			*rec = exchange{}
 			exchangePool.Put(rec)
 		}()
+		connTLS(r)
 		if refuse, mustClose := framing(r); mustClose {
 			w.Header()["Connection"] = hdrClose // net/http closes after the answer
 			if refuse != nil {

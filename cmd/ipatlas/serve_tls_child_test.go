@@ -1,0 +1,53 @@
+//go:build unix
+
+package main
+
+import (
+	"crypto/tls"
+	"net/http"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// `ipatlas serve --tls-cert --tls-key` answers HTTPS on the public
+// listener, and reads its certificate pair again on SIGHUP.
+func TestServeTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the test runs the binary")
+	}
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	c1, k1 := ca.pair(t, 100)
+	writeFile(t, certFile, c1)
+	writeFile(t, keyFile, k1)
+	fx := newServeFixture(t)
+	srv := startChild(t, ipatlasBinary(t), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", fx.dir,
+		"--store", "sqlite:"+filepath.Join(t.TempDir(), "ipatlas.db"), "--no-fetch", "--tor-interval", "0", "--privacy-interval", "0",
+		"--tls-cert", certFile, "--tls-key", keyFile)
+	srv.waitLog(t, "https://"+srv.public+"/")
+
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
+	resp, err := hc.Get("https://" + srv.public + "/api/ping")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.TLS == nil || resp.TLS.PeerCertificates[0].SerialNumber.Int64() != 100 {
+		t.Fatalf("GET /api/ping over TLS: %d", resp.StatusCode)
+	}
+	if resp, err := http.Get("http://" + srv.public + "/api/ping"); err == nil && resp.StatusCode == http.StatusOK {
+		t.Errorf("plain HTTP answered on the TLS listener")
+	}
+
+	c2, k2 := ca.pair(t, 200)
+	writeFile(t, certFile, c2)
+	writeFile(t, keyFile, k2)
+	srv.cmd.Process.Signal(syscall.SIGHUP)
+	srv.waitLog(t, "why=SIGHUP")
+	if got := servedSerial(t, srv.public, ca.pool); got != 200 {
+		t.Errorf("after SIGHUP, serial %d, want 200", got)
+	}
+}
