@@ -104,7 +104,7 @@ func TestIPInfoCurrentClients(t *testing.T) {
 		if c.IP.String() != mv.IP || c.Bogon || c.IsAnonymous || c.IsAnycast || c.IsHosting || c.IsMobile || c.IsSatellite {
 			t.Errorf("Core GetIPInfo: %+v", c)
 		}
-		if g := c.Geo; g == nil || g.City != mv.City || g.Region != mv.Province || g.RegionCode != "" || g.Country != "United States" ||
+		if g := c.Geo; g == nil || g.City != mv.City || g.Region != mv.Province || g.RegionCode != mv.ProvinceCode || g.Country != "United States" ||
 			g.CountryCode != "US" || g.Continent != "North America" || g.ContinentCode != "NA" || g.Latitude != mv.Latitude ||
 			g.Longitude != mv.Longitude || g.Timezone != mv.TimeZone || g.PostalCode != mv.ZipCode || g.CountryName != "United States" {
 			t.Errorf("Core geo: %+v", g)
@@ -184,7 +184,7 @@ func TestIPInfoCurrentShape(t *testing.T) {
 
 	for _, tc := range []struct{ path, want string }{
 		{"/ipinfo/lite/8.8.8.8", `{"ip":"8.8.8.8","asn":"AS15169","as_name":"Google LLC","country_code":"US","country":"United States","continent_code":"NA","continent":"North America"}`},
-		{"/ipinfo/lookup/8.8.8.8", `{"ip":"8.8.8.8","geo":{"city":"Mountain View","region":"California","country":"United States","country_code":"US",` +
+		{"/ipinfo/lookup/8.8.8.8", `{"ip":"8.8.8.8","geo":{"city":"Mountain View","region":"California","region_code":"CA","country":"United States","country_code":"US",` +
 			`"continent":"North America","continent_code":"NA","latitude":37.422,"longitude":-122.085,"timezone":"America/Los_Angeles","postal_code":"94043"},` +
 			`"as":{"asn":"AS15169","name":"Google LLC","route":"8.8.8.0/24"},"is_anonymous":false,"is_anycast":false,"is_hosting":false,"is_mobile":false,"is_satellite":false}`},
 		{"/ipinfo/lookup/" + geotest.Singapore.IP, `{"ip":"103.252.1.1","geo":{"country":"Singapore","country_code":"SG","continent":"Asia","continent_code":"AS",` +

@@ -62,13 +62,16 @@ type ipinfoLookup struct {
 	IsSatellite bool             `json:"is_satellite"`
 }
 
-// ipinfoGeo is the geo object of the lookup answer. region_code is left
-// out (the data names regions without codes), and so are Plus's
-// dma_code, geoname_id, radius and last_changed; latitude and longitude
-// are left out when the location is unknown, never 0.
+// ipinfoGeo is the geo object of the lookup answer. region_code is the
+// region's ISO 3166-2 code without the country's part ("CA" for
+// California), as ipinfo spells it, and left out when the data has none;
+// Plus's dma_code, geoname_id, radius and last_changed are left out (no
+// source); latitude and longitude are left out when the location is
+// unknown, never 0.
 type ipinfoGeo struct {
 	City          string   `json:"city,omitempty"`
 	Region        string   `json:"region,omitempty"`
+	RegionCode    string   `json:"region_code,omitempty"`
 	Country       string   `json:"country,omitempty"`
 	CountryCode   string   `json:"country_code,omitempty"`
 	Continent     string   `json:"continent,omitempty"`
@@ -109,7 +112,7 @@ func toIPInfoLite(rec *ipatlas.Record) *ipinfoLite {
 
 // toIPInfoLookup is a record in Core's and Plus's shape.
 func toIPInfoLookup(rec *ipatlas.Record) *ipinfoLookup {
-	l := &ipinfoLookup{IP: rec.IP, Hostname: rec.Hostname, Geo: &ipinfoGeo{City: rec.City, Region: rec.Province,
+	l := &ipinfoLookup{IP: rec.IP, Hostname: rec.Hostname, Geo: &ipinfoGeo{City: rec.City, Region: rec.Province, RegionCode: rec.ProvinceCode,
 		Country: rec.Country, CountryCode: rec.CountryCode, Continent: rec.Continent, ContinentCode: rec.ContinentCode,
 		Timezone: rec.TimeZone, PostalCode: rec.ZipCode}}
 	if rec.Latitude != nil && rec.Longitude != nil {
