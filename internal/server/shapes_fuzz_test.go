@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,8 +12,9 @@ import (
 )
 
 // FuzzShapes sends arbitrary input where the GET lookups and the
-// ipinfo, ip-api and echoip shapes read it: as a path item, a fields,
-// lang or ip parameter, and a batch body. Whatever it is, the answer is
+// ipinfo, ip-api, MaxMind and echoip shapes read it: as a path item, a fields,
+// lang or ip parameter, a batch body, and MaxMind's account ID and
+// licence key. Whatever it is, the answer is
 // never a 5xx, and a shape's answer is JSON in that shape (plain text for
 // the field routes).
 func FuzzShapes(f *testing.F) {
@@ -21,8 +23,9 @@ func FuzzShapes(f *testing.F) {
 		f.Add(s)
 	}
 	e := newEnv(f)
-	_, k := e.customer(f, account.Enterprise, 1e9, 1e9)
+	acct, k := e.customer(f, account.Enterprise, 1e9, 1e9)
 	key := url.QueryEscape(k.Secret)
+	id := strconv.FormatInt(acct.ID, 10)
 	f.Fuzz(func(t *testing.T, s string) {
 		seg := url.PathEscape(s)
 		q := url.QueryEscape(s)
@@ -39,6 +42,9 @@ func FuzzShapes(f *testing.F) {
 			{method: "GET", path: "/echoip/json?ip=" + q + "&lang=" + q + "&key=" + key},
 			{method: "GET", path: "/echoip/coordinates?ip=" + q + "&key=" + key},
 			{method: "GET", path: "/echoip/" + seg + "?ip=" + q},
+			{method: "GET", path: "/geoip/v2.1/insights/" + seg, header: basicAuth(id, k.Secret)},
+			{method: "GET", path: "/geoip/v2.1/city/8.8.8.8", header: basicAuth(s, s)},
+			{method: "GET", path: "/geoip/v2.1/country/8.8.8.8", header: basicAuth(id, s)},
 		} {
 			if c.body == "" && c.method == "POST" {
 				c.body = " "
