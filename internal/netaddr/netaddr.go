@@ -372,3 +372,54 @@ func Blocks() []Block {
 }
 
 func quote(s string) string { return strconv.Quote(s) }
+
+// Public returns the addresses Classify lets be queried, as ranges in
+// address order (IPv4, then IPv6): both address spaces without the blocks
+// that are not globally reachable, with their reachable exceptions. The
+// ranges of ::/96, ::ffff:0:0/96 and 64:ff9b::/96, which Classify judges by
+// the IPv4 address inside, are left out: they are the IPv4 ranges.
+func Public() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, root := range []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")} {
+		ps = append(ps, carve(root)...)
+	}
+	return ps
+}
+
+// carve splits p into the prefixes of it that are globally reachable.
+func carve(p netip.Prefix) []netip.Prefix {
+	// The most specific row that covers p whole decides for p unless a
+	// more specific row lies inside it.
+	var decide *row
+	inside := false
+	for i := range table {
+		r := &table[i]
+		rp := r.Prefix
+		switch {
+		case rp.Bits() <= p.Bits() && rp.Contains(p.Addr()):
+			if decide == nil || rp.Bits() > decide.Prefix.Bits() {
+				decide = r
+			}
+		case rp.Bits() > p.Bits() && p.Contains(rp.Addr()):
+			inside = true
+		}
+	}
+	if !inside {
+		if decide != nil && !decide.reachable {
+			return nil
+		}
+		return []netip.Prefix{p}
+	}
+	lo := netip.PrefixFrom(p.Addr(), p.Bits()+1)
+	hiAddr := p.Addr().As16()
+	bit := p.Bits()
+	if p.Addr().Is4() {
+		bit += 96
+	}
+	hiAddr[bit/8] |= 0x80 >> (bit % 8)
+	hi := netip.AddrFrom16(hiAddr)
+	if p.Addr().Is4() {
+		hi = hi.Unmap()
+	}
+	return append(carve(lo), carve(netip.PrefixFrom(hi, p.Bits()+1))...)
+}
