@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
@@ -220,10 +221,13 @@ func exportCSV(w io.Writer, engine *geo.Engine, progress func(done, total int)) 
 	if err := cw.Write(export.CSVHeader); err != nil {
 		return st, err
 	}
-	seen := map[export.Answer]struct{}{}
+	// Distinct answers are counted by a 128-bit hash, as WriteMMDB finds
+	// its records.
+	seen := map[[2]uint64]struct{}{}
+	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	err := export.Walk(engine, export.Options{Progress: progress}, func(r netipx.IPRange, a *export.Answer) error {
 		st.Networks++
-		seen[*a] = struct{}{}
+		seen[[2]uint64{maphash.Comparable(seeds[0], *a), maphash.Comparable(seeds[1], *a)}] = struct{}{}
 		for _, p := range r.Prefixes() {
 			st.Prefixes++
 			row := a.CSVRow(p.String())
