@@ -6,8 +6,8 @@ package netaddr
 
 import (
 	"encoding/binary"
-	"slices"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
