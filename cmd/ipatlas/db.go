@@ -135,10 +135,11 @@ a server with the same settings answers from them: lines skipped as
 FILE:LINE: reason, entries refused and why.
 `
 
-var dbCommand = &command{name: "db", summary: "fetch, inspect and migrate data (db fetch | info | coverage | migrate)", subs: []*command{
+var dbCommand = &command{name: "db", summary: "fetch, inspect, export and migrate data (db fetch | info | coverage | export | migrate)", subs: []*command{
 	{name: "fetch", summary: "download, verify and install the default datasets", run: runDBFetch},
 	{name: "info", summary: "describe the datasets in the data dir", run: runDBInfo},
 	{name: "coverage", summary: "measure how complete the answers of the data dir are", run: runDBCoverage},
+	{name: "export", args: "FILE", summary: "write what ipatlas answers as an MMDB for nginx, HAProxy, Caddy, Traefik (or CSV)", run: runDBExport},
 	{name: "migrate", summary: "apply the account store's schema migrations", run: runDBMigrate},
 }}
 

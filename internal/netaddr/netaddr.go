@@ -7,6 +7,7 @@ package netaddr
 import (
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -372,3 +373,65 @@ func Blocks() []Block {
 }
 
 func quote(s string) string { return strconv.Quote(s) }
+
+// Public returns the addresses Classify lets be queried, as ranges in
+// address order (IPv4, then IPv6): both address spaces without the blocks
+// that are not globally reachable, with their reachable exceptions. The
+// ranges of ::/96, ::ffff:0:0/96 and 64:ff9b::/96, which Classify judges by
+// the IPv4 address inside, are left out: they are the IPv4 ranges. 6to4
+// (2002::/16) is in it where the IPv4 address it carries is.
+func Public() []netip.Prefix {
+	v4 := carve(netip.MustParsePrefix("0.0.0.0/0"))
+	// carve leaves 6to4 out: Classify judges it by the IPv4 address in
+	// its second and third groups.
+	out := carve(netip.MustParsePrefix("::/0"))
+	for _, p := range v4 {
+		b := p.Addr().As4()
+		out = append(out, netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x02, b[0], b[1], b[2], b[3]}), 16+p.Bits()))
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	return append(v4, out...)
+}
+
+var sixToFour = netip.MustParsePrefix("2002::/16")
+
+// carve splits p into the prefixes of it that are globally reachable.
+func carve(p netip.Prefix) []netip.Prefix {
+	// The most specific row that covers p whole decides for p unless a
+	// more specific row lies inside it.
+	if p.Bits() >= sixToFour.Bits() && sixToFour.Contains(p.Addr()) {
+		return nil
+	}
+	var decide *row
+	inside := p.Bits() < sixToFour.Bits() && p.Contains(sixToFour.Addr())
+	for i := range table {
+		r := &table[i]
+		rp := r.Prefix
+		switch {
+		case rp.Bits() <= p.Bits() && rp.Contains(p.Addr()):
+			if decide == nil || rp.Bits() > decide.Prefix.Bits() {
+				decide = r
+			}
+		case rp.Bits() > p.Bits() && p.Contains(rp.Addr()):
+			inside = true
+		}
+	}
+	if !inside {
+		if decide != nil && !decide.reachable {
+			return nil
+		}
+		return []netip.Prefix{p}
+	}
+	lo := netip.PrefixFrom(p.Addr(), p.Bits()+1)
+	hiAddr := p.Addr().As16()
+	bit := p.Bits()
+	if p.Addr().Is4() {
+		bit += 96
+	}
+	hiAddr[bit/8] |= 0x80 >> (bit % 8)
+	hi := netip.AddrFrom16(hiAddr)
+	if p.Addr().Is4() {
+		hi = hi.Unmap()
+	}
+	return append(carve(lo), carve(netip.PrefixFrom(hi, p.Bits()+1))...)
+}

@@ -2,6 +2,7 @@ package privacy
 
 import (
 	"cmp"
+	"iter"
 	"net/netip"
 	"slices"
 	"time"
@@ -395,4 +396,28 @@ func (t *Table) Touches(p netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// Starts yields the first address of every interval of the table, IPv4
+// (as 4-byte addresses) then IPv6, each family in ascending order: within
+// an interval every address has the same flags and service. The AS lists
+// aside, which follow the ASN data's networks.
+func (t *Table) Starts() iter.Seq[netip.Addr] {
+	return func(yield func(netip.Addr) bool) {
+		for _, x := range t.v4 {
+			if !yield(netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})) {
+				return
+			}
+		}
+		for _, x := range t.v6 {
+			var b [16]byte
+			for i := range 8 {
+				b[i] = byte(x.hi >> (56 - 8*i))
+				b[8+i] = byte(x.lo >> (56 - 8*i))
+			}
+			if !yield(netip.AddrFrom16(b)) {
+				return
+			}
+		}
+	}
 }

@@ -1,0 +1,295 @@
+package main
+
+// db export: what the engine answers, written out as an MMDB for proxies'
+// GeoIP2 modules, or as CSV for spreadsheets and SQL imports.
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/export"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/geofeed"
+	"github.com/ipatlas/ipatlas/internal/names"
+	"github.com/ipatlas/ipatlas/internal/postal"
+	"github.com/schollz/progressbar/v3"
+	"go4.org/netipx"
+)
+
+const dbExportHelp = `usage: ipatlas db export [--format mmdb|csv] [--data-dir DIR] [--overrides FILE] [--geofeed FEED] FILE
+
+Writes what ipatlas answers for every public address, from the data dir,
+with the corrections a server with the same settings applies (the
+overrides file, the published feeds' copies in the data dir, which 'db
+fetch' or a running server fetched: export fetches nothing) and the
+privacy lists (fetched copies, else the snapshot built in; the Tor exit
+list only while it is fresh).
+
+  mmdb  (default) a GeoIP2-City-compatible MMDB, for nginx's and HAProxy's
+        GeoIP2 modules, Caddy and Traefik plugins and MaxMind's readers:
+        continent, country, subdivisions (the province, with its ISO code),
+        city, postal, location (latitude, longitude, time_zone), the AS in
+        traits and at the top level, the privacy flags in traits
+        (is_hosting_provider, is_anonymous_vpn, is_tor_exit_node,
+        is_anonymous), and under "ipatlas" the district, currency,
+        area code, every flag and where the location comes from; names in
+        "en" and "zh-CN". The metadata carries the sources' attribution.
+  csv   one row per network (CIDR) with a header; FILE "-" is standard
+        output. A cell a spreadsheet would run as a formula is prefixed
+        with ', as 'lookup --csv' does.
+
+The file is written beside FILE and renamed into place when complete.
+
+Flags (each also read from its environment variable, then the config file;
+see 'ipatlas --help'):
+  --format FORMAT      mmdb or csv (default mmdb)
+  --config FILE        config file (IPATLAS_CONFIG)
+  --data-dir DIR       data directory (IPATLAS_DATA_DIR; default
+                       $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
+  --overrides FILE     the local corrections file (IPATLAS_OVERRIDES)
+  --geofeed FEED       a published feed, "URL [AS...]" (repeatable;
+                       IPATLAS_GEOFEED; default the built-in list, "none"
+                       for no feed)
+  --database-type TYPE the MMDB's database_type (default GeoIP2-City, the
+                       type MaxMind's City readers accept)
+`
+
+func runDBExport(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("db export", flag.ContinueOnError)
+	format := fs.String("format", "mmdb", "mmdb or csv")
+	dirFlag := fs.String("data-dir", "", "data directory")
+	configFlag := fs.String("config", "", "config file")
+	overridesFlag := fs.String("overrides", "", "overrides file")
+	dbType := fs.String("database-type", export.DatabaseType, "database_type")
+	var feedFlags feedFlag
+	fs.Var(&feedFlags, "geofeed", "a published RFC 8805 feed: \"URL [AS...]\", or none")
+	pos, err := parseArgs(e, fs, args, func(w io.Writer) { io.WriteString(w, dbExportHelp) })
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 1:
+		return usageError(fmt.Sprintf("db export takes one FILE, got %d arguments", len(pos)))
+	case *format != "mmdb" && *format != "csv":
+		return usageError(fmt.Sprintf("db export: --format %q: want mmdb or csv", *format))
+	case *format == "mmdb" && pos[0] == "-":
+		return usageError("db export: an MMDB is written to a file, not to standard output")
+	case strings.TrimSpace(*dbType) == "":
+		return usageError("db export: --database-type is empty")
+	}
+	out := pos[0]
+	ls, err := resolveLocal(e, *configFlag, *dirFlag, "")
+	if err != nil {
+		return err
+	}
+	overrides, feeds, err := correctionSettings(ls, e.getenv, *overridesFlag, feedFlags)
+	if err != nil {
+		return usageError("db export: --geofeed: " + err.Error())
+	}
+	engine, err := openExportEngine(ls.dataDir, overrides, feeds)
+	if err != nil {
+		return fmt.Errorf("db export: %w", err)
+	}
+	defer engine.Close()
+
+	start := time.Now()
+	var bar *progressbar.ProgressBar
+	progress := func(done, total int) {
+		if bar == nil {
+			if !isTerminal(e.stderr) {
+				return
+			}
+			bar = progressbar.NewOptions(total,
+				progressbar.OptionSetWriter(e.stderr),
+				progressbar.OptionSetDescription("exporting"),
+				progressbar.OptionShowCount(),
+				progressbar.OptionSetWidth(30),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionSetRenderBlankState(true),
+				progressbar.OptionOnCompletion(func() { fmt.Fprintln(e.stderr) }),
+			)
+		}
+		bar.Set(done)
+	}
+	var st export.Stats
+	err = writeAtomically(out, e.stdout, func(w io.Writer) error {
+		if *format == "csv" {
+			st, err = exportCSV(w, engine, progress)
+			return err
+		}
+		desc, err := exportDescription(ls.dataDir, engine)
+		if err != nil {
+			return err
+		}
+		st, err = export.WriteMMDB(w, engine, export.MMDBOptions{DatabaseType: *dbType, Description: desc, Progress: progress})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("db export: %w", err)
+	}
+	if out != "-" {
+		size := int64(0)
+		if fi, err := os.Stat(out); err == nil {
+			size = fi.Size()
+		}
+		fmt.Fprintf(e.stderr, "wrote %s: %s networks (%s CIDRs), %s distinct records, %.1f MiB in %s\n", out,
+			groupThousands(st.Networks), groupThousands(st.Prefixes), groupThousands(st.Records),
+			float64(size)/(1<<20), time.Since(start).Round(100*time.Millisecond))
+	}
+	return nil
+}
+
+// openExportEngine opens the data dir's dataset with the corrections a
+// server with these settings answers from, and the built-in privacy
+// lists where none was fetched.
+func openExportEngine(dir, overrides string, sources []geofeed.Source) (*geo.Engine, error) {
+	// The walk meets each of the dataset's records in many places far
+	// apart: caches the size of the distinct records keep it from
+	// composing each again and again.
+	e, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true, MaxFeedShare: feedShareBound,
+		CacheEntries: 1 << 20, ASNCacheEntries: 1 << 18, AnswerCacheEntries: -1})
+	if err != nil {
+		return nil, fmt.Errorf("%w (fetch the datasets with 'ipatlas db fetch --data-dir %s')", err, dir)
+	}
+	if overrides != "" {
+		f, err := geofeed.LoadFile(overrides)
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("overrides: %w", err)
+		}
+		e.SetOverrides(&geo.Overrides{File: overrides, Feed: f, Loaded: time.Now()})
+	}
+	if len(sources) > 0 {
+		feeds := make([]geo.FeedInput, len(sources))
+		for i, s := range sources {
+			feeds[i].Source = s
+			if cp, err := geofeed.Load(dir, s); err == nil {
+				feeds[i].Copy = cp
+			}
+		}
+		e.SetFeeds(feeds)
+	}
+	return e, nil
+}
+
+// writeAtomically writes name through write: "-" is stdout; a file is
+// written beside its place and renamed into it once complete, so that a
+// proxy reading it never sees half a file.
+func writeAtomically(name string, stdout io.Writer, write func(io.Writer) error) error {
+	if name == "-" {
+		return write(stdout)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}
+
+// exportCSV writes one row per CIDR, each cell as lookup --csv writes it.
+func exportCSV(w io.Writer, engine *geo.Engine, progress func(done, total int)) (export.Stats, error) {
+	cw := csv.NewWriter(w)
+	var st export.Stats
+	if err := cw.Write(export.CSVHeader); err != nil {
+		return st, err
+	}
+	// Distinct answers are counted by a 128-bit hash, as WriteMMDB finds
+	// its records.
+	seen := map[[2]uint64]struct{}{}
+	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	err := export.Walk(engine, export.Options{Progress: progress}, func(r netipx.IPRange, a *export.Answer) error {
+		st.Networks++
+		seen[[2]uint64{maphash.Comparable(seeds[0], *a), maphash.Comparable(seeds[1], *a)}] = struct{}{}
+		for _, p := range r.Prefixes() {
+			st.Prefixes++
+			row := a.CSVRow(p.String())
+			for i, c := range row {
+				row[i] = csvCell(c)
+			}
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	st.Records = len(seen)
+	if err != nil {
+		return st, err
+	}
+	cw.Flush()
+	return st, cw.Error()
+}
+
+// exportDescription is the MMDB's description: what it is, when it was
+// built from what, and the attribution every source's licence asks for.
+func exportDescription(dir string, engine *geo.Engine) (map[string]string, error) {
+	var parts []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(parts, s) {
+			parts = append(parts, s)
+		}
+	}
+	m, err := dataset.ReadManifest(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, p := range m.Packages {
+		add(fmt.Sprintf("%s %s (built %s): %s", p.Name, p.Version, p.BuildDate.UTC().Format(time.DateOnly), p.Attribution))
+	}
+	for _, s := range engine.Datasets() {
+		switch {
+		case s.Kind == "postal":
+			add(postal.Attribution)
+		case s.Kind != "privacy" && s.Description != "":
+			add(s.File + ": " + s.Description)
+		}
+	}
+	for _, l := range engine.Privacy() {
+		add(fmt.Sprintf("privacy list %s: %s (%s), %s", l.Name, l.Source, l.URL, l.License))
+	}
+	for _, c := range engine.Corrections() {
+		switch {
+		case c.Kind == "geofeed" && c.Applied > 0:
+			add(fmt.Sprintf("geofeed %s: locations published by its operator at %s (RFC 8805)", c.Name, c.URL))
+		case c.Kind == "override" && c.Applied > 0:
+			add("local overrides: the operator's own corrections")
+		}
+	}
+	for _, s := range names.Sources() {
+		add(fmt.Sprintf("%s (%s), %s: %s", s.Name, s.URL, s.Licence, s.Provides))
+	}
+	head := "ipatlas' answers (https://github.com/ipatlas/ipatlas), exported " + time.Now().UTC().Format(time.DateOnly) +
+		" in GeoIP2 City's layout. Sources and their attribution: "
+	return map[string]string{
+		"en":    head + strings.Join(parts, "; "),
+		"zh-CN": "ipatlas 的查询结果（GeoIP2 City 格式）。数据来源及署名见英文说明。",
+	}, nil
+}
