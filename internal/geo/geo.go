@@ -724,6 +724,9 @@ func (g *generation) release() error {
 		if err := s.postal.close(); err != nil {
 			errs = append(errs, fmt.Errorf("geo: closing the postal index of %s: %w", s.info.File, err))
 		}
+		if err := s.zones.close(); err != nil {
+			errs = append(errs, fmt.Errorf("geo: closing the zone index of %s: %w", s.info.File, err))
+		}
 	}
 	return errors.Join(errs...)
 }
