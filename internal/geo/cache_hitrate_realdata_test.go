@@ -1,6 +1,7 @@
 package geo
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -99,7 +100,15 @@ func TestRealCacheHitRates(t *testing.T) {
 	}
 
 	const popular, warm, counted = 100_000, 2_000_000, 2_000_000
-	sizes := []int{1 << 10, 1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16, 1 << 17}
+	// Each cache at each size, then the engine's defaults together and
+	// the defaults before they were chosen from these figures.
+	type sizing struct{ city, asn, answer int }
+	var sizes []sizing
+	for _, n := range []int{1 << 10, 1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16, 1 << 17} {
+		sizes = append(sizes, sizing{n, n, n})
+	}
+	sizes = append(sizes, sizing{DefaultCacheEntries, DefaultASNCacheEntries, DefaultAnswerCacheEntries},
+		sizing{1 << 16, 1 << 16, 1 << 14})
 	mixes := []struct {
 		name string
 		next func() netip.Addr
@@ -143,9 +152,9 @@ func TestRealCacheHitRates(t *testing.T) {
 		}
 		t.Logf("%s: %d counted queries, %d with a city record; distinct: %d city records, %d ASN records, %d answers",
 			mix.name, counted, found, len(distinctCity), len(distinctASN), len(distinctAns))
-		t.Logf("%s: %8s %8s %8s %8s", mix.name, "entries", "city", "asn", "answer")
+		t.Logf("%s: %20s %8s %8s %8s", mix.name, "entries", "city", "asn", "answer")
 		for _, n := range sizes {
-			city, asn, ans := newCache[struct{}](n), newCache[struct{}](n), newCache[struct{}](n)
+			city, asn, ans := newCache[struct{}](n.city), newCache[struct{}](n.asn), newCache[struct{}](n.answer)
 			var hc, ha, hn, nc, na int
 			for i, q := range qs {
 				cityHit, asnHit := true, true
@@ -187,7 +196,7 @@ func TestRealCacheHitRates(t *testing.T) {
 					hn++
 				}
 			}
-			t.Logf("%s: %8d %7.1f%% %7.1f%% %7.1f%%", mix.name, n,
+			t.Logf("%s: %20s %7.1f%% %7.1f%% %7.1f%%", mix.name, fmt.Sprintf("%d/%d/%d", n.city, n.asn, n.answer),
 				100*float64(hc)/float64(max(nc, 1)), 100*float64(ha)/float64(max(na, 1)), 100*float64(hn)/float64(counted))
 		}
 	}
