@@ -38,8 +38,8 @@ func TestRealCacheHitRates(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to measure the caches' hit rates")
 	}
-	if testing.Short() {
-		t.Skip("-short: four million lookups of the real dataset")
+	if testing.Short() || raceBuild {
+		t.Skip("-short or -race: four million lookups of the real dataset, to measure; run it alone without either")
 	}
 	e, err := Open(dir, Options{CacheEntries: -1, ASNCacheEntries: -1, AnswerCacheEntries: -1})
 	if err != nil {
