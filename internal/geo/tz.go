@@ -95,8 +95,13 @@ var nonISOZones = map[string]string{
 	"XK": "Europe/Belgrade", // Kosovo, in tzf's polygons
 }
 
+// finderBuilds counts the finders built in this process: 0 in a server
+// whose city files all have zone indexes.
+var finderBuilds atomic.Int64
+
 func lazyFinder(build func() (tzf.F, error)) func() tzf.F {
 	return sync.OnceValue(func() tzf.F {
+		finderBuilds.Add(1)
 		f, err := build()
 		if err != nil {
 			// The data is embedded in the binary: failing to read it is

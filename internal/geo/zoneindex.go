@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -78,14 +77,29 @@ func fileID(md maxminddb.Metadata, size int64) zoneFileID {
 	return zoneFileID{uint16(md.IPVersion), uint32(md.NodeCount), uint64(md.BuildEpoch), uint64(size), uint16(md.RecordSize)}
 }
 
-// zoneIndex is a parsed, checked index; its slices are views of one
-// buffer.
+// zoneIndex is a parsed, checked index; its slices but zones are views
+// of one buffer, which nothing writes and which close releases. The
+// buffer is the file mapped, outside the collected heap, so that the
+// collector's headroom is not sized by it; zones are copies, since the
+// records that name them outlive the index.
 type zoneIndex struct {
 	file   zoneFileID
 	zones  []string
 	starts []byte // (buckets+1) u32
 	lows   []byte // records u16
 	ids    []byte // records u8
+	buf    []byte
+	unmap  func([]byte) error // nil when buf is the heap's
+}
+
+// close releases the index's memory; the index must not be used after.
+func (z *zoneIndex) close() error {
+	if z == nil || z.unmap == nil {
+		return nil
+	}
+	err := z.unmap(z.buf)
+	z.unmap, z.buf = nil, nil
+	return err
 }
 
 // zone returns the indexed zone of the record at off, ok false when the
@@ -205,10 +219,10 @@ func parseZoneIndex(b []byte) (*zoneIndex, error) {
 	return z, nil
 }
 
-// loadZoneIndex reads the zone index of the MMDB file at path, open as r.
-// It returns nil and no error when there is none, an error when there is
-// one that is malformed or belongs to another file.
-func loadZoneIndex(path string, r *maxminddb.Reader) (*zoneIndex, error) {
+// loadZoneIndex maps the zone index of the MMDB file at path, open as r:
+// nil and no error when there is none, an error when there is one that is
+// malformed or belongs to another file. The caller closes it.
+func loadZoneIndex(path string, r *maxminddb.Reader) (z *zoneIndex, err error) {
 	f, err := os.Open(ZoneIndexFile(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -217,17 +231,26 @@ func loadZoneIndex(path string, r *maxminddb.Reader) (*zoneIndex, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxZoneIndexSize+1))
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxZoneIndexSize {
+	if fi.Size() > maxZoneIndexSize {
 		return nil, fmt.Errorf("%w: larger than %d bytes", errZoneIndex, maxZoneIndexSize)
 	}
-	z, err := parseZoneIndex(b)
+	b, unmap, err := mapFile(f, int(fi.Size()))
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil && unmap != nil {
+			unmap(b)
+		}
+	}()
+	if z, err = parseZoneIndex(b); err != nil {
+		return nil, err
+	}
+	z.buf, z.unmap = b, unmap
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -259,6 +282,7 @@ func NeedsZoneIndex(path string) (bool, error) {
 		return false, nil
 	}
 	z, err := loadZoneIndex(path, r)
+	z.close()
 	return z == nil || err != nil, nil
 }
 

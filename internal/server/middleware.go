@@ -86,13 +86,12 @@ func (s *Server) observe(rec *exchange, r *http.Request, d time.Duration) {
 	if route == "" {
 		route = "unmatched"
 	}
-	s.metrics.requests.WithLabelValues(route, methodLabel(r.Method), statusLabel(status)).Inc()
-	s.metrics.duration.WithLabelValues(route).Observe(d.Seconds())
+	s.metrics.request(route, methodLabel(r.Method), status, d.Seconds())
 	// A metered request counts its outcome once, whatever its shape; a
 	// batch has counted its items itself.
 	if rec.metered && !rec.counted {
 		if rec.success {
-			s.metrics.queries.WithLabelValues("success").Inc()
+			s.metrics.success.Inc()
 		} else if rec.code != "" {
 			s.metrics.queries.WithLabelValues(string(rec.code)).Inc()
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/account"
@@ -471,22 +472,30 @@ func quotaSpent(lang ipatlas.Lang, limit int64, reset time.Time) string {
 // Unix time, so a client could read it either way, and each copy costs
 // every answer three header entries.
 func (s *Server) rateHeaders(w http.ResponseWriter, limit, remaining int64, reset time.Time) {
-	// Every metered answer carries these, so they are built with two
-	// allocations: the three numbers in one string, and one array whose
-	// elements back the three header values (net/http only reads them).
-	var buf [64]byte
-	b := strconv.AppendInt(buf[:0], limit, 10)
+	// Every metered answer carries these, so they are built with one
+	// allocation: the digits and the three header values that slice
+	// them, in one block (net/http only reads the values).
+	v := new(rateValues)
+	b := strconv.AppendInt(v.digits[:0], limit, 10)
 	i := len(b)
 	b = strconv.AppendInt(b, remaining, 10)
 	j := len(b)
 	b = strconv.AppendInt(b, s.secondsUntil(reset), 10)
-	nums := string(b)
-	v := &[3]string{nums[:i], nums[i:j], nums[j:]}
-	l, rem, rs := v[0:1:1], v[1:2:2], v[2:3:3]
+	// The digits are never written again: the strings may share them.
+	nums := unsafe.String(unsafe.SliceData(b), len(b))
+	v.vals = [3]string{nums[:i], nums[i:j], nums[j:]}
+	l, rem, rs := v.vals[0:1:1], v.vals[1:2:2], v.vals[2:3:3]
 	h := w.Header()
 	h["Ratelimit-Limit"] = l
 	h["Ratelimit-Remaining"] = rem
 	h["Ratelimit-Reset"] = rs
+}
+
+// rateValues backs one answer's quota headers: three int64s in decimal
+// take at most 60 bytes.
+type rateValues struct {
+	vals   [3]string
+	digits [60]byte
 }
 
 // secondsUntil rounds up, so that a client waiting that long finds the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,10 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // checkSecurityHeaders asserts the headers every answer carries; origin
@@ -561,4 +564,44 @@ func oneRoute(s *Server, h http.HandlerFunc) *router {
 	rt.mount([]route{{pattern: "/", h: serveHTTP(h)}}, s.renderAPI)
 	rt.finish(area{match: anyPath, render: s.renderAPI})
 	return rt
+}
+
+// TestRateHeadersAllocs holds the quota headers of a metered answer to
+// one allocation: the digits and the three values share one block.
+func TestRateHeadersAllocs(t *testing.T) {
+	s := &Server{now: time.Now}
+	w := httptest.NewRecorder()
+	reset := time.Now().Add(90 * time.Second)
+	if n := testing.AllocsPerRun(200, func() { s.rateHeaders(w, 1_000_000, 999_999, reset) }); n != 1 {
+		t.Errorf("rateHeaders: %v allocations, want 1", n)
+	}
+	h := w.Header()
+	if h.Get("RateLimit-Limit") != "1000000" || h.Get("RateLimit-Remaining") != "999999" || h.Get("RateLimit-Reset") != "90" {
+		t.Errorf("headers %v", h)
+	}
+	// The largest values fit the block.
+	s.rateHeaders(w, math.MaxInt64, math.MinInt64, reset)
+	if h.Get("RateLimit-Limit") != "9223372036854775807" || h.Get("RateLimit-Remaining") != "-9223372036854775808" {
+		t.Errorf("headers %v", h)
+	}
+}
+
+// TestRequestSeriesAllocs holds a request's metrics, once its series
+// exist, to no allocation and to the same series as the vectors' own.
+func TestRequestSeriesAllocs(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.request("GET /api/lookup/{ip}", "GET", 200, 0.001)
+	if n := testing.AllocsPerRun(200, func() { m.request("GET /api/lookup/{ip}", "GET", 200, 0.001) }); n != 0 {
+		t.Errorf("request: %v allocations, want 0", n)
+	}
+	m.request("GET /api/lookup/{ip}", "GET", 429, 0.001)
+	if got := counterValue(m.requests.WithLabelValues("GET /api/lookup/{ip}", "GET", "200")); got != 202 {
+		t.Errorf("requests with 200: %v, want 202", got)
+	}
+	if got := counterValue(m.requests.WithLabelValues("GET /api/lookup/{ip}", "GET", "429")); got != 1 {
+		t.Errorf("requests with 429: %v, want 1", got)
+	}
 }

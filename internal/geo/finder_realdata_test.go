@@ -1,0 +1,104 @@
+package geo
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
+)
+
+// TestRealServingBuildsNoFinder holds a serving engine on the real dataset,
+// whose city files have zone indexes, to never building the time-zone
+// finders (tens of MB of polygons): Open, Watch as `ipatlas serve` runs
+// it, then 100,000 random public addresses (one in eight IPv6) answered
+// both as the encoded answer and as the record, in both languages. It runs
+// in a fresh process, since other tests of the package build the finders.
+//
+//	IPATLAS_TEST_DATA_DIR=DIR go test -run TestRealServingBuildsNoFinder -v ./internal/geo/
+func TestRealServingBuildsNoFinder(t *testing.T) {
+	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
+	if dir == "" {
+		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch`")
+	}
+	if os.Getenv("GEO_FINDER_CHILD") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRealServingBuildsNoFinder$", "-test.v")
+		cmd.Env = append(os.Environ(), "GEO_FINDER_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS") {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		t.Logf("child:\n%s", out)
+		return
+	}
+	if n := finderBuilds.Load(); n != 0 {
+		t.Fatalf("%d finders built before the engine opened", n)
+	}
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.needsTimeZones() {
+		t.Fatal("the real dataset's city files lack zone indexes: run `ipatlas db fetch` again")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Watch(ctx) }()
+	rng := rand.New(rand.NewPCG(7, 7))
+	var buf []byte
+	zones := 0
+	for i := range 100_000 {
+		var a netip.Addr
+		for {
+			if i%8 == 0 {
+				var b [16]byte
+				hi, lo := rng.Uint64(), rng.Uint64()
+				for j := range 8 {
+					b[j], b[8+j] = byte(hi>>(56-8*j)), byte(lo>>(56-8*j))
+				}
+				b[0] = 0x20 | b[0]&0x1f
+				a = netip.AddrFrom16(b)
+			} else {
+				v := rng.Uint32()
+				a = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+			}
+			if _, special := netaddr.Classify(a); !special {
+				break
+			}
+		}
+		lang := ipatlas.English
+		if i%2 == 1 {
+			lang = ipatlas.Chinese
+		}
+		if buf, err = e.AppendJSON(buf[:0], a, lang); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := e.Lookup(a, lang)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.TimeZone != "" {
+			zones++
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if zones == 0 {
+		t.Fatal("no record had a time zone: the lookups tell nothing")
+	}
+	if n := finderBuilds.Load(); n != 0 {
+		t.Errorf("serving built %d time-zone finders; want none (the zone indexes answer)", n)
+	}
+	if n := finderLookups.Load(); n != 0 {
+		t.Errorf("%d lookups reached the finders", n)
+	}
+	t.Logf("100000 addresses, %d records with a time zone, %d finders built", zones, finderBuilds.Load())
+}
