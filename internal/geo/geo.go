@@ -157,7 +157,7 @@ type Options struct {
 // enough to answer.
 const DefaultTorMaxAge = 3 * time.Hour
 
-// Default cache sizes, from the hit rates TestRealCacheHitRates measures
+// Default cache sizes, from the hit rates BenchmarkRealCacheHitRates measures
 // on the real default dataset once warm: for a service's clients (90% of
 // queries from 100,000 popular addresses by Zipf's law, 10% random public
 // addresses) the two-way city cache hits 95.7% of lookups at 2^14

@@ -1,5 +1,0 @@
-//go:build !race
-
-package geo
-
-const raceBuild = false
