@@ -76,12 +76,22 @@ func TestServeKillAtFailpoints(t *testing.T) {
 
 			// The restart replays the journal; a first restart killed
 			// inside the replay must leave it to the next one.
-			if fi, err := os.Stat(dbPath + "-charges.journal"); err == nil && fi.Size() > 0 {
+			// (A journal whose first frame's length is zero holds no
+			// record; killed after a catch-up's commit, its records may
+			// all be applied, and its own restart is the test.)
+			head := make([]byte, 4)
+			if f, err := os.Open(dbPath + "-charges.journal"); err == nil {
+				f.Read(head)
+				f.Close()
+			}
+			switch {
+			case name == "catchup-after-commit":
+			case string(head) != "\x00\x00\x00\x00":
 				os.Setenv("IPATLAS_FAILPOINT", "replay-before-commit:1")
 				replayKilled(t, bin, args...)
 				checkSQLiteIntegrity(t, dbPath)
-			} else if name != "catchup-after-commit" {
-				t.Errorf("killed at %s, the journal is empty: nothing to replay (%v)", name, err)
+			default:
+				t.Errorf("killed at %s, the journal holds no record: nothing to replay", name)
 			}
 			os.Unsetenv("IPATLAS_FAILPOINT")
 			srv = startChild(t, bin, args...)

@@ -5,6 +5,7 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +54,7 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 	ctx := context.Background()
 	reqs := []account.ChargeRequest{{KeyID: nk.ID, Hash: nk.Hash, N: 20, Cost: 1}}
 	const perApply = 1000
+	var cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		for range perApply {
@@ -62,10 +64,21 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 			}
 		}
 		b.StartTimer()
+		cpu0 := rusageCPU(b)
 		if err := st.jm.catchUp(ctx); err != nil {
 			b.Fatal(err)
 		}
+		cpu += rusageCPU(b) - cpu0
 	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(b.N*perApply), "cpu-µs/record")
+}
+
+func rusageCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkChargeTableInsert is the other journal form, measured and not

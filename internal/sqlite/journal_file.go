@@ -25,14 +25,24 @@ import (
 // grants, then per grant the key ID (length, bytes), account ID, queries
 // granted and cost per query. A record is appended with one write and
 // made durable with one fdatasync before any of its charges is answered.
+//
+// The file is written in place over space allocated ahead with zeros
+// (journalChunk at a time), as SQLite reuses its WAL: an fdatasync that
+// must also commit a new file length costs the file system a journal
+// commit of its own, twice the wall time of one that does not. Once every
+// record is applied the next one is written at the start again. Reading
+// stops at the first frame that is zero, torn, fails its checksum or does
+// not carry a higher sequence number than the one before: what lies
+// beyond it is an earlier round's records (all applied) or zeros.
 // A record that is cut short or fails its checksum was never fully
 // synced, so never answered: it and anything after it are dropped.
 type journalFile struct {
-	path string
-	f    *os.File
-	size int64 // of the valid records
-	buf  []byte
-	lock *os.File // holds the store's writer lock while open
+	path  string
+	f     *os.File
+	size  int64 // of the valid records: where the next one is written
+	alloc int64 // the file's length, zeros or old records beyond size
+	buf   []byte
+	lock  *os.File // holds the store's writer lock while open
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -51,6 +61,8 @@ type jRecord struct {
 	at     time.Time
 	grants []jGrant
 }
+
+const journalChunk = 4 << 20
 
 func journalPath(dbPath string) string { return dbPath + "-charges.journal" }
 func lockPath(dbPath string) string    { return dbPath + ".lock" }
@@ -97,24 +109,7 @@ func openJournalFile(dbPath string) (*journalFile, []jRecord, error) {
 		return nil, nil, fmt.Errorf("sqlite: journal: %w", err)
 	}
 	recs, good := decodeJournal(data)
-	if good < int64(len(data)) {
-		if err := f.Truncate(good); err != nil {
-			f.Close()
-			lock.Close()
-			return nil, nil, fmt.Errorf("sqlite: journal: dropping a torn tail: %w", err)
-		}
-		if err := datasync(f); err != nil {
-			f.Close()
-			lock.Close()
-			return nil, nil, fmt.Errorf("sqlite: journal: %w", err)
-		}
-	}
-	if _, err := f.Seek(good, io.SeekStart); err != nil {
-		f.Close()
-		lock.Close()
-		return nil, nil, fmt.Errorf("sqlite: journal: %w", err)
-	}
-	j.f, j.size = f, good
+	j.f, j.size, j.alloc = f, good, int64(len(data))
 	return j, recs, nil
 }
 
@@ -129,7 +124,7 @@ func decodeJournal(data []byte) ([]jRecord, int64) {
 		}
 		n := int64(binary.LittleEndian.Uint32(rest))
 		sum := binary.LittleEndian.Uint32(rest[4:])
-		if n > int64(len(rest))-8 {
+		if n == 0 || n > int64(len(rest))-8 {
 			return recs, off
 		}
 		payload := rest[8 : 8+n]
@@ -224,36 +219,54 @@ func decodeRecord(p []byte) (jRecord, bool) {
 	return r, len(p) == 0
 }
 
-// append writes r and makes it durable. On an error the file is cut back
-// to its valid records, so that a later record is not written after a
-// torn one; if even that fails, the journal is unusable.
-func (j *journalFile) append(r jRecord) (err error, fatal bool) {
+// append writes r and makes it durable. A failed write leaves at most a
+// torn frame where the next record goes, which that record overwrites.
+func (j *journalFile) append(r jRecord) error {
 	j.buf = appendRecord(j.buf[:0], r)
-	if _, err = j.f.Write(j.buf); err == nil {
-		failpoint.Hit("journal-before-sync")
-		err = datasync(j.f)
-	}
-	if err != nil {
-		if terr := j.cut(j.size); terr != nil {
-			return fmt.Errorf("sqlite: journal: %w (and cutting back: %v)", err, terr), true
+	if end := j.size + int64(len(j.buf)); end > j.alloc {
+		if err := j.grow(end); err != nil {
+			return fmt.Errorf("sqlite: journal: %w", err)
 		}
-		return fmt.Errorf("sqlite: journal: %w", err), false
+	}
+	if _, err := j.f.WriteAt(j.buf, j.size); err != nil {
+		return fmt.Errorf("sqlite: journal: %w", err)
+	}
+	failpoint.Hit("journal-before-sync")
+	if err := datasync(j.f); err != nil {
+		return fmt.Errorf("sqlite: journal: %w", err)
 	}
 	j.size += int64(len(j.buf))
-	return nil, false
+	return nil
 }
 
-func (j *journalFile) cut(size int64) error {
-	if err := j.f.Truncate(size); err != nil {
+// grow allocates zeros up to at least end, a whole chunk at a time.
+func (j *journalFile) grow(end int64) error {
+	alloc := (end + journalChunk - 1) / journalChunk * journalChunk
+	zeros := make([]byte, alloc-j.alloc)
+	if _, err := j.f.WriteAt(zeros, j.alloc); err != nil {
 		return err
 	}
-	if _, err := j.f.Seek(size, io.SeekStart); err != nil {
+	if err := j.f.Sync(); err != nil {
+		return err
+	}
+	j.alloc = alloc
+	return nil
+}
+
+// restart writes the next record at the start: every record in the file
+// is applied. Zeroing the first frame's length and syncing it keeps a
+// reader from taking the old records for new ones' successors.
+func (j *journalFile) restart() error {
+	if j.size == 0 {
+		return nil
+	}
+	if _, err := j.f.WriteAt(make([]byte, 8), 0); err != nil {
 		return err
 	}
 	if err := datasync(j.f); err != nil {
 		return err
 	}
-	j.size = size
+	j.size = 0
 	return nil
 }
 
@@ -261,7 +274,7 @@ func (j *journalFile) cut(size int64) error {
 // written to a new file, synced, renamed over the old one.
 func (j *journalFile) rewrite(recs []jRecord) error {
 	if len(recs) == 0 {
-		return j.cut(0)
+		return j.restart()
 	}
 	tmp := j.path + ".new"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -289,7 +302,7 @@ func (j *journalFile) rewrite(recs []jRecord) error {
 		d.Close()
 	}
 	j.f.Close()
-	j.f, j.size = f, int64(len(buf))
+	j.f, j.size, j.alloc = f, int64(len(buf)), int64(len(buf))
 	return nil
 }
 

@@ -116,8 +116,12 @@ func TestJournalReplay(t *testing.T) {
 	if used, credits := usedAndCredits(t, st, nk.ID, a.ID, period); used != 116 || credits != 1000-116 {
 		t.Fatalf("after a clean close: used %d, credits %d; want 116, %d", used, credits, 1000-116)
 	}
-	if fi, err := os.Stat(journalPath(path)); err != nil || fi.Size() != 0 {
-		t.Fatalf("the journal after a clean close: %v, %v; want empty", fi, err)
+	data, err = os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := decodeJournal(data); len(recs) != 0 {
+		t.Fatalf("the journal after a clean close holds %d records, want none", len(recs))
 	}
 }
 
@@ -192,5 +196,82 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waited 10s for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Once every record is applied the journal is written from its start
+// again, over the old records: reading it finds only the new ones.
+func TestJournalRestartsInPlace(t *testing.T) {
+	ctx := t.Context()
+	path, _, nk := journalFixture(t, Options{})
+	st, err := Open(ctx, path, Options{Journal: true, ApplyEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	charge := func() {
+		now := time.Now()
+		if _, err := st.Charge(ctx, account.Period(now), now, []account.ChargeRequest{{KeyID: nk.ID, Hash: nk.Hash, N: 1, Cost: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		charge()
+	}
+	if _, err := st.Usage(ctx, nk.ID, account.Period(time.Now())); err != nil { // applies the journal
+		t.Fatal(err)
+	}
+	charge()
+	data, err := os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := decodeJournal(data)
+	if len(recs) != 1 || recs[0].seq != 4 {
+		t.Fatalf("the journal holds %+v, want the fourth record alone", recs)
+	}
+	if len(data) < journalChunk {
+		t.Fatalf("the journal is %d bytes, want its space allocated ahead (%d)", len(data), journalChunk)
+	}
+}
+
+// A catch-up whose records add to the table's latest ledger entry and
+// then, a minute on, start a new one writes both: the ledger (the grant
+// and two usage entries) charges every query the counter holds.
+func TestJournalLedgerAcrossMinutes(t *testing.T) {
+	ctx := t.Context()
+	path, a, nk := journalFixture(t, Options{})
+	st, err := Open(ctx, path, Options{Journal: true, ApplyEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	t0 := time.Now().Truncate(time.Minute)
+	period := account.Period(t0)
+	charge := func(at time.Time, n int64) {
+		t.Helper()
+		if _, err := st.Charge(ctx, period, at, []account.ChargeRequest{{KeyID: nk.ID, Hash: nk.Hash, N: n, Cost: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	charge(t0, 1)
+	if err := st.jm.catchUp(ctx); err != nil { // the table's latest entry: t0's minute
+		t.Fatal(err)
+	}
+	charge(t0.Add(time.Second), 10)    // added to it
+	charge(t0.Add(time.Minute), 100)   // a new entry
+	charge(t0.Add(time.Minute+1), 200) // added to the new one
+	used, credits := usedAndCredits(t, st, nk.ID, a.ID, period)
+	es, err := st.Ledger(ctx, a.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q, sum int64
+	for _, e := range es {
+		q += e.Queries
+		sum += e.Delta
+	}
+	if used != 311 || q != 311 || credits != 1000-311 || sum != credits || es[0].Balance != credits || len(es) != 3 {
+		t.Fatalf("counter %d, ledger %d queries summing to %d, balance %d: %+v", used, q, sum, credits, es)
 	}
 }

@@ -42,7 +42,6 @@ type journaled struct {
 	accounts map[int64]int64 // credits
 	pending  []jRecord       // synced, not yet applied, in sequence order
 	nextSeq  uint64
-	broken   error // a journal that could not be cut back after a failed append
 
 	applyMu sync.Mutex // one applier at a time
 	kick    chan struct{}
@@ -197,6 +196,8 @@ func (jm *journaled) catchUp(ctx context.Context) error {
 // trim shortens the journal file once its records are applied; jm.mu is held.
 func (jm *journaled) trim() error {
 	if len(jm.pending) == 0 || jm.j.size > journalRewriteSize {
+		// Empty, the journal starts over in place; long, it is rewritten
+		// to its pending records.
 		if err := jm.j.rewrite(jm.pending); err != nil {
 			return fmt.Errorf("sqlite: journal: %w", err)
 		}
@@ -294,9 +295,6 @@ func (jm *journaled) charge(ctx context.Context, period string, at time.Time, re
 	grants := make([]account.Grant, len(reqs))
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
-	if jm.broken != nil {
-		return nil, jm.broken
-	}
 	var spent map[int64]int64 // credits this batch spends, per account
 	var added map[string]int64
 	rec := jRecord{seq: jm.nextSeq, period: period, at: at}
@@ -337,10 +335,7 @@ func (jm *journaled) charge(ctx context.Context, period string, at time.Time, re
 	if len(rec.grants) == 0 {
 		return grants, nil
 	}
-	if err, fatal := jm.j.append(rec); err != nil {
-		if fatal {
-			jm.broken = err
-		}
+	if err := jm.j.append(rec); err != nil {
 		return nil, err
 	}
 	failpoint.Hit("journal-before-answer")
@@ -426,12 +421,15 @@ func (s *Store) applyRecords(ctx context.Context, recs []jRecord, point string) 
 		type pk struct{ key, when string }
 		monthly := map[pk]int64{}
 		daily := map[pk]int64{}
-		lastUsed := map[string]bool{} // keys whose last use moves
-		var entries []*newEntry
-		tailRef := map[int64]*newEntry{}
+		lastUsed := map[string]bool{}    // keys whose last use moves
+		var entries []*newEntry          // new ones, in order
+		var dbTails []*newEntry          // additions to the tables' latest entries
+		tailRef := map[int64]*newEntry{} // each account's latest entry
 		for acct, t := range tails {
 			if t.ID != 0 {
-				tailRef[acct] = &newEntry{dbID: t.ID, accountID: acct}
+				e := &newEntry{dbID: t.ID, accountID: acct}
+				tailRef[acct] = e
+				dbTails = append(dbTails, e)
 			}
 		}
 		for _, r := range recs {
@@ -469,8 +467,8 @@ func (s *Store) applyRecords(ctx context.Context, recs []jRecord, point string) 
 			}
 		}
 		var merges, inserts [][]any
-		for _, e := range tailRef {
-			if e.dbID != 0 && e.queries > 0 {
+		for _, e := range dbTails {
+			if e.queries > 0 {
 				merges = append(merges, []any{e.dbID, e.delta, e.balance, e.queries})
 			}
 		}
