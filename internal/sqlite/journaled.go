@@ -128,19 +128,25 @@ func (s *Store) startJournal(ctx context.Context, opts Options) error {
 	if poll <= 0 {
 		poll = DefaultPollEvery
 	}
+	// The first reading of the data version is taken before any state is
+	// loaded: another process's change after it is seen at the next poll.
+	var version int64
+	if err := s.w.QueryRowContext(ctx, "PRAGMA data_version").Scan(&version); err != nil {
+		jm.load.Close()
+		return fail(fmt.Errorf("sqlite: journal: %w", err))
+	}
 	s.jm = jm
-	go jm.run(poll)
+	go jm.run(poll, version)
 	return nil
 }
 
 // run is the applier and the poller.
-func (jm *journaled) run(poll time.Duration) {
+func (jm *journaled) run(poll time.Duration, version int64) {
 	defer close(jm.done)
 	apply := time.NewTicker(jm.every)
 	defer apply.Stop()
 	check := time.NewTicker(poll)
 	defer check.Stop()
-	version := int64(-1)
 	for {
 		select {
 		case <-jm.stop:
@@ -153,7 +159,7 @@ func (jm *journaled) run(poll time.Duration) {
 				jm.log.Warn("charge journal: reading the data version", "err", err.Error())
 				continue
 			}
-			if version >= 0 && v != version {
+			if v != version {
 				jm.invalidate()
 			}
 			version = v
