@@ -23,7 +23,7 @@ func TestDBMigrate(t *testing.T) {
 	if err := runDBMigrate(t.Context(), e, []string{"--store", "sqlite:" + path}); err != nil {
 		t.Fatalf("db migrate: %v\n%s", err, errb.String())
 	}
-	if !strings.Contains(out.String(), "from schema version 0 to 2") {
+	if !strings.Contains(out.String(), "from schema version 0 to 3") {
 		t.Fatalf("db migrate output: %q", out.String())
 	}
 	st, err := sqlite.Open(t.Context(), path, sqlite.Options{RequireMigrated: true})
@@ -36,7 +36,7 @@ func TestDBMigrate(t *testing.T) {
 	if err := runDBMigrate(t.Context(), e, []string{"--json", "--store", "sqlite:" + path}); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(strings.Fields(out.String()), " "); got != `{ "store": "sqlite", "from_version": 2, "to_version": 2 }` {
+	if got := strings.Join(strings.Fields(out.String()), " "); got != `{ "store": "sqlite", "from_version": 3, "to_version": 3 }` {
 		t.Fatalf("db migrate --json on a migrated store: %s", got)
 	}
 

@@ -124,6 +124,8 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		MaxConns:         cfg.StoreMaxConns,
 		Timeout:          cfg.StoreTimeout,
 		StatementTimeout: cfg.StoreStatementTimeout,
+		Journal:          true,
+		Logger:           log,
 	})
 	if err != nil {
 		return fmt.Errorf("store: %w", err)

@@ -410,7 +410,9 @@ func TestServeEndToEnd(t *testing.T) {
 const account1000 = 1000
 
 // checkCredits reads an account's balance and ledger from the store on
-// disk, as the CLI does, and checks that the ledger adds up to it.
+// disk, as the CLI does, and checks that the ledger adds up to it. A
+// running server applies its charge journal to the tables every second:
+// the balance is read again until it is want, for at most 10 s.
 func checkCredits(t *testing.T, storePath string, accountID int64, want int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -419,9 +421,16 @@ func checkCredits(t *testing.T, storePath string, accountID int64, want int64) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	a, err := st.Account(ctx, accountID)
-	if err != nil {
-		t.Fatal(err)
+	var a struct{ Credits int64 }
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := st.Account(ctx, accountID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Credits = got.Credits
+		if a.Credits == want || time.Now().After(deadline) {
+			break
+		}
 	}
 	if a.Credits != want {
 		t.Errorf("account %d has %d credits, want %d", accountID, a.Credits, want)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -50,6 +51,11 @@ type storeOptions struct {
 	MaxConns         int32
 	Timeout          time.Duration
 	StatementTimeout time.Duration
+	// Journal (serve, SQLite only) charges through the store's charge
+	// journal and takes its writer lock: a second serve on the same file
+	// fails, the management commands still share it.
+	Journal bool
+	Logger  *slog.Logger
 }
 
 // openStore opens the account store a --store DSN names: "sqlite:PATH"
@@ -65,7 +71,7 @@ func openStore(ctx context.Context, dsn string, opts storeOptions) (account.Stor
 	case "sqlite":
 		// The pool size and timeouts are PostgreSQL's: an embedded
 		// database has no connection to wait for or lose.
-		return sqlite.Open(ctx, target, sqlite.Options{RequireMigrated: opts.RequireMigrated})
+		return sqlite.Open(ctx, target, sqlite.Options{RequireMigrated: opts.RequireMigrated, Journal: opts.Journal, Logger: opts.Logger})
 	case "postgres":
 		return postgres.Open(ctx, target, postgres.Options{
 			Migrate:          !opts.RequireMigrated,

@@ -158,6 +158,9 @@ func (s *Store) Charge(ctx context.Context, period string, at time.Time, reqs []
 	if err := account.CheckCharges(reqs); err != nil {
 		return nil, err
 	}
+	if s.jm != nil {
+		return s.jm.charge(ctx, period, at, reqs)
+	}
 	grants := make([]account.Grant, len(reqs))
 	if len(reqs) == 0 {
 		return grants, nil

@@ -420,7 +420,7 @@ func (s *Store) TierRequests(ctx context.Context, accountID int64, status string
 // DecideTierRequest decides a pending request in one transaction: the
 // request leaves pending and, when approved, the account takes its tier
 // and limit.
-func (s *Store) DecideTierRequest(ctx context.Context, id int64, approve bool, at time.Time) (account.TierRequest, account.Account, error) {
+func (s *Store) tablesDecideTierRequest(ctx context.Context, id int64, approve bool, at time.Time) (account.TierRequest, account.Account, error) {
 	status := account.RequestRefused
 	if approve {
 		status = account.RequestApproved

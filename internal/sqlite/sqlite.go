@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -45,6 +46,18 @@ type Options struct {
 	BusyTimeout time.Duration
 	// ReadConns is the size of the pool of read connections (default 4).
 	ReadConns int
+	// Journal charges through the charge journal (journaled.go): the
+	// serving process's mode. It takes the store's writer lock, so one
+	// process at a time opens a store with it; processes without it (the
+	// CLI) share the store as before. Ignored where the journal is not
+	// built (not unix).
+	Journal bool
+	// ApplyEvery is how often the journal is applied to the tables
+	// (default DefaultApplyEvery); PollEvery how often other processes'
+	// changes are looked for (default DefaultPollEvery).
+	ApplyEvery, PollEvery time.Duration
+	// Logger receives the journal's replay and applier messages.
+	Logger *slog.Logger
 }
 
 // Store is an account.Store on one SQLite file.
@@ -58,6 +71,7 @@ type Store struct {
 	w      *sql.DB
 	r      *sql.DB
 	charge *chargeStmts // prepared on w
+	jm     *journaled   // nil unless Options.Journal
 }
 
 var _ account.Store = (*Store)(nil)
@@ -148,7 +162,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	return &Store{path: path, w: w, r: r, charge: cs}, nil
+	s := &Store{path: path, w: w, r: r, charge: cs}
+	if opts.Journal {
+		if err := s.startJournal(ctx, opts); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Path is the absolute path of the database file.
@@ -156,7 +177,17 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	var jerr error
+	if s.jm != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), defaultBusyTimeout)
+		jerr = s.jm.close(ctx)
+		cancel()
+		s.jm = nil
+	}
 	s.charge.close()
+	if jerr != nil {
+		return errors.Join(jerr, s.r.Close(), s.w.Close())
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 

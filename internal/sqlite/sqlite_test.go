@@ -36,6 +36,19 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) account.Store { return openTemp(t) })
 }
 
+// The serving process's store, charging through the journal, meets the
+// same contract: what it reads back includes every charge it answered.
+func TestStoreJournal(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) account.Store {
+		st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ipatlas.db"), sqlite.Options{Journal: true})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
 func TestMigrate(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "sub", "m.db")
@@ -231,10 +244,19 @@ func TestTwoStoresOneFile(t *testing.T) {
 // a Meter and reports each success as soon as Charge returns it: every
 // success the parent saw must be in the database, and at most the charges
 // in flight at the kill may be there without having been reported.
+//
+// It runs on both charge paths: one transaction per batch, and the charge
+// journal, which the reopening replays.
 func TestKillDuringCharges(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("needs SIGKILL semantics; runs on Linux and macOS")
 	}
+	for _, journal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("journal=%v", journal), func(t *testing.T) { killDuringCharges(t, journal) })
+	}
+}
+
+func killDuringCharges(t *testing.T, journal bool) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "kill.db")
 	st, err := sqlite.Open(ctx, path, sqlite.Options{})
@@ -254,7 +276,7 @@ func TestKillDuringCharges(t *testing.T) {
 	st.Close()
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChargerChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childPathEnv+"="+path, childKeyEnv+"="+nk.Secret)
+	cmd.Env = append(os.Environ(), childPathEnv+"="+path, childKeyEnv+"="+nk.Secret, fmt.Sprintf("%s=%v", childJournalEnv, journal))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -284,7 +306,7 @@ func TestKillDuringCharges(t *testing.T) {
 		t.Fatalf("the child reported only %d successes before it ended", seen)
 	}
 
-	st, err = sqlite.Open(ctx, path, sqlite.Options{RequireMigrated: true})
+	st, err = sqlite.Open(ctx, path, sqlite.Options{RequireMigrated: true, Journal: journal})
 	if err != nil {
 		t.Fatalf("reopening after the kill: %v", err)
 	}
@@ -321,9 +343,10 @@ func TestKillDuringCharges(t *testing.T) {
 }
 
 const (
-	childPathEnv = "IPATLAS_SQLITE_TEST_CHILD_DB"
-	childKeyEnv  = "IPATLAS_SQLITE_TEST_CHILD_KEY"
-	childCallers = 16
+	childPathEnv    = "IPATLAS_SQLITE_TEST_CHILD_DB"
+	childKeyEnv     = "IPATLAS_SQLITE_TEST_CHILD_KEY"
+	childJournalEnv = "IPATLAS_SQLITE_TEST_CHILD_JOURNAL"
+	childCallers    = 16
 )
 
 // TestChargerChild is the process TestKillDuringCharges kills; on its own
@@ -334,7 +357,7 @@ func TestChargerChild(t *testing.T) {
 		t.Skip("helper process of TestKillDuringCharges, which starts it")
 	}
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, path, sqlite.Options{RequireMigrated: true})
+	st, err := sqlite.Open(ctx, path, sqlite.Options{RequireMigrated: true, Journal: os.Getenv(childJournalEnv) == "true"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -197,18 +197,18 @@ func (s *Store) CreateAccount(ctx context.Context, na account.NewAccount) (accou
 }
 
 // Account returns one account.
-func (s *Store) Account(ctx context.Context, id int64) (account.Account, error) {
+func (s *Store) tablesAccount(ctx context.Context, id int64) (account.Account, error) {
 	return scanAccount(s.r.QueryRowContext(ctx, "SELECT "+accountCols+" FROM accounts WHERE id = ?", id))
 }
 
 // ListAccounts lists every account by ID.
-func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
+func (s *Store) tablesListAccounts(ctx context.Context) ([]account.Account, error) {
 	return queryAll(ctx, s.r, scanAccount, "SELECT "+accountCols+" FROM accounts ORDER BY id")
 }
 
 // SetTier changes an account's tier; customLimit counts for Enterprise
 // only and is stored as 0 for the others.
-func (s *Store) SetTier(ctx context.Context, id int64, tier account.Tier, customLimit int64) (account.Account, error) {
+func (s *Store) tablesSetTier(ctx context.Context, id int64, tier account.Tier, customLimit int64) (account.Account, error) {
 	customLimit, err := account.TierLimit(tier, customLimit)
 	if err != nil {
 		return account.Account{}, err
@@ -239,13 +239,13 @@ func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
 }
 
 // Key returns one key.
-func (s *Store) Key(ctx context.Context, id string) (account.Key, error) {
+func (s *Store) tablesKey(ctx context.Context, id string) (account.Key, error) {
 	return scanKey(s.r.QueryRowContext(ctx, "SELECT "+keyCols+" FROM api_keys WHERE id = ?", id))
 }
 
 // ListKeys lists an account's keys, oldest first; ErrNotFound if there is
 // no such account.
-func (s *Store) ListKeys(ctx context.Context, accountID int64) ([]account.Key, error) {
+func (s *Store) tablesListKeys(ctx context.Context, accountID int64) ([]account.Key, error) {
 	if err := accountExists(ctx, s.r, accountID); err != nil {
 		return nil, err
 	}
@@ -255,14 +255,14 @@ func (s *Store) ListKeys(ctx context.Context, accountID int64) ([]account.Key, e
 
 // RevokeKey marks a key revoked at at; a key already revoked keeps its
 // first revocation time.
-func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (account.Key, error) {
+func (s *Store) tablesRevokeKey(ctx context.Context, id string, at time.Time) (account.Key, error) {
 	return scanKey(s.w.QueryRowContext(ctx,
 		"UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING "+keyCols,
 		fmtTime(at), id))
 }
 
 // RotateKey replaces a live key's hash; ErrRevoked for a revoked key.
-func (s *Store) RotateKey(ctx context.Context, id string, hash []byte) (account.Key, error) {
+func (s *Store) tablesRotateKey(ctx context.Context, id string, hash []byte) (account.Key, error) {
 	if err := account.CheckHash(hash); err != nil {
 		return account.Key{}, err
 	}
@@ -270,7 +270,7 @@ func (s *Store) RotateKey(ctx context.Context, id string, hash []byte) (account.
 		"UPDATE api_keys SET hash = ? WHERE id = ? AND revoked_at IS NULL RETURNING "+keyCols,
 		hash, id))
 	if errors.Is(err, account.ErrNotFound) {
-		if _, err := s.Key(ctx, id); err != nil {
+		if _, err := s.tablesKey(ctx, id); err != nil {
 			return account.Key{}, err
 		}
 		return account.Key{}, account.ErrRevoked
@@ -280,7 +280,7 @@ func (s *Store) RotateKey(ctx context.Context, id string, hash []byte) (account.
 
 // AddCredits changes a balance and writes its ledger entry in one
 // transaction.
-func (s *Store) AddCredits(ctx context.Context, accountID, delta int64, reason string, at time.Time) (account.LedgerEntry, error) {
+func (s *Store) tablesAddCredits(ctx context.Context, accountID, delta int64, reason string, at time.Time) (account.LedgerEntry, error) {
 	e := account.LedgerEntry{AccountID: accountID, Delta: delta, Reason: reason, CreatedAt: at}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		err := dbErr(tx.QueryRowContext(ctx,
@@ -306,7 +306,7 @@ func (s *Store) AddCredits(ctx context.Context, accountID, delta int64, reason s
 }
 
 // Ledger lists an account's entries, newest first.
-func (s *Store) Ledger(ctx context.Context, accountID int64, limit int) ([]account.LedgerEntry, error) {
+func (s *Store) tablesLedger(ctx context.Context, accountID int64, limit int) ([]account.LedgerEntry, error) {
 	if err := accountExists(ctx, s.r, accountID); err != nil {
 		return nil, err
 	}
@@ -321,7 +321,7 @@ func (s *Store) Ledger(ctx context.Context, accountID int64, limit int) ([]accou
 
 // Usage is a key's counter for a period: 0 when nothing was charged,
 // ErrNotFound when there is no such key.
-func (s *Store) Usage(ctx context.Context, keyID, period string) (int64, error) {
+func (s *Store) tablesUsage(ctx context.Context, keyID, period string) (int64, error) {
 	var used int64
 	err := s.r.QueryRowContext(ctx,
 		`SELECT COALESCE((SELECT used FROM key_usage WHERE key_id = ?1 AND period = ?2), 0)
