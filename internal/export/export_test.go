@@ -133,7 +133,7 @@ func (r *mmdbRecord) answer(t *testing.T) export.Answer {
 	if tr.ASN != r.ASN || tr.ASOrg != r.ASOrg || tr.ISP != r.ASOrg {
 		t.Errorf("traits' AS %d %q %q, top level %d %q", tr.ASN, tr.ASOrg, tr.ISP, r.ASN, r.ASOrg)
 	}
-	if tr.Hosting != a.Hosting || tr.VPN != a.VPN || tr.Tor != a.Tor || tr.Anonymous != (a.VPN || a.Tor || a.Relay) {
+	if tr.Hosting != a.Hosting || tr.VPN != a.VPN || tr.Tor != a.Tor || tr.Anonymous != (a.VPN || a.Hosting || a.Tor || a.Relay) {
 		t.Errorf("traits' flags %+v, ipatlas' %+v", tr, r.Ipatlas.Privacy)
 	}
 	return a

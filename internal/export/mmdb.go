@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"go4.org/netipx"
@@ -264,7 +265,7 @@ func (a *Answer) record(n nameMaps) mmdbtype.Map {
 			if tk.tor {
 				traits["is_tor_exit_node"] = mmdbtype.Bool(true)
 			}
-			if tk.vpn || tk.tor || tk.relay {
+			if privacy.GeoIP2Anonymous(tk.vpn, tk.host, tk.tor, tk.relay) {
 				traits["is_anonymous"] = mmdbtype.Bool(true)
 			}
 			return traits

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
 // The MaxMind shape, under /geoip/v2.1/: the request and answer forms of
@@ -188,10 +189,7 @@ func toMaxMind(en, zh *ipatlas.Record, p maxmindProduct) *maxmindAnswer {
 		tor := pr.Tor != nil && *pr.Tor
 		t := &a.Traits
 		t.IsAnonymousVPN, t.IsHostingProvider, t.IsTorExitNode = pr.VPN, pr.Hosting, tor
-		// MaxMind's is_anonymous is any of its anonymizer flags, hosting
-		// included; a relay (iCloud Private Relay) is one with no flag of
-		// its own.
-		t.IsAnonymous = pr.VPN || pr.Hosting || tor || pr.Relay
+		t.IsAnonymous = privacy.GeoIP2Anonymous(pr.VPN, pr.Hosting, tor, pr.Relay)
 	}
 	return a
 }
