@@ -52,18 +52,10 @@ func TestFetchKilled(t *testing.T) {
 	// every answer must be the old data's; after it, old or new.
 	const token = "fetch-kill-token-for-the-serve-tests"
 	s := startServe(t, nil, serveArgs(dir, filepath.Join(t.TempDir(), "s.db"), "--key-rate", "0", "--admin-token", token)...)
-	var acct struct {
-		ID int64 `json:"id"`
-	}
-	adminPost(t, "http://"+s.admin+"/admin/accounts", token,
-		map[string]any{"name": "fetch-kill", "tier": "enterprise", "monthly_limit": 100_000_000, "credits": 100_000_000}, &acct)
-	var newKey struct {
-		Key string `json:"key"`
-	}
-	adminPost(t, fmt.Sprintf("http://%s/admin/accounts/%d/keys", s.admin, acct.ID), token, struct{}{}, &newKey)
+	newKey, _ := roomyKey(t, s.admin, token, "fetch-kill")
 	old := answer{"Mountain View", "AS15169"}
 	updated := answer{"Sunnyvale", "AS64496"}
-	q := startQuerying(t, "http://"+s.public, newKey.Key, "8.8.8.8", old)
+	q := startQuerying(t, "http://"+s.public, newKey, "8.8.8.8", old)
 	start := time.Now()
 	step := func(what string) { t.Logf("%6.2fs %s", time.Since(start).Seconds(), what) }
 

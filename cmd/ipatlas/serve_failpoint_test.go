@@ -57,18 +57,10 @@ func TestServeKillAtFailpoints(t *testing.T) {
 
 			t.Setenv("IPATLAS_FAILPOINT", point)
 			srv := startChild(t, bin, args...)
-			var acct struct {
-				ID int64 `json:"id"`
-			}
-			adminPost(t, "http://"+srv.admin+"/admin/accounts", token,
-				map[string]any{"name": "kill-test", "tier": "enterprise", "monthly_limit": 100_000_000, "credits": 100_000_000}, &acct)
-			var newKey struct {
-				Key string `json:"key"`
-			}
-			adminPost(t, fmt.Sprintf("http://%s/admin/accounts/%d/keys", srv.admin, acct.ID), token, struct{}{}, &newKey)
-			before := usageOf(t, "http://"+srv.public, newKey.Key)
+			newKey, accountID := roomyKey(t, srv.admin, token, "kill-test")
+			before := usageOf(t, "http://"+srv.public, newKey)
 
-			succeeded, lost := loadUntilKilled(t, srv, newKey.Key, fx)
+			succeeded, lost := loadUntilKilled(t, srv, newKey, fx)
 			if !strings.Contains(srv.log.String(), "failpoint "+name+": SIGKILL") {
 				t.Fatalf("the server did not die at %s:\n%s", name, srv.log)
 			}
@@ -95,8 +87,8 @@ func TestServeKillAtFailpoints(t *testing.T) {
 			}
 			os.Unsetenv("IPATLAS_FAILPOINT")
 			srv = startChild(t, bin, args...)
-			after := usageOf(t, "http://"+srv.public, newKey.Key)
-			checkCredits(t, dbPath, acct.ID, after.Credits)
+			after := usageOf(t, "http://"+srv.public, newKey)
+			checkCredits(t, dbPath, accountID, after.Credits)
 			used, spent := after.Used-before.Used, before.Credits-after.Credits
 			t.Logf("%s: %d answers seen, %d in flight; usage +%d, credits -%d", name, succeeded, lost, used, spent)
 			if used < succeeded || used > succeeded+lost {

@@ -137,6 +137,23 @@ func adminPost(t *testing.T, url, token string, body, v any) {
 // answer it sent: after a restart on the same store, the charges (usage
 // counter and balance) are at least the successes the client saw and
 // exceed them by at most the requests that were in flight at the kill.
+// roomyKey makes, through the admin API at admin, an enterprise account
+// named name with room for every query a test sends (a monthly limit and
+// credits of 100 million), and returns a new key of it and the account's ID.
+func roomyKey(t *testing.T, admin, token, name string) (key string, accountID int64) {
+	t.Helper()
+	var acct struct {
+		ID int64 `json:"id"`
+	}
+	adminPost(t, "http://"+admin+"/admin/accounts", token,
+		map[string]any{"name": name, "tier": "enterprise", "monthly_limit": 100_000_000, "credits": 100_000_000}, &acct)
+	var newKey struct {
+		Key string `json:"key"`
+	}
+	adminPost(t, fmt.Sprintf("http://%s/admin/accounts/%d/keys", admin, acct.ID), token, struct{}{}, &newKey)
+	return newKey.Key, acct.ID
+}
+
 func TestServeKillAndRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the kill-and-restart test builds and runs the binary")
@@ -154,16 +171,7 @@ func TestServeKillAndRestart(t *testing.T) {
 
 	// An account with room for every query of the test, made through the
 	// admin API of the running process.
-	var acct struct {
-		ID int64 `json:"id"`
-	}
-	adminPost(t, "http://"+srv.admin+"/admin/accounts", token,
-		map[string]any{"name": "kill-test", "tier": "enterprise", "monthly_limit": 100_000_000, "credits": 100_000_000}, &acct)
-	var newKey struct {
-		Key string `json:"key"`
-	}
-	adminPost(t, fmt.Sprintf("http://%s/admin/accounts/%d/keys", srv.admin, acct.ID), token, struct{}{}, &newKey)
-	key := newKey.Key
+	key, accountID := roomyKey(t, srv.admin, token, "kill-test")
 
 	// SIGHUP reloads the dataset and the server keeps answering.
 	srv.cmd.Process.Signal(syscall.SIGHUP)
@@ -237,7 +245,7 @@ func TestServeKillAndRestart(t *testing.T) {
 		srv = startChild(t, bin, args...)
 		after := usageOf(t, "http://"+srv.public, key)
 		// The ledger adds up to the balance the restarted server reports.
-		checkCredits(t, strings.TrimPrefix(store, "sqlite:"), acct.ID, after.Credits)
+		checkCredits(t, strings.TrimPrefix(store, "sqlite:"), accountID, after.Credits)
 		s, l := succeeded.Load(), lost.Load()
 		used, spent := after.Used-before.Used, before.Credits-after.Credits
 		t.Logf("kill point %d (%v after the first success): %d answers seen, %d in flight; usage +%d, credits -%d",
@@ -261,7 +269,7 @@ func TestServeKillAndRestart(t *testing.T) {
 	if code := srv.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("exit code %d after SIGTERM\n%s", code, srv.log)
 	}
-	checkCredits(t, strings.TrimPrefix(store, "sqlite:"), acct.ID, before.Credits)
+	checkCredits(t, strings.TrimPrefix(store, "sqlite:"), accountID, before.Credits)
 }
 
 // checkSQLiteIntegrity opens an SQLite database as the next process after

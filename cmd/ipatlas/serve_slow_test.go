@@ -122,16 +122,8 @@ func startSlowTestServe(t *testing.T, fx serveFixture, timeout time.Duration) (*
 	s := startServe(t, nil, serveArgs(fx.dir, filepath.Join(t.TempDir(), "s.db"),
 		"--read-header-timeout", timeout.String(), "--read-timeout", timeout.String(),
 		"--key-rate", "0", "--addr-rate", "0", "--admin-token", token)...)
-	var acct struct {
-		ID int64 `json:"id"`
-	}
-	adminPost(t, "http://"+s.admin+"/admin/accounts", token,
-		map[string]any{"name": "slow-test", "tier": "enterprise", "monthly_limit": 100_000_000, "credits": 100_000_000}, &acct)
-	var newKey struct {
-		Key string `json:"key"`
-	}
-	adminPost(t, fmt.Sprintf("http://%s/admin/accounts/%d/keys", s.admin, acct.ID), token, struct{}{}, &newKey)
-	return s, newKey.Key
+	newKey, _ := roomyKey(t, s.admin, token, "slow-test")
+	return s, newKey
 }
 
 // slowEnd is how a slow connection ended: after how long from the dial,

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -33,22 +32,14 @@ func TestServeScheduledUpdate(t *testing.T) {
 	s := startServe(t, map[string]string{"IPATLAS_UPDATE_INTERVAL": "50ms", "IPATLAS_REGISTRY": reg.URL},
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", dir,
 		"--store", "sqlite:"+filepath.Join(t.TempDir(), "s.db"), "--key-rate", "0", "--admin-token", token)
-	var acct struct {
-		ID int64 `json:"id"`
-	}
-	adminPost(t, "http://"+s.admin+"/admin/accounts", token,
-		map[string]any{"name": "update", "tier": "enterprise", "monthly_limit": 100_000_000, "credits": 100_000_000}, &acct)
-	var newKey struct {
-		Key string `json:"key"`
-	}
-	adminPost(t, fmt.Sprintf("http://%s/admin/accounts/%d/keys", s.admin, acct.ID), token, struct{}{}, &newKey)
+	newKey, _ := roomyKey(t, s.admin, token, "update")
 
 	old := answer{"Mountain View", "AS15169"}
 	updated := answer{"Sunnyvale", "AS15169"}
 	// Several clients at once, so that queries are in flight at the swap.
 	var qs []*querier
 	for range 4 {
-		q := startQuerying(t, "http://"+s.public, newKey.Key, "8.8.8.8", old)
+		q := startQuerying(t, "http://"+s.public, newKey, "8.8.8.8", old)
 		q.allow(updated)
 		qs = append(qs, q)
 	}
