@@ -160,7 +160,7 @@ func openExportEngine(dir, overrides string, sources []geofeed.Source) (*geo.Eng
 	// apart: caches the size of the distinct records keep it from
 	// composing each again and again.
 	e, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true, MaxFeedShare: feedShareBound,
-		CacheEntries: 1 << 20, ASNCacheEntries: 1 << 18, AnswerCacheEntries: -1})
+		CacheEntries: 1 << 20, ASNCacheEntries: 1 << 18})
 	if err != nil {
 		return nil, fmt.Errorf("%w (fetch the datasets with 'ipatlas db fetch --data-dir %s')", err, dir)
 	}

@@ -4,31 +4,26 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"math/bits"
+	"math"
 	"net/netip"
 	"strconv"
-	"sync/atomic"
-	"unsafe"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
-// DefaultAnswerCacheEntries bounds the cache of encoded records. An entry
-// holds one record's JSON (about 450 bytes), so the full cache costs
-// about 7 MB.
-const DefaultAnswerCacheEntries = 1 << 14
-
 // AppendJSON appends addr's record in lang, JSON-encoded, to dst: the very
 // bytes encoding/json (with HTML escaping off, no trailing newline) writes
-// for the record Lookup returns. Many addresses share one composed record,
-// so its encoding is cached per record pair (city and ASN) and language,
-// and a lookup that hits only writes its address in front of it: no
-// reflection, no allocation. Errors are Lookup's.
+// for the record Lookup returns. It writes the cached parts' fields
+// directly, with no reflection and no allocation, so it keeps no cache of
+// encoded records: an encoding cached per record pair would cost more
+// memory (and the collector's headroom over it) than writing the fields
+// costs time. Errors are Lookup's.
 //
 // It composes the record from the same parts as Lookup; a test holds the
-// two together, so a field Lookup gains must enter the key below (every
-// input of the record but the address) or be encoded here.
+// two together, so a field Lookup gains must be written here too.
 func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]byte, error) {
 	if !addr.IsValid() {
 		return dst, errors.New("geo: invalid address")
@@ -51,24 +46,15 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 	if err != nil {
 		return dst, err
 	}
-	a := g.answers.get(city, as, lang)
-	if a == nil {
-		if a, err = encodeAnswer(city, as, lang); err != nil {
-			return dst, err
-		}
-		// A part the part caches did not keep is a fresh value with a
-		// pointer no later lookup returns: caching its answer would only
-		// evict a useful one.
-		if g.cityCache != nil && g.asnCache != nil {
-			g.answers.put(a)
-		}
-	}
 	// An address's text is digits, hex letters, dots and colons: nothing
 	// JSON escapes.
 	dst = append(dst, `{"ip":"`...)
 	dst = addr.AppendTo(dst)
 	dst = append(dst, '"')
-	dst = append(dst, a.tail...)
+	if city != nil && city.hasCoords && !finite(city.coords) {
+		return dst, errors.New("geo: the record's coordinates are not finite numbers, which JSON cannot hold")
+	}
+	dst = appendParts(dst, city, as, lang)
 	// The route and the privacy object belong to the address, not to the
 	// parts: many networks share one ASN record, and the lists' ranges
 	// follow neither file's networks. They are the record's last members.
@@ -110,116 +96,109 @@ func appendPrivacy(dst []byte, p ipatlas.Privacy, tor, known bool) []byte {
 }
 
 // appendJSONString appends s as a JSON string the way encoding/json (HTML
-// escaping off) writes it. The lists' service names are plain ASCII, which
-// needs no escape; anything else takes encoding/json's own path.
+// escaping off) writes it. A string of valid UTF-8 with no control
+// character, quote, backslash, U+2028 or U+2029 is written as it is, as
+// encoding/json writes it; anything else takes encoding/json's own path.
 func appendJSONString(dst []byte, s string) []byte {
+	plain := true
+	ascii := true
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			enc.Encode(s) // a string always encodes
-			return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' {
+			plain = false
+			break
 		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if plain && !ascii {
+		plain = utf8.ValidString(s) && !strings.Contains(s, "\u2028") && !strings.Contains(s, "\u2029")
+	}
+	if !plain {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.Encode(s) // a string always encodes
+		return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 	}
 	dst = append(dst, '"')
 	dst = append(dst, s...)
 	return append(dst, '"')
 }
 
-// answer is one encoded record, keyed by the parts it was composed from.
-// Parts are immutable once cached and compared by identity: a part evicted
-// from its cache and composed again is a new key, and a pointer held here
-// keeps its part alive, so an address never names two parts.
-type answer struct {
-	city *cityData
-	as   *asnData
-	lang ipatlas.Lang
-	tail []byte // the encoding after the "ip" member's value up to "route": `,"continent":...,`
-}
-
-// ipPrefix is how encoding/json starts a Record whose IP is empty; "ip" is
-// Record's first field.
-var ipPrefix = []byte(`{"ip":""`)
-
-// routeSuffix is how encoding/json ends a Record with no route, no
-// privacy object and no location source; Route, Privacy and
-// LocationSource are Record's last fields.
-var routeSuffix = []byte(`"route":"","location_source":""}`)
-
-func encodeAnswer(city *cityData, as *asnData, lang ipatlas.Lang) (*answer, error) {
-	var rec ipatlas.Record
+// appendParts appends the record's members from "continent" to
+// "area_code" as encoding/json writes them, each followed by a comma: the
+// members the city and ASN parts decide.
+func appendParts(dst []byte, city *cityData, as *asnData, lang ipatlas.Lang) []byte {
+	var (
+		k             *countryData
+		t             *place
+		provinceCode  string
+		tz, zip, area string
+	)
 	if city != nil {
-		city.fill(&rec, lang, new([2]float64))
+		k, t = city.country, &city.text[lang]
+		provinceCode, tz, zip, area = city.provinceCode, city.timeZone, city.zip, city.areaCode
 	}
+	var continent, continentCode, country, countryCode, currency string
+	if k != nil {
+		continent, country = k.names[lang].continent, k.names[lang].country
+		continentCode, countryCode, currency = k.continentCode, k.countryCode, k.currency
+	}
+	var province, cityName, district string
+	if t != nil {
+		province, cityName, district = t.province, t.city, t.district
+	}
+	var asn, isp string
 	if as != nil {
-		rec.ASN, rec.ISP = as.asn, as.isp
+		asn, isp = as.asn, as.isp
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&rec); err != nil {
-		return nil, err
+	dst = appendMember(dst, `,"continent":`, continent)
+	dst = appendMember(dst, `,"continent_code":`, continentCode)
+	dst = appendMember(dst, `,"country":`, country)
+	dst = appendMember(dst, `,"country_code":`, countryCode)
+	dst = appendMember(dst, `,"province":`, province)
+	dst = appendMember(dst, `,"province_code":`, provinceCode)
+	dst = appendMember(dst, `,"city":`, cityName)
+	dst = appendMember(dst, `,"district":`, district)
+	dst = appendMember(dst, `,"isp":`, isp)
+	dst = appendMember(dst, `,"asn":`, asn)
+	if city != nil && city.hasCoords {
+		dst = appendFloat(append(dst, `,"latitude":`...), city.coords[0])
+		dst = appendFloat(append(dst, `,"longitude":`...), city.coords[1])
 	}
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if !bytes.HasPrefix(b, ipPrefix) {
-		return nil, errors.New("geo: ipatlas.Record no longer starts with its ip member")
-	}
-	// Without a route or a privacy object the record ends with its empty
-	// route: the tail stops before it.
-	b, ok := bytes.CutSuffix(b, routeSuffix)
-	if !ok {
-		return nil, errors.New("geo: ipatlas.Record no longer ends with its route, privacy and location_source members")
-	}
-	return &answer{city: city, as: as, lang: lang, tail: bytes.Clone(b[len(ipPrefix):])}, nil
+	dst = appendMember(dst, `,"time_zone":`, tz)
+	dst = appendMember(dst, `,"currency":`, currency)
+	dst = appendMember(dst, `,"zip_code":`, zip)
+	dst = appendMember(dst, `,"area_code":`, area)
+	return append(dst, ',')
 }
 
-// answerCache is a two-way set-associative, lock-free cache of answers,
-// the twin of cache for a key of two parts and a language. Racing stores
-// may drop an entry, which only costs a later miss.
-type answerCache struct {
-	slots []atomic.Pointer[answer]
-	shift uint
+func appendMember(dst []byte, name, s string) []byte {
+	return appendJSONString(append(dst, name...), s)
 }
 
-// newAnswerCache returns a cache of at least n slots (a power of two, at
-// least two); n <= 0 caches nothing.
-func newAnswerCache(n int) answerCache {
-	if n <= 0 {
-		return answerCache{}
+// appendFloat appends f as encoding/json writes a float64: the shortest
+// decimal that reads back as f, in exponent form only below 1e-6 or from
+// 1e21 on, with the exponent's leading zero dropped. f is finite.
+func appendFloat(dst []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
 	}
-	b := max(bits.Len(uint(n-1)), 1)
-	return answerCache{slots: make([]atomic.Pointer[answer], 1<<b), shift: uint(64 - b)}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
 }
 
-func (c *answerCache) set(city *cityData, as *asnData, lang ipatlas.Lang) uint64 {
-	// The parts' addresses identify them (the heap does not move); their
-	// low bits are alike, so they are mixed before Fibonacci hashing.
-	k := uint64(uintptr(unsafe.Pointer(city))) ^ uint64(uintptr(unsafe.Pointer(as)))*0xff51afd7ed558ccd ^ uint64(lang)
-	h := (k * 0x9E3779B97F4A7C15) >> c.shift
-	return h &^ 1 & uint64(len(c.slots)-1)
-}
-
-func (c *answerCache) get(city *cityData, as *asnData, lang ipatlas.Lang) *answer {
-	if len(c.slots) == 0 {
-		return nil
-	}
-	i := c.set(city, as, lang)
-	if a := c.slots[i].Load(); a != nil && a.city == city && a.as == as && a.lang == lang {
-		return a
-	}
-	if a := c.slots[i+1].Load(); a != nil && a.city == city && a.as == as && a.lang == lang {
-		return a
-	}
-	return nil
-}
-
-func (c *answerCache) put(a *answer) {
-	if len(c.slots) == 0 {
-		return
-	}
-	i := c.set(a.city, a.as, a.lang)
-	if old := c.slots[i].Swap(a); old != nil && (old.city != a.city || old.as != a.as || old.lang != a.lang) {
-		c.slots[i+1].Store(old)
-	}
+func finite(c [2]float64) bool {
+	return !math.IsNaN(c[0]) && !math.IsInf(c[0], 0) && !math.IsNaN(c[1]) && !math.IsInf(c[1], 0)
 }

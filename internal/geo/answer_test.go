@@ -26,10 +26,10 @@ func encodeRecord(t testing.TB, rec ipatlas.Record) []byte {
 }
 
 // checkAppendJSON compares AppendJSON with Lookup's record encoded by
-// encoding/json, twice per address and language (a miss, then a hit), and
-// with the caches on and off.
+// encoding/json, twice per address and language (a part's cache miss,
+// then a hit), and with the caches on and off.
 func checkAppendJSON(t *testing.T, dir string, addrs []netip.Addr) {
-	for _, opts := range []geo.Options{{}, {CacheEntries: -1, ASNCacheEntries: -1, AnswerCacheEntries: -1}, {AnswerCacheEntries: 2}, {BuiltinPrivacy: true}} {
+	for _, opts := range []geo.Options{{}, {CacheEntries: -1, ASNCacheEntries: -1}, {CacheEntries: 2, ASNCacheEntries: 2}, {BuiltinPrivacy: true}} {
 		e, err := geo.Open(dir, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -122,7 +122,7 @@ func TestRealAppendJSONMatchesLookup(t *testing.T) {
 func TestAppendJSONConcurrent(t *testing.T) {
 	dir := t.TempDir()
 	geotest.WriteFixture(t, dir)
-	e, err := geo.Open(dir, geo.Options{CacheEntries: 2, ASNCacheEntries: 2, AnswerCacheEntries: 2})
+	e, err := geo.Open(dir, geo.Options{CacheEntries: 2, ASNCacheEntries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,3 +31,32 @@ func TestAppendPrivacyMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// jsonOf is what encoding/json, HTML escaping off, writes for v.
+func jsonOf(t testing.TB, v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// appendJSONString and appendFloat write what encoding/json writes, on the
+// strings and numbers whose encodings differ: escapes, non-ASCII, the two
+// separators JSON escapes, invalid UTF-8; exponents and their zeros.
+func TestAppendScalarsMatchEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "Mountain View", "北京市", "Zürich", "a\"b", `back\slash`, "tab\there", "nl\n", "\x00\x1f",
+		"<&>", "del\x7f", "line\u2028sep", "para\u2029sep", "bad\xff\xfeutf8", "cut\xe4\xb8", "\u00a0nbsp", "emoji 🌏"} {
+		if got, want := appendJSONString([]byte("x"), s), append([]byte("x"), jsonOf(t, s)...); !bytes.Equal(got, want) {
+			t.Errorf("appendJSONString(%q) = %s, encoding/json %s", s, got, want)
+		}
+	}
+	for _, f := range []float64{0, -0.0, 1, -1, 37.422, -122.085, 0.1, 1e-6, 9.99e-7, -1e-7, 1.5e-9, 123456789.125, 1e20, 1e21, -2.5e22, 180, -90,
+		0.000001234, 5e-324, 1.7976931348623157e308} {
+		if got, want := appendFloat([]byte("x"), f), append([]byte("x"), jsonOf(t, f)...); !bytes.Equal(got, want) {
+			t.Errorf("appendFloat(%v) = %s, encoding/json %s", f, got, want)
+		}
+	}
+}

@@ -11,8 +11,7 @@ import (
 )
 
 // TestRealCacheHitRates measures, on the real dataset, how often the
-// engine's three caches (composed city records, ASN records, encoded
-// answers) hit at several sizes, for two address mixes:
+// engine's two caches (composed city records and ASN records) hit at several sizes, for two address mixes:
 //
 //   - uniform: random public addresses, one in eight IPv6 (the load
 //     harness's mix, the worst case: nothing repeats but the records);
@@ -27,9 +26,7 @@ import (
 // The caches are simulated, not instrumented: each query's city and ASN
 // records are found in the real files (their source and offset, the
 // caches' key) and run through caches of the engine's own type at each
-// size. An answer hits when its entry is cached and both of its parts
-// hit, since a part composed again is a new key of the answer cache. 2
-// million warm-up queries, then 2 million counted. It is a measurement,
+// size. 2 million warm-up queries, then 2 million counted. It is a measurement,
 // not a check, so it is a benchmark that logs its table, run once:
 //
 //	IPATLAS_TEST_DATA_DIR=DIR go test -run '^$' -bench RealCacheHitRates -benchtime 1x -v ./internal/geo/
@@ -39,7 +36,7 @@ func BenchmarkRealCacheHitRates(b *testing.B) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to measure the caches' hit rates")
 	}
-	e, err := Open(dir, Options{CacheEntries: -1, ASNCacheEntries: -1, AnswerCacheEntries: -1})
+	e, err := Open(dir, Options{CacheEntries: -1, ASNCacheEntries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +97,13 @@ func BenchmarkRealCacheHitRates(b *testing.B) {
 	const popular, warm, counted = 100_000, 2_000_000, 2_000_000
 	// Each cache at each size, then the engine's defaults together and
 	// the defaults before they were chosen from these figures.
-	type sizing struct{ city, asn, answer int }
+	type sizing struct{ city, asn int }
 	var sizes []sizing
 	for _, n := range []int{1 << 10, 1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16, 1 << 17} {
-		sizes = append(sizes, sizing{n, n, n})
+		sizes = append(sizes, sizing{n, n})
 	}
-	sizes = append(sizes, sizing{DefaultCacheEntries, DefaultASNCacheEntries, DefaultAnswerCacheEntries},
-		sizing{1 << 16, 1 << 16, 1 << 14})
+	sizes = append(sizes, sizing{DefaultCacheEntries, DefaultASNCacheEntries},
+		sizing{1 << 16, 1 << 16})
 	mixes := []struct {
 		name string
 		next func() netip.Addr
@@ -132,14 +129,13 @@ func BenchmarkRealCacheHitRates(b *testing.B) {
 	}
 	for _, mix := range mixes {
 		qs := make([]query, warm+counted)
-		distinctCity, distinctASN, distinctAns := map[key]bool{}, map[key]bool{}, map[[2]key]bool{}
+		distinctCity, distinctASN := map[key]bool{}, map[key]bool{}
 		found := 0
 		for i := range qs {
 			qs[i] = resolve(mix.next())
 			if i >= warm {
 				distinctCity[qs[i].city] = true
 				distinctASN[qs[i].asn] = true
-				distinctAns[[2]key{qs[i].city, qs[i].asn}] = true
 				if qs[i].hasCity {
 					found++
 				}
@@ -148,12 +144,12 @@ func BenchmarkRealCacheHitRates(b *testing.B) {
 		if found == 0 {
 			t.Fatalf("%s: no query found a city record", mix.name)
 		}
-		t.Logf("%s: %d counted queries, %d with a city record; distinct: %d city records, %d ASN records, %d answers",
-			mix.name, counted, found, len(distinctCity), len(distinctASN), len(distinctAns))
-		t.Logf("%s: %20s %8s %8s %8s", mix.name, "entries", "city", "asn", "answer")
+		t.Logf("%s: %d counted queries, %d with a city record; distinct: %d city records, %d ASN records",
+			mix.name, counted, found, len(distinctCity), len(distinctASN))
+		t.Logf("%s: %20s %8s %8s", mix.name, "entries", "city", "asn")
 		for _, n := range sizes {
-			city, asn, ans := newCache[struct{}](n.city), newCache[struct{}](n.asn), newCache[struct{}](n.answer)
-			var hc, ha, hn, nc, na int
+			city, asn := newCache[struct{}](n.city), newCache[struct{}](n.asn)
+			var hc, ha, nc, na int
 			for i, q := range qs {
 				cityHit, asnHit := true, true
 				if q.hasCity {
@@ -167,13 +163,6 @@ func BenchmarkRealCacheHitRates(b *testing.B) {
 					if !asnHit {
 						asn.put(&entry[struct{}]{src: q.asn.src, off: q.asn.off})
 					}
-				}
-				// The answer's key: both parts' keys, mixed into one.
-				k := (uint64(q.city.off)<<8 ^ uint64(q.city.src)) * 0x9E3779B97F4A7C15
-				k ^= (uint64(q.asn.off)<<8 ^ uint64(q.asn.src) ^ 0xff) * 0xff51afd7ed558ccd
-				ansHit := ans.get(0, uintptr(k)) != nil && cityHit && asnHit
-				if !ansHit {
-					ans.put(&entry[struct{}]{off: uintptr(k)})
 				}
 				if i < warm {
 					continue
@@ -190,12 +179,9 @@ func BenchmarkRealCacheHitRates(b *testing.B) {
 						ha++
 					}
 				}
-				if ansHit {
-					hn++
-				}
 			}
-			t.Logf("%s: %20s %7.1f%% %7.1f%% %7.1f%%", mix.name, fmt.Sprintf("%d/%d/%d", n.city, n.asn, n.answer),
-				100*float64(hc)/float64(max(nc, 1)), 100*float64(ha)/float64(max(na, 1)), 100*float64(hn)/float64(counted))
+			t.Logf("%s: %20s %7.1f%% %7.1f%%", mix.name, fmt.Sprintf("%d/%d", n.city, n.asn),
+				100*float64(hc)/float64(max(nc, 1)), 100*float64(ha)/float64(max(na, 1)))
 		}
 	}
 }

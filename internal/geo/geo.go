@@ -122,9 +122,6 @@ type Options struct {
 	// ASNCacheEntries does the same for ASN records; 0 means
 	// DefaultASNCacheEntries.
 	ASNCacheEntries int
-	// AnswerCacheEntries bounds AppendJSON's cache of encoded records; 0
-	// means DefaultAnswerCacheEntries, negative disables it.
-	AnswerCacheEntries int
 	// Debounce is how long Watch waits after the last change in the data
 	// directory before reloading; 0 means one second.
 	Debounce time.Duration
@@ -621,7 +618,6 @@ type generation struct {
 
 	cityCache *cache[cityData]
 	asnCache  *cache[asnData]
-	answers   answerCache // AppendJSON's encoded records
 	countries countryTable
 	asState
 	local placeState // the places corrections name, and the announced space
@@ -633,7 +629,6 @@ func newGeneration(opts Options) *generation {
 	g := &generation{
 		cityCache: newCache[cityData](cacheSize(opts.CacheEntries, DefaultCacheEntries)),
 		asnCache:  newCache[asnData](cacheSize(opts.ASNCacheEntries, DefaultASNCacheEntries)),
-		answers:   newAnswerCache(cacheSize(opts.AnswerCacheEntries, DefaultAnswerCacheEntries)),
 	}
 	g.refs.Store(1)
 	return g

@@ -119,7 +119,7 @@ func zoneFixture(t *testing.T) (indexed, plain string, addrs []netip.Addr) {
 
 func openUncached(t *testing.T, dir string) *Engine {
 	t.Helper()
-	e, err := Open(dir, Options{CacheEntries: -1, AnswerCacheEntries: -1})
+	e, err := Open(dir, Options{CacheEntries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
