@@ -453,9 +453,8 @@ var errIPMissing = bodyFail(ipatlas.CodeInvalidRequest, `the field "ip" is requi
 
 // recordAppender is an engine that writes a record's JSON itself
 // (geo.Engine.AppendJSON): the very bytes encoding/json writes for the
-// record Lookup returns, from a cache of encoded records, so a query
-// writes only its address and the route and privacy flags that belong
-// to it.
+// record Lookup returns, written from the engine's cached parts with no
+// reflection and no allocation.
 type recordAppender interface {
 	AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]byte, error)
 }
