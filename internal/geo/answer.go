@@ -51,9 +51,6 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 	dst = append(dst, `{"ip":"`...)
 	dst = addr.AppendTo(dst)
 	dst = append(dst, '"')
-	if city != nil && city.hasCoords && !finite(city.coords) {
-		return dst, errors.New("geo: the record's coordinates are not finite numbers, which JSON cannot hold")
-	}
 	dst = appendParts(dst, city, as, lang)
 	// The route and the privacy object belong to the address, not to the
 	// parts: many networks share one ASN record, and the lists' ranges
@@ -181,7 +178,8 @@ func appendMember(dst []byte, name, s string) []byte {
 
 // appendFloat appends f as encoding/json writes a float64: the shortest
 // decimal that reads back as f, in exponent form only below 1e-6 or from
-// 1e21 on, with the exponent's leading zero dropped. f is finite.
+// 1e21 on, with the exponent's leading zero dropped. f is finite: compose
+// keeps only coordinates that are (validCoord).
 func appendFloat(dst []byte, f float64) []byte {
 	abs := math.Abs(f)
 	format := byte('f')
@@ -197,8 +195,4 @@ func appendFloat(dst []byte, f float64) []byte {
 		}
 	}
 	return dst
-}
-
-func finite(c [2]float64) bool {
-	return !math.IsNaN(c[0]) && !math.IsInf(c[0], 0) && !math.IsNaN(c[1]) && !math.IsInf(c[1], 0)
 }
