@@ -3,6 +3,7 @@ package geo
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
@@ -59,4 +60,32 @@ func TestAppendScalarsMatchEncodingJSON(t *testing.T) {
 			t.Errorf("appendFloat(%v) = %s, encoding/json %s", f, got, want)
 		}
 	}
+}
+
+// FuzzAppendJSONString: any string, the names of an operator's geofeed
+// among them, is written as encoding/json writes it.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "Mountain View", "北京市", "a\"b\\c", "\u2028", "\xff", "\x7f<&>", "e\u0301"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := appendJSONString(nil, s), jsonOf(t, s); !bytes.Equal(got, want) {
+			t.Errorf("appendJSONString(%q) = %s, encoding/json %s", s, got, want)
+		}
+	})
+}
+
+// FuzzAppendFloat: any finite number is written as encoding/json writes it.
+func FuzzAppendFloat(f *testing.F) {
+	for _, v := range []float64{0, 37.422, -122.085, 1e-7, 1e21, 5e-324} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v float64) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Skip("encoding/json refuses NaN and infinities, and compose keeps none")
+		}
+		if got, want := appendFloat(nil, v), jsonOf(t, v); !bytes.Equal(got, want) {
+			t.Errorf("appendFloat(%v) = %s, encoding/json %s", v, got, want)
+		}
+	})
 }
