@@ -72,27 +72,7 @@ func BenchmarkRealCacheHitRates(b *testing.B) {
 		}
 		return q
 	}
-	uniform := func(rng *rand.Rand) netip.Addr {
-		for {
-			var a netip.Addr
-			if rng.IntN(8) == 0 {
-				// 2000::/3, the global unicast space.
-				var b [16]byte
-				hi, lo := rng.Uint64(), rng.Uint64()
-				for i := range 8 {
-					b[i], b[8+i] = byte(hi>>(56-8*i)), byte(lo>>(56-8*i))
-				}
-				b[0] = 0x20 | b[0]&0x1f
-				a = netip.AddrFrom16(b)
-			} else {
-				v := rng.Uint32()
-				a = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-			}
-			if _, special := netaddr.Classify(a); !special {
-				return a
-			}
-		}
-	}
+	uniform := func(rng *rand.Rand) netip.Addr { return randomPublicAddr(rng, rng.IntN(8) == 0) }
 
 	const popular, warm, counted = 100_000, 2_000_000, 2_000_000
 	// Each cache at each size, then the engine's defaults together and
@@ -182,6 +162,29 @@ func BenchmarkRealCacheHitRates(b *testing.B) {
 			}
 			t.Logf("%s: %20s %7.1f%% %7.1f%%", mix.name, fmt.Sprintf("%d/%d", n.city, n.asn),
 				100*float64(hc)/float64(max(nc, 1)), 100*float64(ha)/float64(max(na, 1)))
+		}
+	}
+}
+
+// randomPublicAddr draws a public address uniformly: from the IPv4 space,
+// or with v6 from 2000::/3, the global unicast space.
+func randomPublicAddr(rng *rand.Rand, v6 bool) netip.Addr {
+	for {
+		var a netip.Addr
+		if v6 {
+			var b [16]byte
+			hi, lo := rng.Uint64(), rng.Uint64()
+			for i := range 8 {
+				b[i], b[8+i] = byte(hi>>(56-8*i)), byte(lo>>(56-8*i))
+			}
+			b[0] = 0x20 | b[0]&0x1f
+			a = netip.AddrFrom16(b)
+		} else {
+			v := rng.Uint32()
+			a = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+		}
+		if _, special := netaddr.Classify(a); !special {
+			return a
 		}
 	}
 }

@@ -3,14 +3,12 @@ package geo
 import (
 	"context"
 	"math/rand/v2"
-	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
 // TestRealServingBuildsNoFinder holds a serving engine on the real dataset,
@@ -54,24 +52,7 @@ func TestRealServingBuildsNoFinder(t *testing.T) {
 	var buf []byte
 	zones := 0
 	for i := range 100_000 {
-		var a netip.Addr
-		for {
-			if i%8 == 0 {
-				var b [16]byte
-				hi, lo := rng.Uint64(), rng.Uint64()
-				for j := range 8 {
-					b[j], b[8+j] = byte(hi>>(56-8*j)), byte(lo>>(56-8*j))
-				}
-				b[0] = 0x20 | b[0]&0x1f
-				a = netip.AddrFrom16(b)
-			} else {
-				v := rng.Uint32()
-				a = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-			}
-			if _, special := netaddr.Classify(a); !special {
-				break
-			}
-		}
+		a := randomPublicAddr(rng, i%8 == 0)
 		lang := ipatlas.English
 		if i%2 == 1 {
 			lang = ipatlas.Chinese

@@ -4,7 +4,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -12,30 +11,12 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 )
 
-func benchJournalStore(b *testing.B, opts Options) (*Store, account.NewKey) {
-	ctx := context.Background()
-	st, err := Open(ctx, filepath.Join(b.TempDir(), "ipatlas.db"), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	a, err := st.CreateAccount(ctx, account.NewAccount{Name: "b", Tier: account.Enterprise, CustomLimit: 1 << 40, InitialCredits: 1 << 40})
-	if err != nil {
-		b.Fatal(err)
-	}
-	nk := account.GenerateKey(a.ID, time.Now())
-	if err := st.CreateKey(ctx, nk.Key); err != nil {
-		b.Fatal(err)
-	}
-	return st, nk
-}
-
 // BenchmarkChargeBatchJournal is BenchmarkChargeBatch's group commit on
 // the charge journal: the grant decided in memory, one record written and
 // fdatasync'ed. The catch-up is left out (it runs once an hour here):
 // BenchmarkJournalCatchUp measures it.
 func BenchmarkChargeBatchJournal(b *testing.B) {
-	st, nk := benchJournalStore(b, Options{Journal: true, ApplyEvery: time.Hour})
+	st, nk := BenchStore(b, Options{Journal: true, ApplyEvery: time.Hour})
 	ctx := context.Background()
 	reqs := []account.ChargeRequest{{KeyID: nk.ID, Hash: nk.Hash, N: 20, Cost: 1}}
 	for b.Loop() {
@@ -50,7 +31,7 @@ func BenchmarkChargeBatchJournal(b *testing.B) {
 // BenchmarkJournalCatchUp is the applier's share of a batch: 1,000
 // records of one key applied in one transaction, per record.
 func BenchmarkJournalCatchUp(b *testing.B) {
-	st, nk := benchJournalStore(b, Options{Journal: true, ApplyEvery: time.Hour})
+	st, nk := BenchStore(b, Options{Journal: true, ApplyEvery: time.Hour})
 	ctx := context.Background()
 	reqs := []account.ChargeRequest{{KeyID: nk.ID, Hash: nk.Hash, N: 20, Cost: 1}}
 	const perApply = 1000
@@ -85,7 +66,7 @@ func rusageCPU(tb testing.TB) time.Duration {
 // kept: the batch's record as one INSERT into an insert-only table, in a
 // transaction of its own, instead of an append to a file.
 func BenchmarkChargeTableInsert(b *testing.B) {
-	st, nk := benchJournalStore(b, Options{})
+	st, nk := BenchStore(b, Options{})
 	ctx := context.Background()
 	if _, err := st.w.ExecContext(ctx, "CREATE TABLE charge_log (seq INTEGER PRIMARY KEY, record BLOB NOT NULL)"); err != nil {
 		b.Fatal(err)

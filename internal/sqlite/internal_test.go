@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ipatlas/ipatlas/internal/account"
 )
 
 // TestPragmas checks the settings durability and sharing rest on, as the
@@ -58,4 +60,25 @@ func TestDSNEscapesPath(t *testing.T) {
 	if len(matches) == 0 || matches[0] != path {
 		t.Fatalf("files made: %v, want %s", matches, path)
 	}
+}
+
+// BenchStore is a store opened with opts, with one key whose quota and
+// balance no benchmark exhausts. It is exported for the package's
+// external tests.
+func BenchStore(b testing.TB, opts Options) (*Store, account.NewKey) {
+	b.Helper()
+	st, err := Open(b.Context(), filepath.Join(b.TempDir(), "ipatlas.db"), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	a, err := st.CreateAccount(b.Context(), account.NewAccount{Name: "b", Tier: account.Enterprise, CustomLimit: 1 << 40, InitialCredits: 1 << 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	nk := account.GenerateKey(a.ID, time.Now())
+	if err := st.CreateKey(b.Context(), nk.Key); err != nil {
+		b.Fatal(err)
+	}
+	return st, nk
 }

@@ -396,17 +396,7 @@ func BenchmarkMeter(b *testing.B) {
 // benchStore is a store with one key whose quota and balance no benchmark
 // exhausts.
 func benchStore(b *testing.B) (*sqlite.Store, account.NewKey) {
-	st := openTemp(b)
-	ctx := context.Background()
-	a, err := st.CreateAccount(ctx, account.NewAccount{Name: "b", Tier: account.Enterprise, CustomLimit: 1 << 40, InitialCredits: 1 << 40})
-	if err != nil {
-		b.Fatal(err)
-	}
-	nk := account.GenerateKey(a.ID, time.Now())
-	if err := st.CreateKey(ctx, nk.Key); err != nil {
-		b.Fatal(err)
-	}
-	return st, nk
+	return sqlite.BenchStore(b, sqlite.Options{})
 }
 
 // BenchmarkChargeUnbatched is what the Meter saves: one transaction, so
