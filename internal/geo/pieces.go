@@ -1,12 +1,12 @@
 package geo
 
 import (
-	"cmp"
 	"fmt"
 	"iter"
 	"net/netip"
 	"slices"
 
+	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"go4.org/netipx"
 )
 
@@ -17,43 +17,7 @@ import (
 // what the engine answers is written out (ipatlas db export).
 type Pieces struct {
 	v4 []uint64 // starts, ascending, v4[0] == 0; a piece ends before the next start, the last at 2^32-1
-	v6 []u128
-}
-
-// u128 is an IPv6 address as a number.
-type u128 struct{ hi, lo uint64 }
-
-func (a u128) cmp(b u128) int {
-	if c := cmp.Compare(a.hi, b.hi); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.lo, b.lo)
-}
-
-func u128of(a netip.Addr) u128 {
-	b := a.As16()
-	var x u128
-	for i := range 8 {
-		x.hi = x.hi<<8 | uint64(b[i])
-		x.lo = x.lo<<8 | uint64(b[8+i])
-	}
-	return x
-}
-
-func (a u128) addr() netip.Addr {
-	var b [16]byte
-	for i := range 8 {
-		b[i] = byte(a.hi >> (56 - 8*i))
-		b[8+i] = byte(a.lo >> (56 - 8*i))
-	}
-	return netip.AddrFrom16(b)
-}
-
-func (a u128) prev() u128 {
-	if a.lo == 0 {
-		return u128{a.hi - 1, ^uint64(0)}
-	}
-	return u128{a.hi, a.lo - 1}
+	v6 []netaddr.U128
 }
 
 func v4num(a netip.Addr) uint64 {
@@ -79,7 +43,7 @@ func (e *Engine) Pieces() (*Pieces, error) {
 		return nil, ErrClosed
 	}
 	defer g.release()
-	ps := &Pieces{v4: []uint64{0}, v6: []u128{{}}}
+	ps := &Pieces{v4: []uint64{0}, v6: []netaddr.U128{{}}}
 	add := func(first, last netip.Addr) {
 		if first.Is4() {
 			ps.v4 = append(ps.v4, v4num(first))
@@ -88,12 +52,9 @@ func (e *Engine) Pieces() (*Pieces, error) {
 			}
 			return
 		}
-		ps.v6 = append(ps.v6, u128of(first))
-		if end := u128of(last); end != (u128{^uint64(0), ^uint64(0)}) {
-			if end.lo++; end.lo == 0 {
-				end.hi++
-			}
-			ps.v6 = append(ps.v6, end)
+		ps.v6 = append(ps.v6, netaddr.U128Of(first))
+		if end := netaddr.U128Of(last); end != netaddr.MaxU128 {
+			ps.v6 = append(ps.v6, end.Next())
 		}
 	}
 	walk := func(list []*source, root netip.Prefix) error {
@@ -125,7 +86,7 @@ func (e *Engine) Pieces() (*Pieces, error) {
 			if a.Is4() {
 				ps.v4 = append(ps.v4, v4num(a))
 			} else {
-				ps.v6 = append(ps.v6, u128of(a))
+				ps.v6 = append(ps.v6, netaddr.U128Of(a))
 			}
 		}
 	}
@@ -141,7 +102,7 @@ func (e *Engine) Pieces() (*Pieces, error) {
 	}
 	slices.Sort(ps.v4)
 	ps.v4 = slices.Clip(slices.Compact(ps.v4))
-	slices.SortFunc(ps.v6, u128.cmp)
+	slices.SortFunc(ps.v6, netaddr.U128.Cmp)
 	ps.v6 = slices.Clip(slices.Compact(ps.v6))
 	return ps, nil
 }
@@ -164,11 +125,11 @@ func (ps *Pieces) All() iter.Seq2[netip.Addr, netip.Addr] {
 			}
 		}
 		for i, x := range ps.v6 {
-			end := u128{^uint64(0), ^uint64(0)}
+			end := netaddr.MaxU128
 			if i+1 < len(ps.v6) {
-				end = ps.v6[i+1].prev()
+				end = ps.v6[i+1].Prev()
 			}
-			if !yield(x.addr(), end.addr()) {
+			if !yield(x.Addr(), end.Addr()) {
 				return
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
 // Table is every loaded list compiled into one sorted range table per
@@ -15,7 +17,7 @@ import (
 type Table struct {
 	v4    []uint32 // interval starts, ascending; v4[0] == 0
 	v4val []uint16 // index into attrs, per interval
-	v6    []u128
+	v6    []netaddr.U128
 	v6val []uint16
 	// v4idx[h] is the interval that holds the address h<<16, so that the
 	// interval of any address of the /16 h lies in v4idx[h]..v4idx[h+1]:
@@ -115,15 +117,15 @@ func Compile(lists []Loaded) *Table {
 	}
 	slices.Sort(t.dcASNs)
 	t.dcASNs = slices.Compact(t.dcASNs)
-	starts, vals := sweep(spans4, u128{0, 1<<32 - 1}, attrOf)
+	starts, vals := sweep(spans4, netaddr.U128{Lo: 1<<32 - 1}, attrOf)
 	t.v4 = make([]uint32, len(starts))
 	for i, s := range starts {
-		t.v4[i] = uint32(s.lo)
+		t.v4[i] = uint32(s.Lo)
 	}
 	t.v4val = vals
-	t.v6, t.v6val = sweep(spans6, u128{^uint64(0), ^uint64(0)}, attrOf)
+	t.v6, t.v6val = sweep(spans6, netaddr.MaxU128, attrOf)
 	t.v4idx = buckets(len(t.v4), func(i, h int) bool { return t.v4[i] <= uint32(h)<<16 })
-	t.v6idx = buckets(len(t.v6), func(i, h int) bool { return t.v6[i].cmp(u128{uint64(h) << 48, 0}) <= 0 })
+	t.v6idx = buckets(len(t.v6), func(i, h int) bool { return t.v6[i].Cmp(netaddr.U128{Hi: uint64(h) << 48}) <= 0 })
 	t.v4one = make([]uint16, 1<<16)
 	for h := range t.v4one {
 		lo, hi := t.v4idx[h], t.v4idx[h+1]
@@ -160,7 +162,7 @@ func buckets(n int, atOrBefore func(i, h int) bool) []uint32 {
 
 // span is one list range.
 type span struct {
-	start, end u128
+	start, end netaddr.U128
 	bits       int
 	flags      Flags
 	service    string
@@ -172,17 +174,17 @@ type span struct {
 // sweep cuts the space [0, max] into intervals by the spans, which are
 // CIDR ranges and so either nested or disjoint: in start order, outer
 // before inner, a stack holds the ranges covering the current point.
-func sweep(spans []span, max u128, attrOf func(attr) uint16) ([]u128, []uint16) {
+func sweep(spans []span, max netaddr.U128, attrOf func(attr) uint16) ([]netaddr.U128, []uint16) {
 	slices.SortFunc(spans, func(a, b span) int {
-		if c := a.start.cmp(b.start); c != 0 {
+		if c := a.start.Cmp(b.start); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.bits, b.bits)
 	})
-	starts := []u128{{}}
+	starts := []netaddr.U128{{}}
 	vals := []uint16{0}
 	var stack []span
-	emit := func(at u128) {
+	emit := func(at netaddr.U128) {
 		v := attrOf(combine(stack))
 		n := len(starts)
 		if starts[n-1] == at {
@@ -201,11 +203,11 @@ func sweep(spans []span, max u128, attrOf func(attr) uint16) ([]u128, []uint16) 
 		top := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if top.end != max {
-			emit(top.end.add1())
+			emit(top.end.Next())
 		}
 	}
 	for _, s := range spans {
-		for len(stack) > 0 && stack[len(stack)-1].end.cmp(s.start) < 0 {
+		for len(stack) > 0 && stack[len(stack)-1].end.Cmp(s.start) < 0 {
 			pop()
 		}
 		stack = append(stack, s)
@@ -269,11 +271,11 @@ func (t *Table) Lookup(a netip.Addr, asn uint32) (Flags, string) {
 		}
 		v = t.v4val[lo-1]
 	} else {
-		x := u128of(a)
-		lo, hi := int(t.v6idx[x.hi>>48])+1, int(t.v6idx[x.hi>>48+1])+1
+		x := netaddr.U128Of(a)
+		lo, hi := int(t.v6idx[x.Hi>>48])+1, int(t.v6idx[x.Hi>>48+1])+1
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
-			if t.v6[m].cmp(x) <= 0 {
+			if t.v6[m].Cmp(x) <= 0 {
 				lo = m + 1
 			} else {
 				hi = m
@@ -315,55 +317,26 @@ func (t *Table) Refused() []Refusal { return slices.Clone(t.refused) }
 // measurements.
 func (t *Table) Intervals() (v4, v6 int) { return len(t.v4), len(t.v6) }
 
-// u128 is an IPv6 address (or an IPv4 address in lo) as a number.
-type u128 struct{ hi, lo uint64 }
-
-func (a u128) cmp(b u128) int {
-	if c := cmp.Compare(a.hi, b.hi); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.lo, b.lo)
-}
-
-func (a u128) add1() u128 {
-	lo := a.lo + 1
-	hi := a.hi
-	if lo == 0 {
-		hi++
-	}
-	return u128{hi, lo}
-}
-
-func u128of(a netip.Addr) u128 {
-	b := a.As16()
-	var x u128
-	for i := range 8 {
-		x.hi = x.hi<<8 | uint64(b[i])
-		x.lo = x.lo<<8 | uint64(b[8+i])
-	}
-	return x
-}
-
 // rangeOf is the first and last address of a masked prefix, as numbers
 // (IPv4 in the low 32 bits).
-func rangeOf(p netip.Prefix) (u128, u128) {
+func rangeOf(p netip.Prefix) (netaddr.U128, netaddr.U128) {
 	if p.Addr().Is4() {
 		b := p.Addr().As4()
 		x := uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
 		host := uint64(1)<<(32-p.Bits()) - 1
-		return u128{0, x}, u128{0, x | host}
+		return netaddr.U128{Lo: x}, netaddr.U128{Lo: x | host}
 	}
-	start := u128of(p.Addr())
+	start := netaddr.U128Of(p.Addr())
 	end := start
 	host := 128 - p.Bits()
 	switch {
 	case host >= 128:
-		end = u128{^uint64(0), ^uint64(0)}
+		end = netaddr.MaxU128
 	case host >= 64:
-		end.lo = ^uint64(0)
-		end.hi |= 1<<(host-64) - 1
+		end.Lo = ^uint64(0)
+		end.Hi |= 1<<(host-64) - 1
 	default:
-		end.lo |= 1<<host - 1
+		end.Lo |= 1<<host - 1
 	}
 	return start, end
 }
@@ -374,7 +347,7 @@ func (t *Table) Touches(p netip.Prefix) bool {
 	p = p.Masked()
 	first, last := rangeOf(p)
 	if p.Addr().Is4() {
-		x, y := uint32(first.lo), uint32(last.lo)
+		x, y := uint32(first.Lo), uint32(last.Lo)
 		i, found := slices.BinarySearch(t.v4, x)
 		if !found {
 			i-- // the interval holding x starts before it
@@ -386,11 +359,11 @@ func (t *Table) Touches(p netip.Prefix) bool {
 		}
 		return false
 	}
-	i, found := slices.BinarySearchFunc(t.v6, first, u128.cmp)
+	i, found := slices.BinarySearchFunc(t.v6, first, netaddr.U128.Cmp)
 	if !found {
 		i--
 	}
-	for j := i; j < len(t.v6) && t.v6[j].cmp(last) <= 0; j++ {
+	for j := i; j < len(t.v6) && t.v6[j].Cmp(last) <= 0; j++ {
 		if t.attrs[t.v6val[j]].flags != 0 {
 			return true
 		}
@@ -410,12 +383,7 @@ func (t *Table) Starts() iter.Seq[netip.Addr] {
 			}
 		}
 		for _, x := range t.v6 {
-			var b [16]byte
-			for i := range 8 {
-				b[i] = byte(x.hi >> (56 - 8*i))
-				b[8+i] = byte(x.lo >> (56 - 8*i))
-			}
-			if !yield(netip.AddrFrom16(b)) {
+			if !yield(x.Addr()) {
 				return
 			}
 		}
