@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -74,18 +73,15 @@ type postalIndex struct {
 	starts []byte // (buckets+1) u32
 	lows   []byte // records u16
 	ids    []byte // records u24
-	buf    []byte
-	unmap  func([]byte) error // nil when buf is the heap's
+	mapping
 }
 
 // close releases the index's memory; the index must not be used after.
 func (z *postalIndex) close() error {
-	if z == nil || z.unmap == nil {
+	if z == nil {
 		return nil
 	}
-	err := z.unmap(z.buf)
-	z.unmap, z.buf = nil, nil
-	return err
+	return z.release()
 }
 
 // code returns the postal code of the record at off, "" when the index
@@ -203,42 +199,23 @@ func parsePostalIndex(b []byte) (*postalIndex, error) {
 // loadPostalIndex maps the postal index of the MMDB file at path, open
 // as r: nil and no error when there is none, an error when there is one
 // that is malformed or belongs to another file. The caller closes it.
-func loadPostalIndex(path string, r *maxminddb.Reader) (z *postalIndex, err error) {
-	f, err := os.Open(PostalIndexFile(path))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+func loadPostalIndex(path string, r *maxminddb.Reader) (*postalIndex, error) {
+	m, err := mapIndex(PostalIndexFile(path), maxPostalIndex, errPostalIndex)
+	if m == nil || err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > maxPostalIndex {
-		return nil, fmt.Errorf("%w: larger than %d bytes", errPostalIndex, maxPostalIndex)
-	}
-	b, unmap, err := mapFile(f, int(fi.Size()))
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil && unmap != nil {
-			unmap(b)
+	z, err := parsePostalIndex(m.buf)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(path); err == nil && z.file != fileID(r.Metadata, st.Size()) {
+			err = errors.New("the postal index belongs to another file (build time, nodes or size differ)")
 		}
-	}()
-	if z, err = parsePostalIndex(b); err != nil {
-		return nil, err
 	}
-	z.buf, z.unmap = b, unmap
-	st, err := os.Stat(path)
 	if err != nil {
+		m.release()
 		return nil, err
 	}
-	if z.file != fileID(r.Metadata, st.Size()) {
-		return nil, errors.New("the postal index belongs to another file (build time, nodes or size differ)")
-	}
+	z.mapping = *m
 	return z, nil
 }
 

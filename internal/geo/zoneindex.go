@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,18 +87,15 @@ type zoneIndex struct {
 	starts []byte // (buckets+1) u32
 	lows   []byte // records u16
 	ids    []byte // records u8
-	buf    []byte
-	unmap  func([]byte) error // nil when buf is the heap's
+	mapping
 }
 
 // close releases the index's memory; the index must not be used after.
 func (z *zoneIndex) close() error {
-	if z == nil || z.unmap == nil {
+	if z == nil {
 		return nil
 	}
-	err := z.unmap(z.buf)
-	z.unmap, z.buf = nil, nil
-	return err
+	return z.release()
 }
 
 // zone returns the indexed zone of the record at off, ok false when the
@@ -222,42 +218,23 @@ func parseZoneIndex(b []byte) (*zoneIndex, error) {
 // loadZoneIndex maps the zone index of the MMDB file at path, open as r:
 // nil and no error when there is none, an error when there is one that is
 // malformed or belongs to another file. The caller closes it.
-func loadZoneIndex(path string, r *maxminddb.Reader) (z *zoneIndex, err error) {
-	f, err := os.Open(ZoneIndexFile(path))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+func loadZoneIndex(path string, r *maxminddb.Reader) (*zoneIndex, error) {
+	m, err := mapIndex(ZoneIndexFile(path), maxZoneIndexSize, errZoneIndex)
+	if m == nil || err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > maxZoneIndexSize {
-		return nil, fmt.Errorf("%w: larger than %d bytes", errZoneIndex, maxZoneIndexSize)
-	}
-	b, unmap, err := mapFile(f, int(fi.Size()))
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil && unmap != nil {
-			unmap(b)
+	z, err := parseZoneIndex(m.buf)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(path); err == nil && z.file != fileID(r.Metadata, st.Size()) {
+			err = errors.New("the zone index belongs to another file (build time, nodes or size differ)")
 		}
-	}()
-	if z, err = parseZoneIndex(b); err != nil {
-		return nil, err
 	}
-	z.buf, z.unmap = b, unmap
-	st, err := os.Stat(path)
 	if err != nil {
+		m.release()
 		return nil, err
 	}
-	if z.file != fileID(r.Metadata, st.Size()) {
-		return nil, errors.New("the zone index belongs to another file (build time, nodes or size differ)")
-	}
+	z.mapping = *m
 	return z, nil
 }
 
