@@ -45,7 +45,17 @@ import (
 const chromiumPath = "/usr/bin/chromium"
 
 // testNow fixes the accounts' clock, so the month's usage line is known.
-var testNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+// It is taken from the real clock, because Chromium judges the session
+// cookies' expiry by its own real clock: a fixed date would expire them
+// once the calendar passes it.
+var testNow = time.Now().UTC().Truncate(time.Second)
+
+// testMonth is testNow's month as the usage lines name it, and
+// testReset the first day of the next, as the page writes it.
+var (
+	testMonth = testNow.Format("2006-01")
+	testReset = time.Date(testNow.Year(), testNow.Month()+1, 1, 0, 0, 0, 0, time.UTC).Format("Jan 2, 2006")
+)
 
 // The visitors the front proxies pretend to forward: Beijing over IPv4,
 // Nuremberg over IPv6 (both in the geotest fixture).
@@ -637,7 +647,7 @@ func TestBrowser(t *testing.T) {
 		if v.Credits != "499" {
 			t.Errorf("credits left %q, want 499", v.Credits)
 		}
-		if want := "1 of 1,000 queries used in 2026-11 (999 left; resets Dec 1, 2026)"; v.Usage != want {
+		if want := "1 of 1,000 queries used in " + testMonth + " (999 left; resets " + testReset + ")"; v.Usage != want {
 			t.Errorf("usage %q, want %q", v.Usage, want)
 		}
 		if m := v.QMarker; m == nil || len(m.Inside) != 1 || m.Inside[0] != "840" {

@@ -411,8 +411,8 @@ func TestPortalBrowser(t *testing.T) {
 		}
 		click(t, ctx, pNavOverview)
 		waitOverview(t, ctx)
-		if used := textOf(t, ctx, pUsed); used != "1 in 2026-11" {
-			t.Errorf("the overview's usage this month is %q, want 1 in 2026-11", used)
+		if used := textOf(t, ctx, pUsed); used != "1 in "+testMonth {
+			t.Errorf("the overview's usage this month is %q, want 1 in %s", used, testMonth)
 		}
 		if used := textOf(t, ctx, fmt.Sprintf(`#ov-keys tr[data-key-id=%q] [data-test=used]`, key.ID)); used != "1" {
 			t.Errorf("the overview's row of the key says %q queries this month, want 1", used)
