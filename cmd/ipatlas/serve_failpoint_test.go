@@ -20,17 +20,13 @@ import (
 	"github.com/ipatlas/ipatlas"
 )
 
-// failpointBinary builds this command with the failpoint tag: a binary
-// that kills itself (SIGKILL) at the charge path's point named by
-// IPATLAS_FAILPOINT=NAME:N. No other build has the failpoints.
+// failpointBinary is this test binary run as ipatlas with the failpoint
+// named by IPATLAS_FAILPOINT=NAME:N armed (TestMain arms it): a server
+// that kills itself (SIGKILL) at that point of the charge path. Only a
+// test binary arms failpoints.
 func failpointBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ipatlas")
-	out, err := exec.Command("go", "build", "-tags", "failpoint", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build -tags failpoint: %v\n%s", err, out)
-	}
-	return bin
+	return ipatlasBinary(t)
 }
 
 // The serving process is killed at each point of the journal's path: after
@@ -42,7 +38,7 @@ func failpointBinary(t *testing.T) string {
 // the ledger adds up to the balance.
 func TestServeKillAtFailpoints(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: builds the binary with failpoints and runs it")
+		t.Skip("-short: runs the server in child processes, killing each several times")
 	}
 	bin := failpointBinary(t)
 	fx := newServeFixture(t)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/ipatlas/ipatlas/internal/failpoint"
 	"io"
 	"log/slog"
 	"net"
@@ -405,6 +406,11 @@ func testEnv(getenv func(string) string) env {
 // program instead.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "ipatlas" {
+		// The crash tests' children: killed at the charge path's point
+		// IPATLAS_FAILPOINT names, which only a test binary heeds.
+		if v := os.Getenv("IPATLAS_FAILPOINT"); v != "" {
+			failpoint.Arm(v)
+		}
 		main()
 		os.Exit(0)
 	}
