@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ipatlas/ipatlas/internal/names"
 	"github.com/ringsaturn/tzf"
@@ -111,6 +112,91 @@ func lazyFinder(build func() (tzf.F, error)) func() tzf.F {
 		}
 		return f
 	})
+}
+
+// indexFinderIdle is how long the index finders outlive the last zone
+// index built with them.
+const indexFinderIdle = 2 * time.Minute
+
+// The index finders are the finders BuildZoneIndex looks zones up with,
+// apart from the serving engine's (which, with every city file indexed,
+// builds none). Building them takes about a second, and ten times as long
+// under the race detector; holding them takes some 30 MB. So they are
+// built at the first index that needs them, shared by the indexes built
+// after it (the IPv4 and IPv6 city files of one release, an install after
+// a failed one), and dropped indexFinderIdle after the last one ends, so
+// that a serving process carries them only around its installs.
+var indexFinders struct {
+	mu    sync.Mutex
+	cur   *zoneFinders
+	users int
+	drop  *time.Timer
+}
+
+// zoneFinders is one set of index finders, each built at its first use.
+type zoneFinders struct {
+	tiles    func() (tzf.F, error)
+	polygons func() tzf.F
+}
+
+// indexFinderSets counts the sets of index finders made in this process.
+var indexFinderSets atomic.Int64
+
+func newZoneFinders() *zoneFinders {
+	indexFinderSets.Add(1)
+	return &zoneFinders{
+		tiles: sync.OnceValues(buildTiles),
+		polygons: sync.OnceValue(func() tzf.F {
+			f, err := buildPolygons()
+			if err != nil {
+				return nil
+			}
+			return f
+		}),
+	}
+}
+
+// acquireIndexFinders returns the index finders, keeping them until the
+// matching releaseIndexFinders.
+func acquireIndexFinders() *zoneFinders {
+	f := &indexFinders
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.drop != nil {
+		f.drop.Stop()
+		f.drop = nil
+	}
+	if f.cur == nil {
+		f.cur = newZoneFinders()
+	}
+	f.users++
+	return f.cur
+}
+
+// releaseIndexFinders ends a use of the index finders; the last one
+// schedules their drop.
+func releaseIndexFinders() {
+	f := &indexFinders
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.users--
+	if f.users > 0 {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(indexFinderIdle, func() { dropIndexFinders(t) })
+	f.drop = t
+}
+
+// dropIndexFinders lets the index finders go when drop is still their
+// scheduled drop and nothing uses them.
+func dropIndexFinders(drop *time.Timer) {
+	f := &indexFinders
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.drop == drop && f.users == 0 {
+		f.cur, f.drop = nil, nil
+	}
 }
 
 // warmTimeZones builds both finders now.

@@ -11,10 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/oschwald/maxminddb-golang/v2"
-	"github.com/ringsaturn/tzf"
 )
 
 // A zone index is the sidecar of a city file (ZoneIndexFile names it)
@@ -298,34 +296,25 @@ func WriteZoneIndex(ctx context.Context, path string) (ZoneIndexStats, error) {
 
 // BuildZoneIndex computes the zone index of the MMDB file at path: it
 // decodes every distinct record once, as the engine does, and looks the
-// zone of each that needs one up with finders of its own, which are
-// garbage afterwards. It returns nil for a file that takes no index (not
-// a city or country file). It takes seconds on the default dataset.
+// zone of each that needs one up with the index finders (indexFinders),
+// which are dropped a while after the last index is built. It returns nil
+// for a file that takes no index (not a city or country file). It takes
+// seconds on the default dataset.
 func BuildZoneIndex(ctx context.Context, path string) (b []byte, st ZoneIndexStats, err error) {
-	var (
-		recs     []indexedZone
-		tiles    tzf.F // built at the first record that needs it
-		polygons = sync.OnceValue(func() tzf.F {
-			f, err := buildPolygons()
-			if err != nil {
-				return nil
-			}
-			return f
-		})
-	)
+	finders := acquireIndexFinders()
+	defer releaseIndexFinders()
+	var recs []indexedZone
 	id, records, ok, err := walkRecords(ctx, path, func(k kind) bool { return k == kindCity || k == kindCountry },
 		func(off uintptr, in cityInput) error {
 			coords, hasCoords := coordsOf(in)
 			if !needsPointZone(countryCodeOf(in), in.timeZone, hasCoords) {
 				return nil
 			}
-			if tiles == nil {
-				var err error
-				if tiles, err = buildTiles(); err != nil {
-					return fmt.Errorf("geo: building the time-zone finders: %w", err)
-				}
+			tiles, err := finders.tiles()
+			if err != nil {
+				return fmt.Errorf("geo: building the time-zone finders: %w", err)
 			}
-			recs = append(recs, indexedZone{off, zoneAt(tiles, polygons, coords[0], coords[1])})
+			recs = append(recs, indexedZone{off, zoneAt(tiles, finders.polygons, coords[0], coords[1])})
 			return nil
 		})
 	if err != nil || !ok {

@@ -325,6 +325,45 @@ func TestZoneIndex(t *testing.T) {
 
 // TestZoneIndexRoundTrip encodes random records and reads each back; no
 // other offset is found.
+// Zone indexes built one after another share one set of finders, which
+// the last one's end schedules to be dropped; the next index after the
+// drop builds a new set.
+func TestIndexFindersShared(t *testing.T) {
+	dir := t.TempDir()
+	geotest.WriteBenchFixture(t, dir, 2000, 100)
+	build := func() {
+		t.Helper()
+		for _, name := range []string{geotest.CityV4File, geotest.CityV6File} {
+			if _, st, err := BuildZoneIndex(context.Background(), filepath.Join(dir, name)); err != nil || (name == geotest.CityV4File && st.Indexed == 0) {
+				t.Fatalf("%s: %+v, %v", name, st, err)
+			}
+		}
+	}
+	build()
+	sets := indexFinderSets.Load()
+	build()
+	if n := indexFinderSets.Load() - sets; n != 0 {
+		t.Errorf("the second pair of indexes made %d new sets of finders, want 0", n)
+	}
+	indexFinders.mu.Lock()
+	drop, users, held := indexFinders.drop, indexFinders.users, indexFinders.cur != nil
+	indexFinders.mu.Unlock()
+	if drop == nil || users != 0 || !held {
+		t.Fatalf("after the last index: drop scheduled %v, users %d, finders held %v", drop != nil, users, held)
+	}
+	dropIndexFinders(drop)
+	indexFinders.mu.Lock()
+	held = indexFinders.cur != nil
+	indexFinders.mu.Unlock()
+	if held {
+		t.Error("the finders are held after their drop")
+	}
+	build()
+	if n := indexFinderSets.Load() - sets; n != 1 {
+		t.Errorf("the index after the drop made %d new sets of finders, want 1", n)
+	}
+}
+
 func TestZoneIndexRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	zones := []string{"", "America/New_York", "Asia/Shanghai", "Europe/Moscow"}
