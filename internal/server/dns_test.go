@@ -122,8 +122,18 @@ func TestDNSNoneForHEAD(t *testing.T) {
 			}
 		}
 	}
+	// The caller's own address, free, under the per-address limit: its
+	// PTR question for a GET, none for a HEAD.
+	self := req{method: "HEAD", path: "/echoip/json", remote: hostPort("8.8.8.8")}
+	if r := e.do(t, self); r.Code != 200 {
+		t.Errorf("HEAD /echoip/json: %d", r.Code)
+	}
 	if n := z.Total(); n != 0 {
 		t.Errorf("HEAD requests caused %d DNS questions, want 0: %v", n, z.Questions())
+	}
+	self.method = "GET"
+	if r := e.do(t, self); r.Code != 200 || !strings.Contains(r.Body.String(), "dns.google") || z.Total() != 1 {
+		t.Errorf("GET /echoip/json: %d %s, %d DNS questions, want the name from 1", r.Code, r.Body, z.Total())
 	}
 	if n := used(t, e, k.ID); n != 0 {
 		t.Errorf("HEAD requests used %d queries, want 0", n)
@@ -234,6 +244,9 @@ func TestDNSBoundedPerKey(t *testing.T) {
 	}
 	if n := used(t, e, k.ID); n != 5+1 {
 		t.Errorf("used %d, want 6", n)
+	}
+	if got := limitedValue(t, e, limitKeyDNS); got != 3 {
+		t.Errorf("limited_total{key_dns} = %v, want 3", got)
 	}
 }
 
