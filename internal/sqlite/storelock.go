@@ -21,7 +21,7 @@ var ErrStoreLocked = errors.New("the database is in use by another ipatlas serve
 //   - one on the database file itself (by its inode), so that a second
 //     serve is refused whatever name it opens the file by: a symlink, a
 //     hard link, a bind mount, another mount namespace. Where flock and
-//     POSIX record locks are one table (lockOnFile false) that lock would
+//     POSIX record locks are one table (see lockFileOf) that lock would
 //     block SQLite's own locks in the CLI's processes, so it is taken on
 //     a file named by the database's device and inode instead, beside the
 //     file's real path (which misses a hard link in another directory and
@@ -44,16 +44,6 @@ func lockStore(dbPath string) (io.Closer, error) {
 		return nil, err
 	}
 	return storeLock{byFile, byName}, nil
-}
-
-// lockFileOf is lockInode, or lockInodeName where flock and POSIX record
-// locks are one table (lockOnFile false).
-var lockFileOf = lockInode
-
-func init() {
-	if !lockOnFile {
-		lockFileOf = lockInodeName
-	}
 }
 
 type storeLock [2]*os.File
