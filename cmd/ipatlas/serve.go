@@ -192,6 +192,8 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		PageIPv6URL:       cfg.PageIPv6URL,
 		KeyRate:           cfg.KeyRate,
 		KeyBurst:          cfg.KeyBurst,
+		KeyDNSRate:        cfg.KeyDNSRate,
+		KeyDNSBurst:       cfg.KeyDNSBurst,
 		AddrRate:          cfg.AddrRate,
 		AddrBurst:         cfg.AddrBurst,
 		AuthFailures:      cfg.AuthFailures,

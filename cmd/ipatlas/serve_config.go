@@ -92,6 +92,8 @@ type serveConfig struct {
 	// server.Default* values.
 	KeyRate           float64
 	KeyBurst          int
+	KeyDNSRate        float64
+	KeyDNSBurst       int
 	AddrRate          float64
 	AddrBurst         int
 	AuthFailures      int
@@ -336,6 +338,10 @@ var serveSettings = []setting{
 		apply: rateSetting(func(c *serveConfig) *float64 { return &c.KeyRate })},
 	{name: "key-burst", arg: "N", def: strconv.Itoa(server.DefaultKeyBurst), usage: "requests one API key may make at once before --key-rate applies",
 		apply: intSetting(1, func(c *serveConfig) *int { return &c.KeyBurst })},
+	{name: "key-dns-rate", arg: "N", def: fmt.Sprint(server.DefaultKeyDNSRate), usage: "DNS lookups per second (host names, ip-api's domain queries) one API key may cause, sustained (429 with Retry-After beyond, before anything is asked); 0 turns the limit off",
+		apply: rateSetting(func(c *serveConfig) *float64 { return &c.KeyDNSRate })},
+	{name: "key-dns-burst", arg: "N", def: strconv.Itoa(server.DefaultKeyDNSBurst), usage: "DNS lookups one API key may cause at once before --key-dns-rate applies (a batch takes what it may need at once)",
+		apply: intSetting(1, func(c *serveConfig) *int { return &c.KeyDNSBurst })},
 	{name: "addr-rate", arg: "N", def: fmt.Sprint(server.DefaultAddrRate), usage: "requests per second one client address (an IPv6 client: its /64) may make, sustained, to the free endpoints (Get my IP, ping, the web page); 0 turns the limit off",
 		apply: rateSetting(func(c *serveConfig) *float64 { return &c.AddrRate })},
 	{name: "addr-burst", arg: "N", def: strconv.Itoa(server.DefaultAddrBurst), usage: "free requests one client address may make at once before --addr-rate applies",

@@ -30,6 +30,8 @@ func TestServeLimitDefaults(t *testing.T) {
 	}{
 		{"key-rate", c.KeyRate, float64(server.DefaultKeyRate)},
 		{"key-burst", c.KeyBurst, server.DefaultKeyBurst},
+		{"key-dns-rate", c.KeyDNSRate, float64(server.DefaultKeyDNSRate)},
+		{"key-dns-burst", c.KeyDNSBurst, server.DefaultKeyDNSBurst},
 		{"addr-rate", c.AddrRate, float64(server.DefaultAddrRate)},
 		{"addr-burst", c.AddrBurst, server.DefaultAddrBurst},
 		{"auth-failures", c.AuthFailures, server.DefaultAuthFailures},
@@ -44,8 +46,8 @@ func TestServeLimitDefaults(t *testing.T) {
 			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
 		}
 	}
-	if c.KeyRate <= 0 || c.AddrRate <= 0 || c.AuthFailures <= 0 {
-		t.Errorf("a limit is off by default: key %v addr %v auth %v", c.KeyRate, c.AddrRate, c.AuthFailures)
+	if c.KeyRate <= 0 || c.KeyDNSRate <= 0 || c.AddrRate <= 0 || c.AuthFailures <= 0 {
+		t.Errorf("a limit is off by default: key %v DNS %v addr %v auth %v", c.KeyRate, c.KeyDNSRate, c.AddrRate, c.AuthFailures)
 	}
 
 	// Off: 0 from each source.
@@ -68,7 +70,7 @@ func TestServeHelpListsLimits(t *testing.T) {
 	if err := run(context.Background(), []string{"ipatlas", "serve", "--help"}, mapEnv(nil), strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"key-rate", "key-burst", "addr-rate", "addr-burst", "auth-failures", "auth-failure-window",
+	for _, name := range []string{"key-rate", "key-burst", "key-dns-rate", "key-dns-burst", "addr-rate", "addr-burst", "auth-failures", "auth-failure-window",
 		"auth-max-backoff", "limit-table-size", "page-ipv4-url", "page-ipv6-url"} {
 		env := "IPATLAS_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		if !strings.Contains(stdout.String(), "--"+name+" ") || !strings.Contains(stdout.String(), env) {
@@ -92,6 +94,8 @@ func TestServeLimitErrors(t *testing.T) {
 		{[]string{"--addr-rate", "+Inf"}, "--addr-rate"},
 		{[]string{"--key-rate", "fast"}, "--key-rate: want a number"},
 		{[]string{"--key-burst", "0"}, "--key-burst: must be at least 1"},
+		{[]string{"--key-dns-rate", "-1"}, "--key-dns-rate: must be a finite number"},
+		{[]string{"--key-dns-burst", "0"}, "--key-dns-burst: must be at least 1"},
 		{[]string{"--addr-burst", "x"}, "--addr-burst"},
 		{[]string{"--auth-failures", "-2"}, "--auth-failures: must be at least 0"},
 		{[]string{"--auth-failure-window", "0s"}, "--auth-failure-window: must be positive"},

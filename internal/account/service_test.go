@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,15 +28,40 @@ func newStore(t *testing.T) *sqlite.Store {
 	return st
 }
 
-// countingStore counts the key lookups that reach the real store.
+// countingStore counts the key lookups that reach the real store, and
+// records the reads of keys and accounts in order.
 type countingStore struct {
 	account.Store
 	keyReads atomic.Int64
+
+	mu    sync.Mutex
+	reads []string
 }
 
 func (c *countingStore) Key(ctx context.Context, id string) (account.Key, error) {
 	c.keyReads.Add(1)
+	c.record("key")
 	return c.Store.Key(ctx, id)
+}
+
+func (c *countingStore) Account(ctx context.Context, id int64) (account.Account, error) {
+	c.record("account")
+	return c.Store.Account(ctx, id)
+}
+
+func (c *countingStore) record(what string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads = append(c.reads, what)
+}
+
+// take returns the reads recorded since the last take.
+func (c *countingStore) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.reads
+	c.reads = nil
+	return r
 }
 
 func int64p(n int64) *int64 { return &n }
@@ -213,6 +240,38 @@ func TestAuthenticateCache(t *testing.T) {
 	}
 	if _, err := svc.RotateKey(t.Context(), nk.ID); !errors.Is(err, account.ErrRevoked) {
 		t.Fatalf("RotateKey(revoked) = %v, want ErrRevoked", err)
+	}
+}
+
+// A wrong secret costs the same reads of the store whether its key's ID
+// exists or not (the key, then an account), so that the time of a
+// rejection does not tell an ID that exists; with the cache on too, for
+// an ID a success has cached.
+func TestAuthenticateRejectionsReadAlike(t *testing.T) {
+	for _, ttl := range []time.Duration{-1, time.Hour} {
+		cs := &countingStore{Store: newStore(t)}
+		svc := &account.Service{Store: cs, KeyCacheTTL: ttl}
+		a, _ := svc.CreateAccount(t.Context(), account.AccountParams{Name: "c", Tier: account.Free})
+		nk, _ := svc.CreateKey(t.Context(), a.ID)
+		if _, _, err := svc.Authenticate(t.Context(), nk.Secret); err != nil {
+			t.Fatal(err)
+		}
+		wrong := nk.Secret[:len(nk.Secret)-1] + "0"
+		if wrong == nk.Secret {
+			wrong = nk.Secret[:len(nk.Secret)-1] + "1"
+		}
+		unknown := account.GenerateKey(a.ID, t0).Secret // a well-formed key no store holds
+		reads := func(secret string) []string {
+			cs.take()
+			if _, _, err := svc.Authenticate(t.Context(), secret); err != account.ErrBadKey {
+				t.Fatalf("cache TTL %v: %v, want ErrBadKey", ttl, err)
+			}
+			return cs.take()
+		}
+		known, unknownReads := reads(wrong), reads(unknown)
+		if want := []string{"key", "account"}; !slices.Equal(known, want) || !slices.Equal(unknownReads, want) {
+			t.Errorf("cache TTL %v: a wrong secret of a known ID reads %v, of an unknown ID %v; want %v for both", ttl, known, unknownReads, want)
+		}
 	}
 }
 

@@ -28,8 +28,9 @@
 //
 // Hostname never fails: every outcome is a Result whose Name may be "".
 // A nil *Resolver is valid and answers every Hostname with Status Off, so a
-// server configured without hostnames needs no branch. The host name does
-// not change what a query costs.
+// server configured without hostnames needs no branch. Who may ask, how
+// often, and what an answer costs are the caller's to decide before
+// calling (the server's metered query): nothing here knows of keys.
 //
 // For ip-api's domain queries, Resolve returns the name's first globally
 // reachable address; its errors say which answer to give: ErrInvalidName

@@ -15,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/rdns/rdnstest"
 )
 
 // The test zone: what a recursive resolver would answer for these
@@ -67,13 +68,13 @@ var testRecords = []string{
 // longestName is a legal name of the greatest length, 253 characters.
 var longestName = strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
 
-func testZone(t *testing.T) *zone {
-	z := newZone(t, testRecords...)
-	z.add(t, "7.7.7.7.in-addr.arpa. 300 IN PTR "+longestName+".")
-	z.setRcode("10.9.9.9.in-addr.arpa.", dns.TypePTR, dns.RcodeServerFailure)
-	z.setRcode("broken.example.org.", dns.TypeA, dns.RcodeServerFailure)
-	z.setRcode("fail.example.", dns.TypeA, dns.RcodeServerFailure)
-	z.setRcode("refused.example.", dns.TypeA, dns.RcodeRefused)
+func testZone(t *testing.T) *rdnstest.Zone {
+	z := rdnstest.New(t, testRecords...)
+	z.Add(t, "7.7.7.7.in-addr.arpa. 300 IN PTR "+longestName+".")
+	z.SetRcode("10.9.9.9.in-addr.arpa.", dns.TypePTR, dns.RcodeServerFailure)
+	z.SetRcode("broken.example.org.", dns.TypeA, dns.RcodeServerFailure)
+	z.SetRcode("fail.example.", dns.TypeA, dns.RcodeServerFailure)
+	z.SetRcode("refused.example.", dns.TypeA, dns.RcodeRefused)
 	return z
 }
 
@@ -92,7 +93,7 @@ func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 func TestHostname(t *testing.T) {
 	z := testZone(t)
-	r := newResolver(t, Config{Server: z.addr, Now: newClock().now})
+	r := newResolver(t, Config{Server: z.Addr, Now: newClock().now})
 	for _, tc := range []struct {
 		addr               string
 		want               Result
@@ -138,7 +139,7 @@ func TestHostname(t *testing.T) {
 		}
 	}
 	for _, q := range []string{"1.0.168.192.in-addr.arpa.", "1.0.0.10.in-addr.arpa.", "3.2.1.10.in-addr.arpa.", "1.0.0.127.in-addr.arpa."} {
-		if n := z.count(q, dns.TypePTR); n != 0 {
+		if n := z.Count(q, dns.TypePTR); n != 0 {
 			t.Errorf("%s asked %d times", q, n)
 		}
 	}
@@ -171,7 +172,7 @@ func TestResultFill(t *testing.T) {
 func TestCacheTTL(t *testing.T) {
 	z := testZone(t)
 	c := newClock()
-	r := newResolver(t, Config{Server: z.addr, Now: c.now})
+	r := newResolver(t, Config{Server: z.Addr, Now: c.now})
 	for _, tc := range []struct {
 		q    string
 		a    netip.Addr
@@ -194,17 +195,17 @@ func TestCacheTTL(t *testing.T) {
 					t.Fatalf("%+v", res)
 				}
 			}
-			if n := z.count(tc.q, dns.TypePTR); n != 1 {
+			if n := z.Count(tc.q, dns.TypePTR); n != 1 {
 				t.Fatalf("%d queries, want 1", n)
 			}
 			c.advance(tc.ttl - time.Second)
 			r.Hostname(ctx, tc.a, false)
-			if n := z.count(tc.q, dns.TypePTR); n != 1 {
+			if n := z.Count(tc.q, dns.TypePTR); n != 1 {
 				t.Fatalf("%d queries a second before the TTL, want 1", n)
 			}
 			c.advance(time.Second)
 			r.Hostname(ctx, tc.a, false)
-			if n := z.count(tc.q, dns.TypePTR); n != 2 {
+			if n := z.Count(tc.q, dns.TypePTR); n != 2 {
 				t.Fatalf("%d queries at the TTL, want 2", n)
 			}
 		})
@@ -238,22 +239,20 @@ func TestNegativeTTL(t *testing.T) {
 	// Through the server: no SOA, a NODATA answer (the name exists, it
 	// has no AAAA record).
 	z := testZone(t)
-	z.mu.Lock()
-	z.soa = false
-	z.mu.Unlock()
+	z.SetSOA(false)
 	c := newClock()
-	r := newResolver(t, Config{Server: z.addr, Now: c.now})
+	r := newResolver(t, Config{Server: z.Addr, Now: c.now})
 	if _, err := r.Resolve(ctx, "internal.example"); !errors.Is(err, ErrNotPublic) {
 		t.Fatal(err)
 	}
 	c.advance(NoSOATTL - time.Second)
 	r.Resolve(ctx, "internal.example")
-	if n := z.count("internal.example.", dns.TypeAAAA); n != 1 {
+	if n := z.Count("internal.example.", dns.TypeAAAA); n != 1 {
 		t.Errorf("%d AAAA queries within the negative TTL", n)
 	}
 	c.advance(time.Second)
 	r.Resolve(ctx, "internal.example")
-	if n := z.count("internal.example.", dns.TypeAAAA); n != 2 {
+	if n := z.Count("internal.example.", dns.TypeAAAA); n != 2 {
 		t.Errorf("%d AAAA queries after the negative TTL", n)
 	}
 }
@@ -299,8 +298,8 @@ func waitCached(t *testing.T, r *Resolver, k key) {
 // answer serves the next call.
 func TestCallerGivesUp(t *testing.T) {
 	z := testZone(t)
-	r := newResolver(t, Config{Server: z.addr, Timeout: time.Minute, Now: newClock().now})
-	held, release := z.hold()
+	r := newResolver(t, Config{Server: z.Addr, Timeout: time.Minute, Now: newClock().now})
+	held, release := z.Hold()
 	defer release()
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan Result)
@@ -315,11 +314,11 @@ func TestCallerGivesUp(t *testing.T) {
 	if res := r.Hostname(ctx, addr("66.249.66.1"), false); res.Name != "crawl-66-249-66-1.googlebot.com" {
 		t.Errorf("next call: %+v", res)
 	}
-	if n := z.count("1.66.249.66.in-addr.arpa.", dns.TypePTR); n != 1 {
+	if n := z.Count("1.66.249.66.in-addr.arpa.", dns.TypePTR); n != 1 {
 		t.Errorf("%d queries, want 1", n)
 	}
 	// A call whose context is already done asks nothing.
-	if res := r.Hostname(cctx, addr("8.8.8.8"), false); res.Status != TimedOut || z.count("8.8.8.8.in-addr.arpa.", dns.TypePTR) != 0 {
+	if res := r.Hostname(cctx, addr("8.8.8.8"), false); res.Status != TimedOut || z.Count("8.8.8.8.in-addr.arpa.", dns.TypePTR) != 0 {
 		t.Errorf("done context: %+v", res)
 	}
 }
@@ -328,8 +327,8 @@ func TestCallerGivesUp(t *testing.T) {
 // nothing.
 func TestMaxLookups(t *testing.T) {
 	z := testZone(t)
-	r := newResolver(t, Config{Server: z.addr, Timeout: time.Minute, MaxLookups: 1, Now: newClock().now})
-	held, release := z.hold()
+	r := newResolver(t, Config{Server: z.Addr, Timeout: time.Minute, MaxLookups: 1, Now: newClock().now})
+	held, release := z.Hold()
 	defer release()
 	done := make(chan Result)
 	go func() { done <- r.Hostname(ctx, addr("66.249.66.1"), false) }()
@@ -340,7 +339,7 @@ func TestMaxLookups(t *testing.T) {
 	if _, err := r.Resolve(ctx, "example.com"); !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrBusy) {
 		t.Errorf("Resolve over the cap: %v", err)
 	}
-	if n := z.total(); n != 1 {
+	if n := z.Total(); n != 1 {
 		t.Errorf("%d queries, want the one held", n)
 	}
 	release()
@@ -355,8 +354,8 @@ func TestMaxLookups(t *testing.T) {
 // Concurrent calls for one address share one query.
 func TestSharedLookup(t *testing.T) {
 	z := testZone(t)
-	r := newResolver(t, Config{Server: z.addr, Timeout: time.Minute, Now: newClock().now})
-	held, release := z.hold()
+	r := newResolver(t, Config{Server: z.Addr, Timeout: time.Minute, Now: newClock().now})
+	held, release := z.Hold()
 	var wg sync.WaitGroup
 	results := make([]Result, 50)
 	for i := range results {
@@ -370,7 +369,7 @@ func TestSharedLookup(t *testing.T) {
 			t.Fatalf("%+v", res)
 		}
 	}
-	if p, a := z.count("1.66.249.66.in-addr.arpa.", dns.TypePTR), z.count("crawl-66-249-66-1.googlebot.com.", dns.TypeA); p != 1 || a != 1 {
+	if p, a := z.Count("1.66.249.66.in-addr.arpa.", dns.TypePTR), z.Count("crawl-66-249-66-1.googlebot.com.", dns.TypeA); p != 1 || a != 1 {
 		t.Errorf("%d PTR and %d A queries, want 1 and 1", p, a)
 	}
 }
@@ -380,23 +379,21 @@ func TestSharedLookup(t *testing.T) {
 func TestServers(t *testing.T) {
 	good := testZone(t)
 	bad := testZone(t)
-	bad.setRcode("1.66.249.66.in-addr.arpa.", dns.TypePTR, dns.RcodeServerFailure)
+	bad.SetRcode("1.66.249.66.in-addr.arpa.", dns.TypePTR, dns.RcodeServerFailure)
 	silent, _ := silentServer(t)
-	for _, servers := range [][]string{{bad.addr, good.addr}, {silent, good.addr}} {
+	for _, servers := range [][]string{{bad.Addr, good.Addr}, {silent, good.Addr}} {
 		r := newResolver(t, Config{Timeout: 4 * time.Second, Now: newClock().now})
 		r.servers = servers
 		if res := r.Hostname(ctx, addr("66.249.66.1"), false); res.Name != "crawl-66-249-66-1.googlebot.com" {
 			t.Errorf("%v: %+v", servers, res)
 		}
 	}
-	good.mu.Lock()
-	good.truncate[qkey("8.8.8.8.in-addr.arpa.", dns.TypePTR)] = true
-	good.mu.Unlock()
-	r := newResolver(t, Config{Server: good.addr, Now: newClock().now})
+	good.Truncate("8.8.8.8.in-addr.arpa.", dns.TypePTR)
+	r := newResolver(t, Config{Server: good.Addr, Now: newClock().now})
 	if res := r.Hostname(ctx, addr("8.8.8.8"), false); res.Name != "dns.google" {
 		t.Errorf("truncated: %+v", res)
 	}
-	if n := good.count("8.8.8.8.in-addr.arpa.", dns.TypePTR); n != 2 {
+	if n := good.Count("8.8.8.8.in-addr.arpa.", dns.TypePTR); n != 2 {
 		t.Errorf("truncated: %d queries, want 2 (UDP, TCP)", n)
 	}
 }
@@ -420,7 +417,7 @@ func TestBrokenAnswers(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	z := testZone(t)
-	r := newResolver(t, Config{Server: z.addr, Now: newClock().now})
+	r := newResolver(t, Config{Server: z.Addr, Now: newClock().now})
 	for _, tc := range []struct {
 		name string
 		want string
@@ -469,7 +466,7 @@ func TestResolve(t *testing.T) {
 		}
 	}
 	// An invalid name is never asked.
-	if n := z.count("exa mple.com.", dns.TypeA); n != 0 {
+	if n := z.Count("exa mple.com.", dns.TypeA); n != 0 {
 		t.Error("an invalid name was asked")
 	}
 	var nilR *Resolver
@@ -547,8 +544,8 @@ func TestNewServers(t *testing.T) {
 
 // A cached answer: the cost of the host name of a repeat visitor.
 func BenchmarkHostnameCached(b *testing.B) {
-	z := newZone(b, testRecords...)
-	r, err := New(Config{Server: z.addr})
+	z := rdnstest.New(b, testRecords...)
+	r, err := New(Config{Server: z.Addr})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -573,8 +570,8 @@ func BenchmarkHostnameCached(b *testing.B) {
 // An uncached lookup through a DNS server on loopback: the floor of a
 // miss, a UDP round trip and miekg/dns's packing on both sides.
 func BenchmarkHostnameUncached(b *testing.B) {
-	z := newZone(b, testRecords...)
-	r, err := New(Config{Server: z.addr, CacheEntries: -1})
+	z := rdnstest.New(b, testRecords...)
+	r, err := New(Config{Server: z.Addr, CacheEntries: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

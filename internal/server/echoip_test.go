@@ -11,6 +11,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/rdns"
+	"github.com/ipatlas/ipatlas/internal/rdns/rdnstest"
 )
 
 // echoipCase is one line of echoip's table tests ({url, status, body},
@@ -362,8 +363,8 @@ func TestEchoIPRootClash(t *testing.T) {
 // With a resolver, echoip's JSON has the host name, as echoip's has with
 // -r; for another address its price is the answer's.
 func TestEchoIPHostname(t *testing.T) {
-	addr := dnsZone(t, nil, "8.8.8.8.in-addr.arpa. 300 IN PTR dns.google.")
-	res, err := rdns.New(rdns.Config{Server: addr, Timeout: 2 * time.Second})
+	z := rdnstest.New(t, "8.8.8.8.in-addr.arpa. 300 IN PTR dns.google.")
+	res, err := rdns.New(rdns.Config{Server: z.Addr, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,9 @@ import (
 //   - a token bucket per API key (Config.KeyRate), checked once the key has
 //     authenticated and before the handler runs, so a refused request is
 //     never charged and its body is never read;
+//   - a token bucket per API key of DNS lookups (Config.KeyDNSRate), taken
+//     by the metered query once the caller is known to be able to pay and
+//     before anything is looked up (query.go's lookups);
 //   - a token bucket per client address (Config.AddrRate) on the free
 //     endpoints;
 //   - a backoff per client address for rejected keys (Config.AuthFailures).
@@ -39,6 +42,9 @@ type limits struct {
 	keys      *table[string, *rate.Limiter] // by key ID
 	keyRate   rate.Limit
 	keyBurst  int
+	dns       *table[string, *rate.Limiter] // by key ID
+	dnsRate   rate.Limit
+	dnsBurst  int
 	addrs     *table[netip.Addr, *rate.Limiter] // by client group
 	addrRate  rate.Limit
 	addrBurst int
@@ -55,6 +61,7 @@ type limits struct {
 // The label values of ipatlas_http_limited_total.
 const (
 	limitKeyBurst    = "key_burst"
+	limitKeyDNS      = "key_dns"
 	limitAddress     = "address"
 	limitInvalidKeys = "invalid_keys"
 )
@@ -70,6 +77,10 @@ func (s *Server) newLimits() (*limits, error) {
 	on := false
 	if c.KeyRate > 0 {
 		l.keys, l.keyRate, l.keyBurst = newTable[string, *rate.Limiter](size), rate.Limit(c.KeyRate), c.KeyBurst
+		on = true
+	}
+	if c.KeyDNSRate > 0 {
+		l.dns, l.dnsRate, l.dnsBurst = newTable[string, *rate.Limiter](size), rate.Limit(c.KeyDNSRate), c.KeyDNSBurst
 		on = true
 	}
 	if c.AddrRate > 0 {
@@ -89,12 +100,12 @@ func (s *Server) newLimits() (*limits, error) {
 	var errs []error
 	l.refused = register(s.deps.Registry, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "ipatlas", Subsystem: "http", Name: "limited_total",
-		Help: "Requests refused with 429 by an abuse limit: key_burst, address (free endpoints) or invalid_keys (key guessing).",
+		Help: "Requests refused with 429 by an abuse limit: key_burst, key_dns (DNS lookups), address (free endpoints) or invalid_keys (key guessing).",
 	}, []string{"limit"}), &errs)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("server: registering metrics: %w", errors.Join(errs...))
 	}
-	for _, v := range []string{limitKeyBurst, limitAddress, limitInvalidKeys} {
+	for _, v := range []string{limitKeyBurst, limitKeyDNS, limitAddress, limitInvalidKeys} {
 		l.refused.WithLabelValues(v)
 	}
 	return l, nil
@@ -113,12 +124,17 @@ func clientGroup(a netip.Addr) netip.Addr {
 
 // take spends a token of lim at now; when there is none it spends nothing
 // and returns how long until there is one.
-func take(lim *rate.Limiter, now time.Time) time.Duration {
-	if lim.AllowN(now, 1) {
+func take(lim *rate.Limiter, now time.Time) time.Duration { return takeN(lim, now, 1) }
+
+// takeN spends n tokens of lim at now (n at most its burst); when there
+// are not that many it spends nothing and returns how long until there
+// are.
+func takeN(lim *rate.Limiter, now time.Time, n int) time.Duration {
+	if lim.AllowN(now, n) {
 		return 0
 	}
-	// Refused: the time the missing part of a token takes to refill.
-	missing := 1 - lim.TokensAt(now)
+	// Refused: the time the missing tokens take to refill.
+	missing := float64(n) - lim.TokensAt(now)
 	return max(time.Nanosecond, time.Duration(missing/float64(lim.Limit())*float64(time.Second)))
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/ipatlas/ipatlas/internal/rdns"
+	"golang.org/x/time/rate"
 )
 
 // The metered query, written once. Every answer format (a shape: the
@@ -28,7 +30,11 @@ import (
 //  3. bound: a batch looks nothing up past what the caller can pay, and
 //     refuses a caller who can pay for nothing before any lookup (so does
 //     a single AS, whose lookup is the costly kind);
-//  4. look up: the shape's resolve turns an item into its answer;
+//  4. look up: the shape's resolve turns an item into its answer; an
+//     item that asks the resolver (a host name, a domain name) does so
+//     only through the request's allowance of lookups (lookups), given
+//     once the caller is known to be able to pay and taken from the key's
+//     DNS bucket: a HEAD request, or a caller who cannot pay, asks none;
 //  5. charge: every answer that holds something costs one query, in one
 //     Meter charge per request, and only its commit makes a success;
 //  6. outcomes: the quota headers, the balance in meta, the metrics.
@@ -44,6 +50,12 @@ import (
 //     (ipinfo's bogon, a field that is empty, an ip-api selection of no
 //     field), and a HEAD request, which answers the status and quota
 //     headers a GET would get now.
+//   - DNS: an answer for which the resolver answered (a host name, or
+//     that the address has none; a domain name's address, or that it has
+//     no public one) holds something looked up, and is charged like any
+//     other, also when the name it gives is empty. A lookup the resolver
+//     did not answer (a failure, no answer in time) is not: its empty
+//     name is the service's shortfall, not the caller's answer.
 //   - Input: an address in a URL's path is exactly its text:
 //     /api/lookup/8.8.8.8%20 is malformed, like any other text that is not
 //     an address. In a JSON body, white space around a value is ignored,
@@ -55,7 +67,15 @@ type item struct {
 	addr netip.Addr // an address's, unmapped and without a zone
 	as   uint32
 	isAS bool
+	// name is a domain name whose address is the item (ip-api's domain
+	// query), looked up by lookupName in the resolver; addr is unset
+	// until then.
+	name string
+	host bool     // its answer asks for the address's host name
 	fail *failure // it cannot be answered (malformed, private): free
+	// dns is the request's allowance of DNS lookups, set by one and
+	// batch; nil asks the resolver nothing.
+	dns *lookups
 }
 
 // itemKey is an item's identity in a batch, for repeats.
@@ -143,14 +163,39 @@ func (s *api) one(w *exchange, r *http.Request, c *keyed, lang ipatlas.Lang, it 
 	ctx := r.Context()
 	w.metered = true
 	meta := c.meta()
-	if it.fail == nil && it.isAS {
-		// An AS is the costly lookup: a caller who cannot pay for it is
+	head := r.Method == http.MethodHead
+	asks := 0 // the most lookups the item may ask of the resolver
+	if it.fail == nil && s.deps.Resolver != nil {
+		if it.name != "" {
+			asks++
+		}
+		if it.host {
+			asks++
+		}
+	}
+	if it.fail == nil && (it.isAS || asks > 0) {
+		// An AS is the costly lookup, and a question to the resolver is
+		// work done for whoever asked: a caller who cannot pay for it is
 		// refused before it.
 		if n, deny, st, ok := s.budget(ctx, c, 1); ok && n == 0 {
 			return resolved{}, meta, s.refusal(w, deny, st)
 		}
 	}
-	res := resolve(0, it)
+	if asks > 0 && !head {
+		l, err := s.lookupsFor(w, r, c, asks)
+		if err != nil {
+			return resolved{}, meta, err
+		}
+		it.dns = l
+	}
+	var res resolved
+	if it.name != "" && head {
+		// A HEAD asks the resolver nothing, so the name has no address to
+		// look up: the answer is the standing alone.
+		res = resolved{free: true}
+	} else {
+		res = resolveItem(resolve, 0, it)
+	}
 	if res.fail != nil {
 		return res, meta, s.uncharged(ctx, w, c, res.fail)
 	}
@@ -293,6 +338,26 @@ func (s *api) batch(w *exchange, r *http.Request, c *keyed, items []item, resolv
 		s.countAll(f.code, distinct)
 		return res, f
 	}
+	if s.deps.Resolver != nil {
+		// The host names the batch may ask for: one per distinct address
+		// that asks, no more than the caller can pay for.
+		hosts := make(map[netip.Addr]bool)
+		for i := range items {
+			if it := &items[i]; it.fail == nil && it.host {
+				hosts[it.addr] = true
+			}
+		}
+		if need := min(int64(len(hosts)), budget); need > 0 {
+			l, err := s.lookupsFor(w, r, c, int(need))
+			if err != nil {
+				s.countAll(ipatlas.CodeRateLimitExceeded, distinct)
+				return res, err
+			}
+			for i := range items {
+				items[i].dns = l
+			}
+		}
+	}
 
 	// The distinct items to charge, in order of their first answer that
 	// holds something, and those past the budget, never looked up.
@@ -310,7 +375,7 @@ func (s *api) batch(w *exchange, r *http.Request, c *keyed, items []item, resolv
 				continue // refused below, like the first of its kind
 			}
 		}
-		rr := resolve(i, *it)
+		rr := resolveItem(resolve, i, *it)
 		res.items[i] = rr
 		if rr.fail == nil && !rr.free && it.fail == nil {
 			if _, ok := place[k]; !ok {
@@ -404,11 +469,132 @@ func (s *api) lookupRecord(ctx context.Context, it *item, lang ipatlas.Lang) (*i
 }
 
 // fillHostname puts the address's host name into rec, and with confirm
-// whether it resolves back to the address. It never fails: a lookup with
-// no answer in time leaves the name empty. It costs no query: the price is
-// the record's.
-func (s *api) fillHostname(ctx context.Context, rec *ipatlas.Record, addr netip.Addr, confirm bool) {
-	s.deps.Resolver.Hostname(ctx, addr, confirm).Fill(rec)
+// whether it resolves back to the address, through the request's
+// allowance of lookups: without one (a HEAD request, no resolver), or
+// past it, the resolver is not asked and the name is empty. It never
+// fails: a lookup with no answer in time leaves the name empty.
+func (s *api) fillHostname(ctx context.Context, it *item, rec *ipatlas.Record, confirm bool) {
+	it.dns.hostname(ctx, it.addr, confirm).Fill(rec)
+}
+
+// lookupName looks up a domain item's name (ip-api's domain query)
+// through the request's allowance, and is the item of its first globally
+// reachable address. A name that does not exist and one whose addresses
+// are all private or reserved are one answer, an invalid query, so that
+// the answers do not tell which internal names the resolver knows (both
+// are answers of the resolver: charged). A resolver that did not answer,
+// or none, is unavailable; a name that is not one is invalid, asked of
+// nobody.
+func (s *api) lookupName(ctx context.Context, it item, lang ipatlas.Lang) item {
+	addr, err := it.dns.address(ctx, it.name)
+	switch {
+	case err == nil:
+		a := addrItem(addr.String(), lang)
+		a.host, a.dns = it.host, it.dns
+		return a
+	case errors.Is(err, rdns.ErrNotFound), errors.Is(err, rdns.ErrNotPublic), errors.Is(err, rdns.ErrInvalidName):
+		return item{raw: it.raw, fail: apiFail(ipatlas.CodeInvalidIP, ""), dns: it.dns}
+	}
+	return item{raw: it.raw, fail: apiFail(ipatlas.CodeServiceUnavailable, ""), dns: it.dns}
+}
+
+// maxRequestLookups bounds the DNS lookups of one request (each at most
+// two questions: a PTR and its forward check, or a name's A and AAAA).
+// ipinfo's batch refuses more host name items than this; the native and
+// ip-api batches hold no more items.
+const maxRequestLookups = 100
+
+// lookups is a request's allowance of DNS lookups, taken from the key's
+// DNS bucket (Config.KeyDNSRate) when the request starts asking
+// (lookupsFor). A repeat of a host name in the request is answered from
+// the first lookup, for nothing more. The nil *lookups asks nothing.
+// It is used by one goroutine: the items of a request are resolved in
+// turn.
+type lookups struct {
+	r     *rdns.Resolver
+	left  int
+	hosts map[hostQuestion]rdns.Result
+	// answered is whether the resolver answered a lookup of the item
+	// being resolved (resolveItem), from a question or its cache.
+	answered bool
+}
+
+type hostQuestion struct {
+	addr    netip.Addr
+	confirm bool
+}
+
+// lookupsFor is the allowance of n lookups (at most maxRequestLookups and
+// the bucket's size) of a request by c, taken from c's key's DNS bucket:
+// a bucket without them is 429 with Retry-After, before anything is
+// looked up.
+func (s *api) lookupsFor(w *exchange, r *http.Request, c *keyed, n int) (*lookups, error) {
+	n = min(n, maxRequestLookups)
+	if l := s.limits; l != nil && l.dns != nil {
+		n = min(n, l.dnsBurst)
+		lim := l.dns.getOrAdd(c.key.ID, func() *rate.Limiter { return rate.NewLimiter(l.dnsRate, l.dnsBurst) })
+		if d := takeN(lim, s.now(), n); d > 0 {
+			l.refused.WithLabelValues(limitKeyDNS).Inc()
+			return nil, limited(w, r, c.meta(), retrySeconds(d),
+				"too many DNS lookups for this key, retry in %d s", "此密钥的 DNS 查询过多，请在 %d 秒后重试")
+		}
+	}
+	return &lookups{r: s.deps.Resolver, left: n}, nil
+}
+
+// answeredStatus reports whether a host name lookup had the resolver's
+// answer: a name, or that there is none.
+func answeredStatus(st rdns.Status) bool { return st == rdns.Found || st == rdns.NoName }
+
+// hostname is addr's host name, asked within the allowance.
+func (l *lookups) hostname(ctx context.Context, addr netip.Addr, confirm bool) rdns.Result {
+	if l == nil {
+		return rdns.Result{Status: rdns.Off}
+	}
+	q := hostQuestion{addr, confirm}
+	res, ok := l.hosts[q]
+	if !ok {
+		if l.left == 0 {
+			return rdns.Result{Status: rdns.Busy}
+		}
+		l.left--
+		res = l.r.Hostname(ctx, addr, confirm)
+		if l.hosts == nil {
+			l.hosts = make(map[hostQuestion]rdns.Result)
+		}
+		l.hosts[q] = res
+	}
+	if answeredStatus(res.Status) {
+		l.answered = true
+	}
+	return res
+}
+
+// address is a domain name's first globally reachable address, asked
+// within the allowance (rdns.Resolve's errors).
+func (l *lookups) address(ctx context.Context, name string) (netip.Addr, error) {
+	if l == nil || l.left == 0 {
+		return netip.Addr{}, rdns.ErrUnavailable
+	}
+	l.left--
+	a, err := l.r.Resolve(ctx, name)
+	if err == nil || errors.Is(err, rdns.ErrNotFound) || errors.Is(err, rdns.ErrNotPublic) {
+		l.answered = true
+	}
+	return a, err
+}
+
+// resolveItem is resolve(i, it) under the rule of DNS work: an answer for
+// which the resolver answered holds something looked up.
+func resolveItem(resolve resolver, i int, it item) resolved {
+	if it.dns != nil {
+		it.dns.answered = false
+	}
+	rr := resolve(i, it)
+	if it.dns != nil && it.dns.answered && rr.fail == nil {
+		rr.free = false
+	}
+	return rr
 }
 
 // batchDNSBudget bounds the time a whole batch spends on host names: past

@@ -98,6 +98,17 @@ type Config struct {
 	KeyRate  float64
 	KeyBurst int
 
+	// KeyDNSRate and KeyDNSBurst are a token bucket per API key of DNS
+	// lookups (a host name, a domain query's name; each at most two
+	// questions to the resolver): KeyDNSBurst at once, KeyDNSRate per
+	// second sustained. A request that asks the resolver takes what it
+	// may need before anything is looked up (query.go); without them it
+	// gets 429 RateLimitExceeded ("too many DNS lookups") with
+	// Retry-After, never charged. KeyDNSRate 0 turns it off; KeyDNSBurst
+	// is required when it is on.
+	KeyDNSRate  float64
+	KeyDNSBurst int
+
 	// AddrRate and AddrBurst are a token bucket per client address (after
 	// trusted-proxy resolution; an IPv6 client is limited by its /64, the
 	// block one subscriber gets) shared by the free endpoints: GET and
@@ -130,9 +141,9 @@ type Config struct {
 	MeRate  float64
 	MeBurst int
 
-	// LimitTableSize bounds each limiter table (keys, addresses, failing
-	// addresses, keys seen to authenticate, the addresses of GET
-	// /api/ip/me); the least recently used entry
+	// LimitTableSize bounds each limiter table (keys, their DNS lookups,
+	// addresses, failing addresses, keys seen to authenticate, the
+	// addresses of GET /api/ip/me); the least recently used entry
 	// is forgotten first and starts afresh when it returns. About 250
 	// bytes an entry. Required when any limit is on.
 	LimitTableSize int
@@ -140,13 +151,16 @@ type Config struct {
 
 // Defaults of the abuse limits, for `ipatlas serve`'s flags. Generous:
 // a key gets 50 requests per second (100 at once), far above what the
-// monthly quotas allow on average, and one address 20 free requests per
+// monthly quotas allow on average, as many DNS lookups (a whole batch of
+// host names at once), and one address 20 free requests per
 // second (40 at once), which basic use of Get my IP, free and unlimited,
 // never meets. Behind carrier-grade NAT many people share one IPv4
 // address; operators serving such networks may raise AddrRate.
 const (
 	DefaultKeyRate           = 50
 	DefaultKeyBurst          = 100
+	DefaultKeyDNSRate        = 50
+	DefaultKeyDNSBurst       = 100
 	DefaultAddrRate          = 20
 	DefaultAddrBurst         = 40
 	DefaultAuthFailures      = 10
@@ -259,8 +273,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 func checkLimits(c Config) error {
 	var errs []error
 	for name, v := range map[string]float64{
-		"KeyRate": c.KeyRate, "AddrRate": c.AddrRate, "MeRate": c.MeRate,
-		"KeyBurst": float64(c.KeyBurst), "AddrBurst": float64(c.AddrBurst), "MeBurst": float64(c.MeBurst),
+		"KeyRate": c.KeyRate, "AddrRate": c.AddrRate, "MeRate": c.MeRate, "KeyDNSRate": c.KeyDNSRate,
+		"KeyBurst": float64(c.KeyBurst), "KeyDNSBurst": float64(c.KeyDNSBurst), "AddrBurst": float64(c.AddrBurst), "MeBurst": float64(c.MeBurst),
 		"AuthFailures": float64(c.AuthFailures), "AuthFailureWindow": float64(c.AuthFailureWindow), "AuthMaxBackoff": float64(c.AuthMaxBackoff),
 		"SigninFailures": float64(c.SigninFailures), "SigninWindow": float64(c.SigninWindow), "LimitTableSize": float64(c.LimitTableSize),
 	} {
@@ -274,6 +288,7 @@ func checkLimits(c Config) error {
 		}
 	}
 	need(c.KeyRate > 0, "KeyRate", "KeyBurst", int64(c.KeyBurst))
+	need(c.KeyDNSRate > 0, "KeyDNSRate", "KeyDNSBurst", int64(c.KeyDNSBurst))
 	need(c.AddrRate > 0, "AddrRate", "AddrBurst", int64(c.AddrBurst))
 	need(c.AuthFailures > 0, "AuthFailures", "AuthFailureWindow", int64(c.AuthFailureWindow))
 	need(c.AuthFailures > 0, "AuthFailures", "AuthMaxBackoff", int64(c.AuthMaxBackoff))
@@ -282,7 +297,7 @@ func checkLimits(c Config) error {
 	for _, on := range []struct {
 		name string
 		on   bool
-	}{{"KeyRate", c.KeyRate > 0}, {"AddrRate", c.AddrRate > 0}, {"AuthFailures", c.AuthFailures > 0}, {"MeRate", c.MeRate > 0}, {"SigninFailures", c.SigninFailures > 0}} {
+	}{{"KeyRate", c.KeyRate > 0}, {"KeyDNSRate", c.KeyDNSRate > 0}, {"AddrRate", c.AddrRate > 0}, {"AuthFailures", c.AuthFailures > 0}, {"MeRate", c.MeRate > 0}, {"SigninFailures", c.SigninFailures > 0}} {
 		if on.on && c.LimitTableSize == 0 {
 			need(true, on.name, "LimitTableSize", 0)
 			break

@@ -229,7 +229,9 @@ func (s *api) echoip(what echoipWhat) keyedHandler {
 		if err != nil {
 			return err
 		}
-		res, _, err := s.one(w, r, c, q.lang, echoipItem(q.ip, q.lang), func(_ int, it item) resolved {
+		it := echoipItem(q.ip, q.lang)
+		it.host = what == echoJSON
+		res, _, err := s.one(w, r, c, q.lang, it, func(_ int, it item) resolved {
 			switch {
 			case it.fail != nil:
 				return failed(it)
@@ -240,7 +242,7 @@ func (s *api) echoip(what echoipWhat) keyedHandler {
 			if f != nil {
 				return resolved{fail: f}
 			}
-			return s.echoipResolve(r, rec, it.addr, what)
+			return s.echoipResolve(r, &it, rec, what)
 		})
 		if err != nil {
 			return err
@@ -250,13 +252,13 @@ func (s *api) echoip(what echoipWhat) keyedHandler {
 	}
 }
 
-// echoipResolve is the answer of what for addr's record: the JSON (with
-// the host name when the resolver is on), or a text value, which holds
-// nothing looked up when it is empty.
-func (s *api) echoipResolve(r *http.Request, rec *ipatlas.Record, addr netip.Addr, what echoipWhat) resolved {
+// echoipResolve is the answer of what for the item's record: the JSON
+// (with the host name when the request may ask the resolver), or a text
+// value, which holds nothing looked up when it is empty.
+func (s *api) echoipResolve(r *http.Request, it *item, rec *ipatlas.Record, what echoipWhat) resolved {
 	if what == echoJSON {
-		s.fillHostname(r.Context(), rec, addr, false)
-		return resolved{v: toEchoIP(rec, addr, r)}
+		s.fillHostname(r.Context(), it, rec, false)
+		return resolved{v: toEchoIP(rec, it.addr, r)}
 	}
 	v := echoipText(rec, what)
 	return resolved{v: v, free: v == ""}
@@ -266,7 +268,8 @@ func (s *api) echoipResolve(r *http.Request, rec *ipatlas.Record, addr netip.Add
 // nothing up: it has the free endpoints' limit and answers any address,
 // as GET / does for curl. The other paths look the address up, under the
 // per-address limit of GET /api/ip/me, and refuse a private or reserved
-// one as it does.
+// one as it does; the JSON's host name is one PTR question per lookup
+// within that limit, none for a HEAD.
 func (s *api) echoipSelf(w *exchange, r *http.Request, q *echoipQuery, what echoipWhat) error {
 	addr := w.client
 	if !addr.IsValid() {
@@ -291,7 +294,11 @@ func (s *api) echoipSelf(w *exchange, r *http.Request, q *echoipQuery, what echo
 	if err != nil {
 		return s.lookupFailed(r.Context(), err)
 	}
-	writeEchoIP(w, s.echoipResolve(r, &rec, addr, what).v)
+	it := item{addr: addr}
+	if r.Method != http.MethodHead && s.deps.Resolver != nil {
+		it.dns = &lookups{r: s.deps.Resolver, left: 1}
+	}
+	writeEchoIP(w, s.echoipResolve(r, &it, &rec, what).v)
 	return nil
 }
 

@@ -3,16 +3,13 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
-	"github.com/ipatlas/ipatlas/internal/rdns"
 )
 
 // The ip-api shape, under /ip-api/: ip-api.com's JSON endpoint and batch,
@@ -177,19 +174,19 @@ type ipapiQuery struct {
 // i-th one's fields and language. Like ip-api, an address that cannot be
 // answered (malformed, private, reserved) is a {"status": "fail"} answer,
 // free; so is a lookup that failed. A selection without a field that is
-// looked up (only status, message and query) holds nothing: free.
+// looked up (only status, message and query) holds nothing: free. A
+// domain query's name is looked up first (lookupName); its answer is
+// charged once the resolver has answered, as an invalid query too.
 func (s *api) ipapiResolver(ctx, dns context.Context, qs []ipapiQuery) resolver {
 	return func(i int, it item) resolved {
 		q := qs[i]
+		if it.name != "" {
+			it = s.lookupName(dns, it, q.lang)
+		}
 		if it.fail != nil {
 			msg := "invalid query"
 			if it.fail.code == ipatlas.CodePrivateIP {
 				msg = "reserved range"
-				if !it.addr.IsValid() {
-					// A domain name with only such addresses: they are
-					// the resolver's network's, not to be shown.
-					return resolved{v: ipapiFail(msg, it.raw, it.fail.code), free: true, code: it.fail.code}
-				}
 				if b, _ := netaddr.Classify(it.addr); b.RFC == "RFC 1918" || b.RFC == "RFC 4193" {
 					msg = "private range"
 				}
@@ -205,7 +202,7 @@ func (s *api) ipapiResolver(ctx, dns context.Context, qs []ipapiQuery) resolver 
 			return resolved{v: ipapiFail("service unavailable", it.addr.String(), f.code), free: true, code: f.code}
 		}
 		if q.mask&ipapiReverse != 0 {
-			s.fillHostname(dns, rec, it.addr, false)
+			s.fillHostname(dns, &it, rec, false)
 		}
 		a := toIPAPI(rec, q.mask)
 		return resolved{v: a, free: a.empty()}
@@ -256,7 +253,7 @@ func (s *api) ipapiOne(w *exchange, r *http.Request, cr credential, query string
 	if err != nil {
 		return err
 	}
-	res, _, err := s.one(w, r, c, q.lang, s.ipapiItem(r.Context(), query, q.lang), s.ipapiResolver(r.Context(), r.Context(), []ipapiQuery{q}))
+	res, _, err := s.one(w, r, c, q.lang, ipapiItem(query, q), s.ipapiResolver(r.Context(), r.Context(), []ipapiQuery{q}))
 	if err != nil {
 		return err
 	}
@@ -267,26 +264,17 @@ func (s *api) ipapiOne(w *exchange, r *http.Request, cr credential, query string
 
 // ipapiItem is the query of GET /ip-api/json/{query}: an address, or, as
 // ip-api takes it, a domain name, answered for its first globally
-// reachable address (A before AAAA). A name that does not resolve is an
-// invalid query; one that has only private or reserved addresses is a
-// reserved range, without them; a resolver that did not answer is
-// unavailable. The name's lookup costs nothing.
-func (s *api) ipapiItem(ctx context.Context, query string, lang ipatlas.Lang) item {
-	it := pathItem(query, lang)
-	if it.fail == nil || it.fail.code != ipatlas.CodeInvalidIP || !domainLike(query) {
-		return it
+// reachable address (A before AAAA), looked up in the metered query
+// (lookupName), after the caller is known to be able to pay. A name that
+// does not resolve and one that has only private or reserved addresses
+// are both an invalid query; a resolver that did not answer is
+// unavailable.
+func ipapiItem(query string, q ipapiQuery) item {
+	it := pathItem(query, q.lang)
+	if it.fail != nil && it.fail.code == ipatlas.CodeInvalidIP && domainLike(query) {
+		it = item{raw: query, name: query}
 	}
-	addr, err := s.deps.Resolver.Resolve(ctx, query)
-	switch {
-	case err == nil:
-		it = addrItem(addr.String(), lang)
-		return it
-	case errors.Is(err, rdns.ErrNotPublic):
-		it.fail = apiFail(ipatlas.CodePrivateIP, "")
-		it.addr = netip.Addr{}
-	case errors.Is(err, rdns.ErrUnavailable):
-		it.fail = apiFail(ipatlas.CodeServiceUnavailable, "")
-	}
+	it.host = q.mask&ipapiReverse != 0
 	return it
 }
 
@@ -393,6 +381,7 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request, cr credential) erro
 			qs[i].lang = ipapiLang(it.Lang)
 		}
 		items[i] = addrItem(it.Query, qs[i].lang)
+		items[i].host = qs[i].mask&ipapiReverse != 0
 	}
 	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
 	defer cancel()

@@ -249,7 +249,7 @@ func (s *api) ipinfoResolver(ctx, dns context.Context, q *ipinfoQuery, fields []
 			return resolved{fail: f}
 		}
 		if field == "hostname" || (field == "" && hostnames) {
-			s.fillHostname(dns, rec, it.addr, false)
+			s.fillHostname(dns, &it, rec, false)
 		}
 		c := toIPInfo(rec)
 		if field == "" {
@@ -302,6 +302,7 @@ func (s *api) ipinfoOne(w *exchange, r *http.Request, cr credential, raw string)
 		return err
 	}
 	it, field := ipinfoItem(raw, q.lang, pathItem)
+	it.host = !it.isAS && (field == "" || field == "hostname")
 	res, _, err := s.one(w, r, c, q.lang, it, s.ipinfoResolver(r.Context(), r.Context(), &q, []string{field}, true))
 	if err != nil {
 		return err
@@ -360,17 +361,25 @@ func (s *api) handleIPInfoBatch(w *exchange, r *http.Request, cr credential) err
 	items := make([]item, len(raws))
 	fields := make([]string, len(raws))
 	if f == nil {
-		nAS := 0
+		nAS, nHost := 0, 0
 		for i, raw := range raws {
 			items[i], fields[i] = ipinfoItem(raw, q.lang, addrItem)
 			if items[i].isAS {
 				nAS++
+			} else if fields[i] == "hostname" {
+				items[i].host = true
+				nHost++
 			}
 		}
-		if nAS > maxIPInfoBatchAS {
+		switch {
+		case nAS > maxIPInfoBatchAS:
 			f = bodyFail(ipatlas.CodeTooManyItems,
 				strconv.Itoa(nAS)+" AS items; the limit of one batch is "+strconv.Itoa(maxIPInfoBatchAS)+" (ask for more in further batches)",
 				strconv.Itoa(nAS)+" 个 AS 项，单个批量请求上限为 "+strconv.Itoa(maxIPInfoBatchAS)+" 个（其余请分批查询）")
+		case nHost > maxRequestLookups:
+			f = bodyFail(ipatlas.CodeTooManyItems,
+				strconv.Itoa(nHost)+" hostname items; the limit of one batch is "+strconv.Itoa(maxRequestLookups)+" (ask for more in further batches)",
+				strconv.Itoa(nHost)+" 个 hostname 项，单个批量请求上限为 "+strconv.Itoa(maxRequestLookups)+" 个（其余请分批查询）")
 		}
 	}
 	c, err := s.admit(w, r, cr, f)

@@ -155,7 +155,7 @@ func (s *api) ipinfoProductResolver(ctx context.Context, q *ipinfoQuery, p ipinf
 		if p == ipinfoLiteProduct {
 			return resolved{v: toIPInfoLite(rec)}
 		}
-		s.fillHostname(ctx, rec, it.addr, false)
+		s.fillHostname(ctx, &it, rec, false)
 		return resolved{v: toIPInfoLookup(rec)}
 	}
 }
@@ -197,7 +197,9 @@ func (s *api) ipinfoProductOne(w *exchange, r *http.Request, cr credential, p ip
 	if err != nil {
 		return err
 	}
-	res, _, err := s.one(w, r, c, q.lang, pathItem(raw, q.lang), s.ipinfoProductResolver(r.Context(), &q, p))
+	it := pathItem(raw, q.lang)
+	it.host = p == ipinfoLookupProduct
+	res, _, err := s.one(w, r, c, q.lang, it, s.ipinfoProductResolver(r.Context(), &q, p))
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,12 @@ type nativeQuery struct {
 	fields ipatlas.FieldSet // all, unless the request names some
 }
 
+// asksHost reports whether the fields name the host name (the whole
+// record has none: a PTR round trip must not slow every answer).
+func (q *nativeQuery) asksHost() bool {
+	return !q.fields.All() && (q.fields.Has("hostname") || q.fields.Has("hostname_confirmed"))
+}
+
 // handleQuery is POST /api/ip-query.
 func (s *api) handleQuery(w *exchange, r *http.Request, cr credential) error {
 	// The request escapes to the heap through the decoder; reusing it
@@ -119,6 +125,7 @@ func nativeParams(w *exchange, r *http.Request) (nativeQuery, *failure) {
 
 // nativeOne answers one address as the envelope.
 func (s *api) nativeOne(w *exchange, r *http.Request, c *keyed, q *nativeQuery, it item) error {
+	it.host = q.asksHost()
 	var ans *answerBuf
 	appender, encoded := s.deps.Geo.(recordAppender)
 	if encoded && q.fields.All() {
@@ -164,8 +171,8 @@ func (s *api) nativeRecord(ctx context.Context, it item, q *nativeQuery) resolve
 	if q.fields.All() {
 		return resolved{v: rec}
 	}
-	if confirm := q.fields.Has("hostname_confirmed"); confirm || q.fields.Has("hostname") {
-		s.fillHostname(ctx, rec, it.addr, confirm)
+	if q.asksHost() {
+		s.fillHostname(ctx, &it, rec, q.fields.Has("hostname_confirmed"))
 	}
 	empty := true
 	for _, name := range q.fields.Names() {
@@ -197,7 +204,9 @@ func (s *api) handleLookupField(w *exchange, r *http.Request, cr credential) err
 	if err != nil {
 		return err
 	}
-	res, _, err := s.one(w, r, c, q.lang, pathItem(r.PathValue("ip"), q.lang), func(_ int, it item) resolved {
+	it := pathItem(r.PathValue("ip"), q.lang)
+	it.host = name == "hostname" || name == "hostname_confirmed"
+	res, _, err := s.one(w, r, c, q.lang, it, func(_ int, it item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}
@@ -205,8 +214,8 @@ func (s *api) handleLookupField(w *exchange, r *http.Request, cr credential) err
 		if f != nil {
 			return resolved{fail: f}
 		}
-		if name == "hostname" || name == "hostname_confirmed" {
-			s.fillHostname(r.Context(), rec, it.addr, name == "hostname_confirmed")
+		if it.host {
+			s.fillHostname(r.Context(), &it, rec, name == "hostname_confirmed")
 		}
 		v := fieldText(rec, name)
 		return resolved{v: v, free: v == "" || v == "null" || name == "ip"}
@@ -297,6 +306,7 @@ func (s *api) handleBatch(w *exchange, r *http.Request, cr credential) error {
 	items := make([]item, len(req.IPs))
 	for i, ip := range req.IPs {
 		items[i] = addrItem(ip, lang)
+		items[i].host = q.asksHost()
 	}
 	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
 	defer cancel()

@@ -4,13 +4,11 @@ package sqlite
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/failpoint"
@@ -42,7 +40,6 @@ type journalFile struct {
 	size  int64 // of the valid records: where the next one is written
 	alloc int64 // the file's length, zeros or old records beyond size
 	buf   []byte
-	lock  *os.File // holds the store's writer lock while open
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -65,47 +62,18 @@ type jRecord struct {
 const journalChunk = 4 << 20
 
 func journalPath(dbPath string) string { return dbPath + "-charges.journal" }
-func lockPath(dbPath string) string    { return dbPath + ".lock" }
 
-// ErrStoreLocked is the error of a second serving process on one SQLite
-// store: one process holds its charge journal.
-var ErrStoreLocked = errors.New("the database is in use by another ipatlas serve")
-
-// lockStore takes the store's writer lock, an exclusive flock on a file
-// beside the database, held until the process closes it or exits.
-func lockStore(dbPath string) (*os.File, error) {
-	p := lockPath(dbPath)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("sqlite: %s: %w (lock %s)", dbPath, ErrStoreLocked, p)
-		}
-		return nil, fmt.Errorf("sqlite: lock %s: %w", p, err)
-	}
-	return f, nil
-}
-
-// openJournalFile takes the writer lock, reads the journal's valid
-// records and cuts off a torn tail.
+// openJournalFile reads the journal's valid records and cuts off a torn
+// tail. The caller holds the store's writer lock.
 func openJournalFile(dbPath string) (*journalFile, []jRecord, error) {
-	lock, err := lockStore(dbPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	j := &journalFile{path: journalPath(dbPath), lock: lock}
+	j := &journalFile{path: journalPath(dbPath)}
 	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		lock.Close()
 		return nil, nil, fmt.Errorf("sqlite: journal: %w", err)
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
 		f.Close()
-		lock.Close()
 		return nil, nil, fmt.Errorf("sqlite: journal: %w", err)
 	}
 	recs, good := decodeJournal(data)
@@ -306,7 +274,4 @@ func (j *journalFile) rewrite(recs []jRecord) error {
 	return nil
 }
 
-func (j *journalFile) close() error {
-	err := j.f.Close()
-	return errors.Join(err, j.lock.Close())
-}
+func (j *journalFile) close() error { return j.f.Close() }

@@ -16,6 +16,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/url"
@@ -72,6 +73,7 @@ type Store struct {
 	r      *sql.DB
 	charge *chargeStmts // prepared on w
 	jm     *journaled   // nil unless Options.Journal
+	lock   io.Closer    // the writer lock, with Options.Journal where it is built
 }
 
 var _ account.Store = (*Store)(nil)
@@ -141,20 +143,36 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The serving process's lock is taken before its first connection
+	// (a second serve is refused before it touches the file) and released
+	// after its last (see lockStore).
+	var lock io.Closer
+	if opts.Journal {
+		if lock, err = lockStore(path); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	fail := func(err error, dbs ...*sql.DB) (*Store, error) {
+		for _, db := range dbs {
+			db.Close()
+		}
+		if lock != nil {
+			lock.Close()
+		}
+		return nil, err
+	}
 	if err := prepareSchema(ctx, w, opts.RequireMigrated); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+		return fail(fmt.Errorf("sqlite: %s: %w", path, err), w)
 	}
 	cs, err := prepareCharge(ctx, w)
 	if err != nil {
-		w.Close()
-		return nil, err
+		return fail(err, w)
 	}
 	r, err := sql.Open("sqlite", dsn(path, busy, false))
 	if err != nil {
 		cs.close()
-		w.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+		return fail(fmt.Errorf("sqlite: %s: %w", path, err), w)
 	}
 	n := opts.ReadConns
 	if n <= 0 {
@@ -162,7 +180,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	s := &Store{path: path, w: w, r: r, charge: cs}
+	s := &Store{path: path, w: w, r: r, charge: cs, lock: lock}
 	if opts.Journal {
 		if err := s.startJournal(ctx, opts); err != nil {
 			s.Close()
@@ -185,10 +203,12 @@ func (s *Store) Close() error {
 		s.jm = nil
 	}
 	s.charge.close()
-	if jerr != nil {
-		return errors.Join(jerr, s.r.Close(), s.w.Close())
+	err := errors.Join(jerr, s.r.Close(), s.w.Close())
+	if s.lock != nil {
+		err = errors.Join(err, s.lock.Close())
+		s.lock = nil
 	}
-	return errors.Join(s.r.Close(), s.w.Close())
+	return err
 }
 
 // Ping checks that the file can still be read.
