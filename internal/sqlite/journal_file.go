@@ -4,9 +4,11 @@ package sqlite
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -61,12 +63,32 @@ type jRecord struct {
 
 const journalChunk = 4 << 20
 
-func journalPath(dbPath string) string { return dbPath + "-charges.journal" }
+// journalPath names the journal of the database at dbPath from the
+// file's real path (symlinks resolved, as SQLite names its -wal file), so
+// that a server started under another name of the file replays the same
+// journal.
+func journalPath(dbPath string) string {
+	if real, err := filepath.EvalSymlinks(dbPath); err == nil {
+		dbPath = real
+	}
+	return dbPath + "-charges.journal"
+}
 
 // openJournalFile reads the journal's valid records and cuts off a torn
-// tail. The caller holds the store's writer lock.
+// tail. The caller holds the store's writer lock. A journal left beside a
+// symlink's name, which the journal was named by before, is moved to the
+// real path's name when none is there, so that its records are replayed.
 func openJournalFile(dbPath string) (*journalFile, []jRecord, error) {
 	j := &journalFile{path: journalPath(dbPath)}
+	if byLink := dbPath + "-charges.journal"; byLink != j.path {
+		if _, err := os.Lstat(j.path); errors.Is(err, fs.ErrNotExist) {
+			if st, err := os.Lstat(byLink); err == nil && st.Mode().IsRegular() {
+				if err := os.Rename(byLink, j.path); err != nil {
+					return nil, nil, fmt.Errorf("sqlite: journal: moving %s beside the database's real path: %w", byLink, err)
+				}
+			}
+		}
+	}
 	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlite: journal: %w", err)

@@ -125,6 +125,61 @@ func TestJournalReplay(t *testing.T) {
 	}
 }
 
+// A server started under a symlink to the database writes the journal the
+// real name's server replays, and a journal left beside a symlink's name
+// (as journals were named before) is moved beside the real name and
+// replayed.
+func TestJournalByAnyName(t *testing.T) {
+	ctx := t.Context()
+	path, a, nk := journalFixture(t, Options{})
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if journalPath(link) != journalPath(path) {
+		t.Fatalf("the link's journal is %s, the file's %s", journalPath(link), journalPath(path))
+	}
+	at := time.Date(2026, 3, 15, 12, 0, 0, 0, time.UTC)
+	period := account.Period(at)
+	records := func(from uint64, ns ...int64) []byte {
+		var data []byte
+		for i, n := range ns {
+			seq := from + uint64(i)
+			data = appendRecord(data, jRecord{seq: seq, period: period, at: at.Add(time.Duration(seq) * time.Second),
+				grants: []jGrant{{keyID: nk.ID, accountID: a.ID, n: n, cost: 1}}})
+		}
+		return data
+	}
+	check := func(name string, want int64) {
+		t.Helper()
+		st, err := Open(ctx, name, Options{Journal: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		used, credits := usedAndCredits(t, st, nk.ID, a.ID, period)
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if used != want || credits != 1000-want {
+			t.Fatalf("opened as %s: used %d, credits %d; want %d, %d", name, used, credits, want, 1000-want)
+		}
+	}
+
+	// Left by a server killed under the link's name, named the old way.
+	if err := os.WriteFile(link+"-charges.journal", records(1, 1, 10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check(link, 11)
+	if _, err := os.Lstat(link + "-charges.journal"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the journal beside the link's name is still there: %v", err)
+	}
+	// Left by a server killed under the link's name, found by the real one.
+	if err := os.WriteFile(journalPath(link), records(3, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check(path, 111)
+}
+
 // One process at a time charges through a store's journal; the others
 // (the CLI) share the file, and their top-ups and revocations reach the
 // charging process's decisions.
