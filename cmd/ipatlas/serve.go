@@ -525,8 +525,8 @@ func readAdminToken(path string) (string, error) {
 			"run 'chmod 600 %s' (and consider the token leaked: empty the file to have a new one generated)", path, perm, path)
 	}
 	if err := checkAdminToken(tok); err != nil {
-		return "", fmt.Errorf("admin token file %s: %v: empty or delete the file to have a new one generated, "+
-			"or write a random one of at least %d characters in it ('openssl rand -hex 32')", path, err, minAdminToken)
+		return "", fmt.Errorf("admin token file %s: %v: empty or delete the file to have a new one generated at the next start, "+
+			"as on the first run, or write a random one of at least %d characters in it ('openssl rand -hex 32')", path, err, minAdminToken)
 	}
 	return tok, nil
 }

@@ -139,11 +139,20 @@ func (s setting) env() string { return envName(s.name) }
 // 32 hex digits are 128 bits.
 const minAdminToken = 32
 
+// minAdminTokenBits is the least randomness tokenBits must find in an
+// admin token. A random token of the shortest length has 128 bits as hex,
+// 106 as decimal digits, and scores hardly less, since a chance
+// repetition or run saves only a few bits (in 100,000 random ones, none
+// below 112 as hex, 93 as digits); a pattern (abab...,
+// passwordpassword..., 0123...) scores 20 to 50.
+const minAdminTokenBits = 80
+
 // checkAdminToken says what is wrong with an admin token, wherever it
 // comes from (flag, environment, config file or DATA-DIR/admin-token), or
 // nil. A short token is guessed; the admin API also slows guessing down
-// per address, but length is what makes it hopeless. One character
-// repeated is long and still among the first guesses.
+// per address, but length is what makes it hopeless. A long token made of
+// a pattern (one character repeated, a word or pair repeated, a run such
+// as 0123...) is among the first guesses all the same.
 func checkAdminToken(tok string) error {
 	n := utf8.RuneCountInString(tok)
 	if n < minAdminToken {
@@ -153,7 +162,83 @@ func checkAdminToken(tok string) error {
 	if !strings.ContainsFunc(tok, func(r rune) bool { return r != first }) {
 		return errors.New("the admin token is one character repeated; it must be random")
 	}
+	if bits := tokenBits(tok); bits < minAdminTokenBits {
+		return fmt.Errorf("the admin token is predictable: it repeats or runs through characters (about %.0f bits of randomness, where it needs %d); it must be random", bits, minAdminTokenBits)
+	}
 	return nil
+}
+
+// tokenBits estimates the randomness of a token in bits, the way a
+// compressor would see it: read from left to right, a stretch of at least
+// 3 characters that repeats earlier text (at any distance, overlapping:
+// "aaaa", "abab", "passwordpassword") or runs up or down by one code
+// point ("0123", "zyx") costs what saying where it is costs, 2*log2(n)
+// bits; any other character costs log2 of the alphabet the token draws
+// from (10 for digits, 16 for hex, 26 per case of letters, 33 other
+// printable ASCII, 100 more for anything else).
+func tokenBits(tok string) float64 {
+	rs := []rune(tok)
+	n := len(rs)
+	var digit, lower, upper, hexOnly, punct, other bool
+	hexOnly = true
+	for _, r := range rs {
+		switch {
+		case r >= '0' && r <= '9':
+			digit = true
+		case r >= 'a' && r <= 'z':
+			lower = true
+			hexOnly = hexOnly && r <= 'f'
+		case r >= 'A' && r <= 'Z':
+			upper = true
+			hexOnly = hexOnly && r <= 'F'
+		case r > ' ' && r < 0x7f:
+			punct, hexOnly = true, false
+		default:
+			other, hexOnly = true, false
+		}
+	}
+	alphabet := 0
+	if hexOnly && (lower != upper) {
+		alphabet = 16
+	} else {
+		for _, c := range []struct {
+			in   bool
+			size int
+		}{{digit, 10}, {lower, 26}, {upper, 26}, {punct, 33}, {other, 100}} {
+			if c.in {
+				alphabet += c.size
+			}
+		}
+	}
+	literal, pattern := math.Log2(float64(alphabet)), 2*math.Log2(float64(n))
+	var bits float64
+	for i := 0; i < n; {
+		long := 0
+		for j := range i { // a copy of earlier text, overlapping
+			k := 0
+			for i+k < n && rs[j+k] == rs[i+k] {
+				k++
+			}
+			long = max(long, k)
+		}
+		if i > 0 { // a run up or down from the character before
+			for _, step := range []rune{1, -1} {
+				k := 0
+				for i+k < n && rs[i+k] == rs[i+k-1]+step {
+					k++
+				}
+				long = max(long, k)
+			}
+		}
+		if long >= 3 {
+			bits += pattern
+			i += long
+			continue
+		}
+		bits += literal
+		i++
+	}
+	return bits
 }
 
 // serveSettings is the one table of serve's configuration: --help, the
