@@ -166,6 +166,9 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerMeterMetrics(registry, meter)
 	fresh.register(registry)
+	if certs != nil {
+		certs.register(registry)
+	}
 	resolver, err := newResolver(cfg)
 	if err != nil {
 		return usageError(err.Error())
@@ -180,6 +183,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		IPv4Host:        cfg.IPv4Host,
 		IPv6Host:        cfg.IPv6Host,
 		EchoIPRoot:      cfg.EchoIPRoot,
+		HSTSMaxAge:      cfg.HSTSMaxAge, // sent on answers over TLS only
 		AdminToken:      adminToken,
 		Version:         moduleVersion(),
 		Logger:          log,

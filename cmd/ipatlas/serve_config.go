@@ -30,6 +30,7 @@ type serveConfig struct {
 	Listen         string
 	TLSCert        string // "": the public listener speaks plain HTTP
 	TLSKey         string
+	HSTSMaxAge     time.Duration // with TLSCert; 0: no Strict-Transport-Security
 	AdminListen    string
 	AddrFile       string // "": none
 	AdminToken     string // empty: read or create <data-dir>/admin-token
@@ -134,6 +135,11 @@ type setting struct {
 }
 
 func (s setting) env() string { return envName(s.name) }
+
+// defaultHSTSMaxAge is a year: the value browsers' preload lists ask for,
+// and long enough that a visitor who comes back monthly stays protected.
+// A deployment that may go back to plain HTTP lowers it first.
+const defaultHSTSMaxAge = 365 * 24 * time.Hour
 
 // minAdminToken is the shortest admin token serve accepts, in characters:
 // 32 hex digits are 128 bits.
@@ -249,8 +255,10 @@ var serveSettings = []setting{
 		apply: func(c *serveConfig, v []string) error { c.Listen = v[0]; return checkAddr(v[0]) }},
 	{name: "tls-cert", arg: "FILE", usage: "serve the public listener over TLS (HTTP/1.1, TLS 1.2 or later) with this PEM certificate chain; needs --tls-key. The pair is read again on SIGHUP and when either file changes; a pair that cannot be loaded keeps the previous one, with a warning",
 		apply: func(c *serveConfig, v []string) error { c.TLSCert = v[0]; return nil }},
-	{name: "tls-key", arg: "FILE", usage: "the PEM private key of --tls-cert",
+	{name: "tls-key", arg: "FILE", usage: "the PEM private key of --tls-cert; refused while others may read it or its group change it (chmod 600, or 640 for a group the server is in)",
 		apply: func(c *serveConfig, v []string) error { c.TLSKey = v[0]; return nil }},
+	{name: "hsts-max-age", arg: "DURATION", def: shortDuration(defaultHSTSMaxAge), usage: "with --tls-cert, the max-age of the Strict-Transport-Security header on the public listener's answers: for that long after a visit, browsers reach this host over HTTPS only, whatever a link says (whole seconds; without includeSubDomains); 0 sends none. Behind a proxy that ends TLS, the proxy sends it",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.HSTSMaxAge })},
 	{name: "admin-listen", arg: "ADDR", def: "127.0.0.1:8081", usage: "admin API, /metrics, /healthz, /readyz and pprof address",
 		apply: func(c *serveConfig, v []string) error { c.AdminListen = v[0]; return checkAddr(v[0]) }},
 	{name: "addr-file", arg: "PATH", usage: "once both listeners are bound, write their addresses to PATH as JSON {\"public\": \"HOST:PORT\", \"admin\": \"HOST:PORT\"} (atomically; removed on exit), for a supervisor that asks for port 0 (--listen 127.0.0.1:0); the server is ready when the admin listener's /readyz answers 200",
