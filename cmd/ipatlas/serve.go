@@ -244,15 +244,18 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		ErrorLog:       errLog,
 	}
 
-	// Both listeners refuse requests whose body length is ambiguous, and
-	// close their connections (request smuggling; see server.GuardFraming).
-	publicLn := ln
+	// Both listeners cap their connections (server.LimitConns), counted
+	// as TCP connections, and refuse requests whose body length is
+	// ambiguous, closing their connections (request smuggling; see
+	// server.GuardFraming).
+	publicLn := srv.LimitConns(public, ln, cfg.MaxConns, "public")
 	if certs != nil {
 		// TLS inside the framing guard: the guard reads the requests'
 		// heads in the clear.
-		publicLn = certs.listener(ln)
+		publicLn = certs.listener(publicLn)
 	}
-	guarded, adminGuarded := server.GuardFraming(public, publicLn), server.GuardFraming(admin, adminLn)
+	guarded := server.GuardFraming(public, publicLn)
+	adminGuarded := server.GuardFraming(admin, srv.LimitConns(admin, adminLn, cfg.MaxConns, "admin"))
 	// The address lines come before the first answer, so that whoever
 	// waits for an answer finds them in the log.
 	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String())

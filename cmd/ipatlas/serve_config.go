@@ -77,6 +77,7 @@ type serveConfig struct {
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
 	ShutdownTimeout   time.Duration
+	MaxConns          int // per listener; 0: no cap
 
 	// The store's connection (PostgreSQL; SQLite reads StoreMigrate only).
 	StoreMigrate          bool
@@ -394,6 +395,8 @@ var serveSettings = []setting{
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.WriteTimeout })},
 	{name: "idle-timeout", arg: "DURATION", def: "2m", usage: "how long an idle keep-alive connection is kept open",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.IdleTimeout })},
+	{name: "max-conns", arg: "N", def: strconv.Itoa(server.DefaultMaxConns), usage: "connections each listener holds open at most (an idle one costs about 16 KB); past it a new connection is served once the longest-idle keep-alive connection is closed for it, or, when all are busy, once a request ends; nothing is refused, and connections beyond wait in the kernel's queue. 0 turns the cap off",
+		apply: intSetting(0, func(c *serveConfig) *int { return &c.MaxConns })},
 	{name: "max-header-bytes", arg: "N", def: "16384", usage: "largest request header block, in bytes",
 		apply: func(c *serveConfig, v []string) (err error) {
 			c.MaxHeaderBytes, err = strconv.Atoi(v[0])
