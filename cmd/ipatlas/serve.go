@@ -160,6 +160,10 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		// Never shorter than the store's own bound, which would cut off
 		// the store's retry of a dead pooled connection.
 		Timeout: max(account.DefaultChargeTimeout, cfg.StoreTimeout),
+		// A store that cannot take charges (a full disk, a lost
+		// database) is logged once a minute, not once per query; /readyz
+		// says not ready meanwhile (Meter.Ready).
+		Logger: log,
 	})
 	var draining atomic.Bool
 	registry := prometheus.NewRegistry()

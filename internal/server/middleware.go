@@ -98,7 +98,7 @@ func (s *Server) observe(rec *exchange, r *http.Request, d time.Duration) {
 	}
 
 	level := s.cfg.AccessLogLevel
-	if status >= 500 {
+	if status >= 500 && !rec.outage {
 		level = slog.LevelError
 	}
 	ctx := r.Context()

@@ -80,8 +80,10 @@ type Config struct {
 	// AccessLogLevel is the level of the one log line per request (method,
 	// path, route template, status, duration, client address). The zero
 	// value is slog.LevelInfo; set slog.LevelDebug to keep access lines
-	// out of an Info log. Answers with a 5xx status are always logged at
-	// slog.LevelError.
+	// out of an Info log. Answers with a 5xx status are logged at
+	// slog.LevelError, except the 503s of charges that cannot be written,
+	// whose cause the meter logs once per interval, and /readyz's "not
+	// ready".
 	AccessLogLevel slog.Level
 
 	// HSTSMaxAge is the max-age of the Strict-Transport-Security header
