@@ -75,15 +75,12 @@ type Meter struct {
 
 	log      *slog.Logger
 	logEvery time.Duration
-	failMu   sync.Mutex
-	fail     failState // written by the committer; read by Ready
+	failing  atomic.Bool // from a failed batch until one commits; read by Ready
+	fail     failState   // the committer's only
 }
 
-// failState is the meter's view of the store's writes: failing from the
-// first failed batch until a batch commits.
+// failState is what the log says of charges failing.
 type failState struct {
-	failing bool
-	err     error     // the last failure
 	since   time.Time // the first failure
 	logged  time.Time // the last log line of it
 	batches uint64    // failed batches since the last log line
@@ -438,21 +435,22 @@ func (m *Meter) flush(batch []*pendingCharge) {
 // failed records a batch's outcome (err nil: committed) and logs the
 // changes of state, and the failures at most once per logEvery.
 func (m *Meter) failed(err error) {
+	if err == nil && !m.failing.Load() {
+		return // the usual case, without a lock
+	}
 	f := &m.fail
 	now := time.Now()
-	m.failMu.Lock()
-	defer m.failMu.Unlock()
 	switch {
-	case err == nil && f.failing:
+	case err == nil:
 		m.log.Warn("charges are written again: metered queries are answered", "failing_for", now.Sub(f.since).Round(time.Millisecond),
 			"failed_batches", f.batches)
 		*f = failState{}
-	case err == nil:
-	case !f.failing:
-		*f = failState{failing: true, err: err, since: now, logged: now}
+		m.failing.Store(false)
+	case !m.failing.Load():
+		*f = failState{since: now, logged: now}
+		m.failing.Store(true)
 		m.log.Error("charges cannot be written: metered queries answer 503 until they can", "err", err.Error())
 	default:
-		f.err = err
 		f.batches++
 		if now.Sub(f.logged) >= m.logEvery {
 			m.log.Error("charges still cannot be written: metered queries answer 503", "err", err.Error(),
@@ -467,10 +465,7 @@ func (m *Meter) failed(err error) {
 // fails. A replica out of its balancer gets no charges to try, so the
 // store is asked rather than the last batch's outcome repeated.
 func (m *Meter) Ready(ctx context.Context) error {
-	m.failMu.Lock()
-	failing := m.fail.failing
-	m.failMu.Unlock()
-	if !failing {
+	if !m.failing.Load() {
 		return nil
 	}
 	var err error
