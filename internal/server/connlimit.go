@@ -51,7 +51,7 @@ func (s *Server) LimitConns(hs *http.Server, ln net.Listener, maxConns int, list
 		max:      maxConns,
 		srv:      s,
 		slots:    make(chan struct{}, maxConns),
-		idle:     map[*limitedConn]time.Time{},
+		conns:    map[*limitedConn]struct{}{},
 		done:     make(chan struct{}),
 		open:     s.metrics.conns.WithLabelValues(listener),
 		waited:   s.metrics.connWaits.WithLabelValues(listener),
@@ -76,9 +76,14 @@ type connLimiter struct {
 	srv   *Server
 	slots chan struct{} // one token per open connection
 
-	mu      sync.Mutex
-	idle    map[*limitedConn]time.Time // since when each idle connection is
-	waiting bool                       // Accept holds a connection for a slot
+	mu    sync.Mutex
+	conns map[*limitedConn]struct{} // the open ones, searched at the cap only
+
+	// A request costs its connection two atomic stores (active, idle),
+	// not a lock: which connection has been idle longest is found by
+	// searching conns when a new one finds the listener at its cap.
+	idleSeq atomic.Uint64 // orders the moments connections go idle
+	waiting atomic.Bool   // Accept holds a connection for a slot: the next to go idle makes room
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -92,13 +97,14 @@ type connLimiter struct {
 type limitedConn struct {
 	net.Conn
 	l       *connLimiter
+	idle    atomic.Uint64 // when it went idle, in idleSeq's order; 0 while it is not
 	release sync.Once
 }
 
 func (c *limitedConn) Close() error {
 	c.release.Do(func() {
 		c.l.mu.Lock()
-		delete(c.l.idle, c)
+		delete(c.l.conns, c)
 		c.l.mu.Unlock()
 		<-c.l.slots
 		c.l.open.Dec()
@@ -132,69 +138,73 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	lc := &limitedConn{Conn: c, l: l}
 	select {
 	case l.slots <- struct{}{}:
-		l.open.Inc()
-		return lc, nil
+		return l.admit(lc), nil
 	default:
 	}
 	// At the cap: make room by closing the longest idle connection, or
-	// wait for one to go idle (state closes it then) or close.
+	// have state close the next one to go idle. waiting is set before the
+	// search, so a connection that goes idle after it sees it.
 	l.waited.Inc()
 	l.warn()
-	l.mu.Lock()
-	oldest := l.oldestIdle()
-	if oldest != nil {
-		delete(l.idle, oldest)
-	} else {
-		l.waiting = true // the next connection to go idle makes room
-	}
-	l.mu.Unlock()
-	if oldest != nil {
-		l.closed.Inc()
-		oldest.Close()
+	l.waiting.Store(true)
+	for {
+		oldest, seq := l.oldestIdle()
+		if oldest == nil || !l.waiting.CompareAndSwap(true, false) {
+			break // state closes the next to go idle, or has closed one
+		}
+		if oldest.idle.CompareAndSwap(seq, 0) {
+			l.closed.Inc()
+			oldest.Close()
+			break
+		}
+		l.waiting.Store(true) // it went active meanwhile: search again
 	}
 	select {
 	case l.slots <- struct{}{}:
-		l.mu.Lock()
-		l.waiting = false
-		l.mu.Unlock()
-		l.open.Inc()
-		return lc, nil
+		l.waiting.Store(false) // a connection closed on its own
+		return l.admit(lc), nil
 	case <-l.done:
 		c.Close()
 		return nil, net.ErrClosed
 	}
 }
 
-// oldestIdle is the connection idle the longest, or nil; l.mu is held.
-func (l *connLimiter) oldestIdle() *limitedConn {
-	var oldest *limitedConn
-	var since time.Time
-	for c, t := range l.idle {
-		if oldest == nil || t.Before(since) {
-			oldest, since = c, t
-		}
-	}
-	return oldest
+// admit records a connection that holds a slot.
+func (l *connLimiter) admit(c *limitedConn) *limitedConn {
+	l.mu.Lock()
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+	l.open.Inc()
+	return c
 }
 
-// state follows a connection's state: an idle one is remembered, or
+// oldestIdle is the connection idle the longest and when it went idle,
+// or nil.
+func (l *connLimiter) oldestIdle() (*limitedConn, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var oldest *limitedConn
+	var since uint64
+	for c := range l.conns {
+		if seq := c.idle.Load(); seq != 0 && (oldest == nil || seq < since) {
+			oldest, since = c, seq
+		}
+	}
+	return oldest, since
+}
+
+// state follows a connection's state: one that goes idle is marked so, or
 // closed at once while a new connection waits for its slot.
 func (l *connLimiter) state(c *limitedConn, st http.ConnState) {
-	l.mu.Lock()
-	if st != http.StateIdle {
-		delete(l.idle, c)
-		l.mu.Unlock()
-		return
-	}
-	if l.waiting {
-		l.waiting = false // one connection closed per one waiting
-		l.mu.Unlock()
+	switch {
+	case st != http.StateIdle:
+		c.idle.Store(0)
+	case l.waiting.CompareAndSwap(true, false): // one closed per one waiting
 		l.closed.Inc()
 		c.Close()
-		return
+	default:
+		c.idle.Store(l.idleSeq.Add(1))
 	}
-	l.idle[c] = time.Now()
-	l.mu.Unlock()
 }
 
 // warn logs, at most once per connWarnEvery, that the listener is at its

@@ -90,7 +90,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func (l *connLimiter) idleCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.idle)
+	n := 0
+	for c := range l.conns {
+		if c.idle.Load() != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // At its cap a listener serves a new connection by closing the idle
@@ -250,5 +256,25 @@ func TestConnCapWaitsForBusy(t *testing.T) {
 	}
 	if _, err := f.answer(); err == nil {
 		t.Error("the connection waiting at the close was answered")
+	}
+}
+
+// BenchmarkConnLimitState is what the cap costs a request on a keep-alive
+// connection: net/http reports it active, then idle, through the wrappers
+// serve stacks (the framing guard over the limited connection).
+func BenchmarkConnLimitState(b *testing.B) {
+	s := mustNew(b, Config{}, Deps{Geo: newEnv(b).srv.deps.Geo})
+	hs := &http.Server{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	l := s.LimitConns(hs, ln, 4, "public").(*connLimiter)
+	c := &framedConn{Conn: &limitedConn{l: l}}
+	b.ReportAllocs()
+	for b.Loop() {
+		hs.ConnState(c, http.StateActive)
+		hs.ConnState(c, http.StateIdle)
 	}
 }
