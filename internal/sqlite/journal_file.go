@@ -229,6 +229,31 @@ func (j *journalFile) append(r jRecord) error {
 	return nil
 }
 
+// checkRoom is the room check wants ahead of the next record: more than
+// a batch of charges takes.
+const checkRoom = 64 << 10
+
+// check makes sure the next record can be written, by the writes append
+// makes: room allocated ahead of it (a chunk allocated now when less than
+// checkRoom is left, as append would allocate it a few records later),
+// and the first bytes of its frame written as zeros and synced. Zeros
+// there end the journal where it ends already, and the next record
+// overwrites them.
+func (j *journalFile) check() error {
+	if end := j.size + checkRoom; end > j.alloc {
+		if err := j.grow(end); err != nil {
+			return fmt.Errorf("sqlite: journal: %w", err)
+		}
+	}
+	if _, err := j.f.WriteAt(make([]byte, 8), j.size); err != nil {
+		return fmt.Errorf("sqlite: journal: %w", err)
+	}
+	if err := datasync(j.f); err != nil {
+		return fmt.Errorf("sqlite: journal: %w", err)
+	}
+	return nil
+}
+
 // grow allocates zeros up to at least end, a whole chunk at a time.
 func (j *journalFile) grow(end int64) error {
 	alloc := (end + journalChunk - 1) / journalChunk * journalChunk

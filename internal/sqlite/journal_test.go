@@ -330,3 +330,53 @@ func TestJournalLedgerAcrossMinutes(t *testing.T) {
 		t.Fatalf("counter %d, ledger %d queries summing to %d, balance %d: %+v", used, q, sum, credits, es)
 	}
 }
+
+// CheckCharge makes the writes of the journal's next record without
+// disturbing it: room allocated ahead (a chunk, once less than checkRoom
+// is left), zeros where the next record goes. Records written around the
+// checks are all read back, in order, at the next open.
+func TestJournalCheckCharge(t *testing.T) {
+	path, _, _ := journalFixture(t, Options{})
+	j, recs, err := openJournalFile(path)
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("%v, %d records", err, len(recs))
+	}
+	if err := j.check(); err != nil {
+		t.Fatal(err)
+	}
+	if j.alloc != journalChunk || j.size != 0 {
+		t.Fatalf("after a check of an empty journal: %d bytes allocated, %d used; want %d, 0", j.alloc, j.size, journalChunk)
+	}
+	at := time.Now()
+	rec := func(seq uint64) jRecord {
+		return jRecord{seq: seq, period: account.Period(at), at: at, grants: []jGrant{{keyID: "k", accountID: 1, n: 1, cost: 1}}}
+	}
+	var seq uint64
+	for range 3 {
+		seq++
+		if err := j.append(rec(seq)); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.close()
+	j, recs, err = openJournalFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	if len(recs) != 3 || recs[0].seq != 1 || recs[2].seq != 3 {
+		t.Fatalf("read back %d records (%+v); want the 3 written between checks", len(recs), recs)
+	}
+	// Near the end of the allocation (as if the records had filled it),
+	// a check allocates the next chunk, as the next append would.
+	j.size, j.alloc = journalChunk-checkRoom/2, journalChunk
+	if err := j.check(); err != nil || j.alloc != 2*journalChunk {
+		t.Fatalf("a check with %d bytes left: %v, %d allocated; want %d", j.alloc-j.size, err, j.alloc, 2*journalChunk)
+	}
+	if fi, err := os.Stat(journalPath(path)); err != nil || fi.Size() != 2*journalChunk {
+		t.Errorf("the journal file: %v, %v; want %d bytes", fi, err, 2*journalChunk)
+	}
+}
