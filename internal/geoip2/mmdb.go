@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/maxmind/mmdbwriter/mmdbtype"
@@ -28,6 +29,8 @@ type MMDBEncoder struct {
 	fields map[reflect.Type][]field
 	last   uint64 // the number of the part shared last
 	key    []byte // the scratch of the token value returns
+	frames []*frame
+	depth  int
 }
 
 // part is a shared map or array and its number, which stands for it in
@@ -65,8 +68,8 @@ func (e *MMDBEncoder) mapOf(v reflect.Value, share bool) (mmdbtype.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := make(mmdbtype.Map, len(fs))
-	var key []byte
+	fr := e.push()
+	defer e.pop()
 	for _, f := range fs {
 		fv := v.Field(f.index)
 		if f.omitEmpty && empty(fv) || f.omitZero && fv.IsZero() {
@@ -76,15 +79,50 @@ func (e *MMDBEncoder) mapOf(v reflect.Value, share bool) (mmdbtype.Map, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", v.Type().Name(), f.name, err)
 		}
-		m[f.name] = val
+		fr.names, fr.vals = append(fr.names, f.name), append(fr.vals, val)
 		if share {
-			key = appendToken(appendToken(key, []byte(f.name)), tok)
+			fr.key = appendToken(appendToken(fr.key, []byte(f.name)), tok)
 		}
 	}
-	if !share {
-		return m, nil
+	if share {
+		fr.key = append(fr.key, '{')
+		if p, ok := e.parts[string(fr.key)]; ok {
+			e.last = p.id
+			return p.v.(mmdbtype.Map), nil
+		}
 	}
-	return e.share(append(key, '{'), m).(mmdbtype.Map), nil
+	m := make(mmdbtype.Map, len(fr.vals))
+	for i, name := range fr.names {
+		m[name] = fr.vals[i]
+	}
+	if share {
+		e.share(fr.key, m)
+	}
+	return m, nil
+}
+
+// frame is the scratch of one level of the tree being encoded: its
+// members, and the key they make.
+type frame struct {
+	names []mmdbtype.String
+	vals  []mmdbtype.DataType
+	key   []byte
+}
+
+// push is the next level's frame, emptied.
+func (e *MMDBEncoder) push() *frame {
+	if e.depth == len(e.frames) {
+		e.frames = append(e.frames, new(frame))
+	}
+	fr := e.frames[e.depth]
+	e.depth++
+	fr.names, fr.vals, fr.key = fr.names[:0], fr.vals[:0], fr.key[:0]
+	return fr
+}
+
+func (e *MMDBEncoder) pop() {
+	e.depth--
+	clear(e.frames[e.depth].vals[:cap(e.frames[e.depth].vals)]) // hold no record alive
 }
 
 // value is v as an MMDB value, and the token that stands for it in the
@@ -101,17 +139,7 @@ func (e *MMDBEncoder) value(v reflect.Value) (mmdbtype.DataType, []byte, error) 
 		if v.Kind() == reflect.Pointer {
 			return e.value(v.Elem())
 		}
-		s := make(mmdbtype.Slice, v.Len())
-		var key []byte
-		for i := range v.Len() {
-			val, tok, err := e.value(v.Index(i))
-			if err != nil {
-				return nil, nil, err
-			}
-			s[i] = val
-			key = appendToken(key, tok)
-		}
-		return e.share(append(key, '['), s), e.token(), nil
+		return e.sliceOf(v)
 	case reflect.Struct:
 		m, err := e.mapOf(v, true)
 		if err != nil {
@@ -138,15 +166,32 @@ func (e *MMDBEncoder) value(v reflect.Value) (mmdbtype.DataType, []byte, error) 
 	return val, tok, nil
 }
 
-// share is the part with key, v on first use; token then stands for it.
-func (e *MMDBEncoder) share(key []byte, v mmdbtype.DataType) mmdbtype.DataType {
-	p, ok := e.parts[string(key)]
-	if !ok {
-		p = part{v: v, id: uint64(len(e.parts))}
-		e.parts[string(key)] = p
+// sliceOf is slice v as an array, shared with its equal.
+func (e *MMDBEncoder) sliceOf(v reflect.Value) (mmdbtype.DataType, []byte, error) {
+	fr := e.push()
+	defer e.pop()
+	for i := range v.Len() {
+		val, tok, err := e.value(v.Index(i))
+		if err != nil {
+			return nil, nil, err
+		}
+		fr.vals, fr.key = append(fr.vals, val), appendToken(fr.key, tok)
 	}
-	e.last = p.id
-	return p.v
+	fr.key = append(fr.key, '[')
+	if p, ok := e.parts[string(fr.key)]; ok {
+		e.last = p.id
+		return p.v, e.token(), nil
+	}
+	s := mmdbtype.Slice(slices.Clone(fr.vals))
+	e.share(fr.key, s)
+	return s, e.token(), nil
+}
+
+// share makes v the part with key, a key no part has yet; token then
+// stands for it.
+func (e *MMDBEncoder) share(key []byte, v mmdbtype.DataType) {
+	e.last = uint64(len(e.parts))
+	e.parts[string(key)] = part{v: v, id: e.last}
 }
 
 // token is the token of the part shared last: its number.
