@@ -67,8 +67,9 @@ const (
 )
 
 // Accuracy radii, in kilometres: a class of the location, not a measured
-// radius. A location that names a city is within CityRadius; one that
-// does not (a region's or a country's point) within CoarseRadius.
+// radius. A location whose data names a city is within CityRadius; one
+// that does not (a region's or a country's point, or a town only the
+// names tables name, in Chinese) within CoarseRadius.
 const (
 	CityRadius   = 50
 	CoarseRadius = 1000
@@ -217,7 +218,7 @@ func New(a *geo.Answer, s Service) *Model {
 			lat, lon := a.Latitude, a.Longitude
 			l.Latitude, l.Longitude = &lat, &lon
 			l.AccuracyRadius = CoarseRadius
-			if a.City != "" || a.CityZH != "" {
+			if a.City != "" {
 				l.AccuracyRadius = CityRadius
 			}
 		}
