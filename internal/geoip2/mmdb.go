@@ -17,8 +17,11 @@ import (
 // (see the package comment): a struct is a map of its members by their
 // tag's name, a pointer its value, a slice an array; a member tagged
 // omitempty is left out when empty and one tagged omitzero when zero, as
-// encoding/json leaves them out. Numbers keep GeoIP2's types: uint16 for
-// accuracy_radius, uint32 for autonomous_system_number.
+// encoding/json leaves them out. Numbers keep GeoIP2's types: a uint8 or
+// uint16 is a uint16 (accuracy_radius), a uint32 a uint32
+// (autonomous_system_number), a float64 a double. What an MMDB cannot
+// say is an error naming the member, never a gap: a nil the tags do not
+// leave out (JSON's null), another type, a member its tags give no name.
 //
 // An export holds a million distinct records, each a tree of a dozen
 // maps: the encoder shares every part (a names map, a country, a
