@@ -451,6 +451,9 @@ func TestRealZoneIndex(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
 	}
+	if raceEnabled {
+		t.Skip(realDataWithoutRace)
+	}
 	files, err := mmdbFiles(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -476,6 +479,9 @@ func TestRealZoneIndexHeap(t *testing.T) {
 	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
+	}
+	if raceEnabled {
+		t.Skip(realDataWithoutRace)
 	}
 	if child := os.Getenv("GEO_ZONE_HEAP_DIR"); child != "" {
 		zoneHeapChild(t, child)
