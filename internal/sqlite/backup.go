@@ -153,6 +153,13 @@ func snapshotInto(ctx context.Context, src *sql.DB, dbPath, tmp string, attempt 
 		return tail, true, nil
 	}
 	tail.applied = applied
+	// Made here, mode 0600, for SQLite to write into: the copy holds key
+	// hashes and balances, as the store does.
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return tail, false, fmt.Errorf("sqlite: backup: %w", err)
+	}
+	f.Close()
 	err = conn.Raw(func(dc any) error {
 		b, ok := dc.(interface {
 			NewBackup(string) (*sqlite3.Backup, error)
@@ -381,6 +388,10 @@ func Restore(ctx context.Context, backupPath, dbPath string, now time.Time) (Res
 		}
 		if _, err := os.Lstat(from); errors.Is(err, fs.ErrNotExist) {
 			continue
+		}
+		if _, err := os.Lstat(aside + suffix); err == nil {
+			os.Remove(tmp)
+			return RestoreInfo{}, fmt.Errorf("sqlite: restore: %s exists: try again in a second", aside+suffix)
 		}
 		if err := os.Rename(from, aside+suffix); err != nil {
 			os.Remove(tmp)

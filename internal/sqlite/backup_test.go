@@ -100,6 +100,9 @@ func TestBackupAppliesTheJournal(t *testing.T) {
 			t.Errorf("%s beside the backup: %v", suffix, err)
 		}
 	}
+	if st, err := os.Stat(dest); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the backup's mode: %v, %v; want 0600 (it holds key hashes)", st.Mode(), err)
+	}
 	entries, _ := os.ReadDir(filepath.Dir(dest))
 	if len(entries) != 1 {
 		t.Errorf("the backup's directory holds %d files, want the backup alone", len(entries))
