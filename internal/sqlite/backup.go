@@ -380,22 +380,27 @@ func Restore(ctx context.Context, backupPath, dbPath string, now time.Time) (Res
 		os.Remove(tmp)
 		return RestoreInfo{}, fmt.Errorf("sqlite: restore: %w", err)
 	}
+	// Every name is checked before anything moves: a database must not be
+	// parted from its -wal.
 	aside := dbPath + ".replaced-" + now.UTC().Format("20060102T150405Z")
+	var moves []string // suffixes of the files in place
 	for _, suffix := range []string{"-wal", "-shm", "-charges.journal", ""} {
-		from := dbPath + suffix
 		if suffix == "" && !existed {
 			break // the empty file the lock made: the backup replaces it
 		}
-		if _, err := os.Lstat(from); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(dbPath + suffix); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if _, err := os.Lstat(aside + suffix); err == nil {
 			os.Remove(tmp)
 			return RestoreInfo{}, fmt.Errorf("sqlite: restore: %s exists: try again in a second", aside+suffix)
 		}
-		if err := os.Rename(from, aside+suffix); err != nil {
+		moves = append(moves, suffix)
+	}
+	for _, suffix := range moves {
+		if err := os.Rename(dbPath+suffix, aside+suffix); err != nil {
 			os.Remove(tmp)
-			return RestoreInfo{}, fmt.Errorf("sqlite: restore: keeping the replaced store: %w", err)
+			return RestoreInfo{}, fmt.Errorf("sqlite: restore: keeping the replaced store (moved so far: %v): %w", info.Replaced, err)
 		}
 		info.Replaced = append(info.Replaced, aside+suffix)
 	}
