@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package deploy tests the container recipe: the repository's
 // Containerfile, built with buildah from the static binary, run, serving
 // and answering.
