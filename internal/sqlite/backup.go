@@ -110,9 +110,15 @@ func Backup(ctx context.Context, dbPath, dest string) (BackupInfo, error) {
 	if err := finishCopy(ctx, tmp, tail, &info); err != nil {
 		return BackupInfo{}, err
 	}
-	// A hard link is a rename that refuses an existing name.
+	// A hard link is a rename that refuses an existing name; a file
+	// system without links gets a rename after a last look.
 	if err := os.Link(tmp, dest); err != nil {
-		return BackupInfo{}, fmt.Errorf("sqlite: backup: %w", err)
+		if _, serr := os.Lstat(dest); !errors.Is(serr, fs.ErrNotExist) {
+			return BackupInfo{}, fmt.Errorf("sqlite: backup: %w", err)
+		}
+		if err := os.Rename(tmp, dest); err != nil {
+			return BackupInfo{}, fmt.Errorf("sqlite: backup: %w", err)
+		}
 	}
 	syncDir(filepath.Dir(dest))
 	if st, err := os.Stat(dest); err == nil {
