@@ -245,23 +245,77 @@ func printFlags(w io.Writer, fs *flag.FlagSet, skip ...string) {
 	})
 }
 
-// moduleVersion is the version of the module this binary was built from.
+// moduleVersion is the version of the module this binary was built from:
+// the release tag under `go install ...@vX.Y.Z`, the pseudo-version
+// `go build` stamps from the repository, or "devel" where neither is
+// known (`go run`, or a build with -buildvcs=false).
 func moduleVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
 	}
-	return "devel"
+	return versionOf(bi)
 }
 
+func versionOf(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	return v
+}
+
+// revisionOf is the commit the binary was built from, from the build
+// settings `go build` records in a repository: the first 12 digits of the
+// revision, its commit time, and "modified" when the tree had changes
+// not committed. It is empty where the build recorded none.
+func revisionOf(bi *debug.BuildInfo) string {
+	var rev, at string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	out := "rev " + rev
+	if at != "" {
+		out += " " + at
+	}
+	if modified {
+		out += " modified"
+	}
+	return out
+}
+
+// printVersion writes one line: the module version, the commit when the
+// build recorded one, the Go version and the platform.
 func printVersion(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "ipatlas %s %s %s/%s\n", moduleVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	v, rev := "devel", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v, rev = versionOf(bi), revisionOf(bi)
+	}
+	if rev != "" {
+		v += " (" + rev + ")"
+	}
+	_, err := fmt.Fprintf(w, "ipatlas %s %s %s/%s\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return err
 }
 
 func runVersion(_ context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	pos, err := parseArgs(e, fs, args, func(w io.Writer) {
-		fmt.Fprintln(w, "usage: ipatlas version\n\nPrints the module version of this binary and the Go version that built it.")
+		fmt.Fprintln(w, "usage: ipatlas version\n\nPrints the module version of this binary, the commit it was built from\n(when the build recorded one), and the Go version that built it.")
 	})
 	if err != nil {
 		return err

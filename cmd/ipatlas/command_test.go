@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -174,6 +175,33 @@ func TestVersion(t *testing.T) {
 	}
 	if r := runCLI(t, newCLIEnv(t), "", "version", "extra"); r.code != exitUsage {
 		t.Errorf("version extra: exit %d, want %d", r.code, exitUsage)
+	}
+}
+
+// The version line names the release tag or the pseudo-version go build
+// stamps, and the commit the build recorded; go run's "(devel)" reads
+// "devel".
+func TestVersionOfBuildInfo(t *testing.T) {
+	for _, c := range []struct {
+		main     string
+		settings map[string]string
+		version  string
+		revision string
+	}{
+		{"(devel)", nil, "devel", ""},
+		{"", nil, "devel", ""},
+		{"v0.1.0", nil, "v0.1.0", ""},
+		{"v0.1.1-0.20261207021500-8418abb0c0de", map[string]string{"vcs.revision": "8418abb0c0de5f1e2d3c4b5a69788796a5b4c3d2", "vcs.time": "2026-12-07T02:15:00Z", "vcs.modified": "false"},
+			"v0.1.1-0.20261207021500-8418abb0c0de", "rev 8418abb0c0de 2026-12-07T02:15:00Z"},
+		{"(devel)", map[string]string{"vcs.revision": "8418abb", "vcs.modified": "true"}, "devel", "rev 8418abb modified"},
+	} {
+		bi := &debug.BuildInfo{Main: debug.Module{Path: "github.com/ipatlas/ipatlas", Version: c.main}}
+		for k, v := range c.settings {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: k, Value: v})
+		}
+		if v, r := versionOf(bi), revisionOf(bi); v != c.version || r != c.revision {
+			t.Errorf("%q %v: version %q revision %q, want %q %q", c.main, c.settings, v, r, c.version, c.revision)
+		}
 	}
 }
 

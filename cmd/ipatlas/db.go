@@ -2,7 +2,8 @@ package main
 
 // The db command: fetch the default datasets (db fetch), describe what is in
 // the data dir (db info), measure how complete its answers are (db
-// coverage, in db_coverage.go), and migrate the account store (db migrate,
+// coverage, in db_coverage.go), score them against ground truth (db score,
+// in db_score.go), and migrate the account store (db migrate,
 // in db_migrate.go).
 
 import (
@@ -135,10 +136,11 @@ a server with the same settings answers from them: lines skipped as
 FILE:LINE: reason, entries refused and why.
 `
 
-var dbCommand = &command{name: "db", summary: "fetch, inspect, export and migrate data (db fetch | info | coverage | export | migrate)", subs: []*command{
+var dbCommand = &command{name: "db", summary: "fetch, inspect, score, export and migrate data (db fetch | info | coverage | score | export | migrate)", subs: []*command{
 	{name: "fetch", summary: "download, verify and install the default datasets", run: runDBFetch},
 	{name: "info", summary: "describe the datasets in the data dir", run: runDBInfo},
 	{name: "coverage", summary: "measure how complete the answers of the data dir are", run: runDBCoverage},
+	{name: "score", summary: "measure how right the answers of the data dir are against ground truth", run: runDBScore},
 	{name: "export", args: "FILE", summary: "write what ipatlas answers as an MMDB for nginx, HAProxy, Caddy, Traefik (or CSV)", run: runDBExport},
 	{name: "migrate", summary: "apply the account store's schema migrations", run: runDBMigrate},
 }}

@@ -25,7 +25,6 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geofeed"
 	"github.com/ipatlas/ipatlas/internal/names"
 	"github.com/ipatlas/ipatlas/internal/postal"
-	"github.com/schollz/progressbar/v3"
 	"go4.org/netipx"
 )
 
@@ -99,31 +98,17 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError("db export: --geofeed: " + err.Error())
 	}
-	engine, err := openExportEngine(ls.dataDir, overrides, feeds)
+	// The walk meets each of the dataset's records in many places far
+	// apart: caches the size of the distinct records keep it from
+	// composing each again and again.
+	engine, err := openConfiguredEngine(ls.dataDir, overrides, feeds, geo.Options{CacheEntries: 1 << 20, ASNCacheEntries: 1 << 18})
 	if err != nil {
 		return fmt.Errorf("db export: %w", err)
 	}
 	defer engine.Close()
 
 	start := time.Now()
-	var bar *progressbar.ProgressBar
-	progress := func(done, total int) {
-		if bar == nil {
-			if !isTerminal(e.stderr) {
-				return
-			}
-			bar = progressbar.NewOptions(total,
-				progressbar.OptionSetWriter(e.stderr),
-				progressbar.OptionSetDescription("exporting"),
-				progressbar.OptionShowCount(),
-				progressbar.OptionSetWidth(30),
-				progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionSetRenderBlankState(true),
-				progressbar.OptionOnCompletion(func() { fmt.Fprintln(e.stderr) }),
-			)
-		}
-		bar.Set(done)
-	}
+	progress := countBar(e.stderr, "exporting")
 	var st export.Stats
 	err = writeAtomically(out, e.stdout, func(w io.Writer) error {
 		if *format == "csv" {
@@ -152,15 +137,12 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-// openExportEngine opens the data dir's dataset with the corrections a
+// openConfiguredEngine opens the data dir's dataset with the corrections a
 // server with these settings answers from, and the built-in privacy
-// lists where none was fetched.
-func openExportEngine(dir, overrides string, sources []geofeed.Source) (*geo.Engine, error) {
-	// The walk meets each of the dataset's records in many places far
-	// apart: caches the size of the distinct records keep it from
-	// composing each again and again.
-	e, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true, MaxFeedShare: feedShareBound,
-		CacheEntries: 1 << 20, ASNCacheEntries: 1 << 18})
+// lists where none was fetched; opts sets the rest (the caches).
+func openConfiguredEngine(dir, overrides string, sources []geofeed.Source, opts geo.Options) (*geo.Engine, error) {
+	opts.BuiltinPrivacy, opts.MaxFeedShare = true, feedShareBound
+	e, err := geo.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w (fetch the datasets with 'ipatlas db fetch --data-dir %s')", err, dir)
 	}

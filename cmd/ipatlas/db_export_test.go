@@ -43,7 +43,7 @@ func newExportFixture(t *testing.T) exportFixture {
 	if err := os.WriteFile(fx.overrides, []byte(exportOverrides), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e, err := openExportEngine(fx.dir, fx.overrides, nil)
+	e, err := openConfiguredEngine(fx.dir, fx.overrides, nil, geo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

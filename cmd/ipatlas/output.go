@@ -6,10 +6,38 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/schollz/progressbar/v3"
 )
+
+// countBar returns a progress function that draws a bar of done out of
+// total on w, labelled, when w is a terminal, and does nothing otherwise
+// (a log or a pipe wants no redrawn lines).
+func countBar(w io.Writer, label string) func(done, total int) {
+	var bar *progressbar.ProgressBar
+	return func(done, total int) {
+		if bar == nil {
+			if !isTerminal(w) {
+				return
+			}
+			bar = progressbar.NewOptions(total,
+				progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription(label),
+				progressbar.OptionShowCount(),
+				progressbar.OptionSetWidth(30),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionSetRenderBlankState(true),
+				progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
+			)
+		}
+		bar.Set(done)
+	}
+}
 
 // plural is n with the noun for its number: "1 credit", "0 credits",
 // "2 credits".

@@ -160,12 +160,19 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		// Never shorter than the store's own bound, which would cut off
 		// the store's retry of a dead pooled connection.
 		Timeout: max(account.DefaultChargeTimeout, cfg.StoreTimeout),
+		// A store that cannot take charges (a full disk, a lost
+		// database) is logged once a minute, not once per query; /readyz
+		// says not ready meanwhile (Meter.Ready).
+		Logger: log,
 	})
 	var draining atomic.Bool
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerMeterMetrics(registry, meter)
 	fresh.register(registry)
+	if certs != nil {
+		certs.register(registry)
+	}
 	resolver, err := newResolver(cfg)
 	if err != nil {
 		return usageError(err.Error())
@@ -180,6 +187,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		IPv4Host:        cfg.IPv4Host,
 		IPv6Host:        cfg.IPv6Host,
 		EchoIPRoot:      cfg.EchoIPRoot,
+		HSTSMaxAge:      cfg.HSTSMaxAge, // sent on answers over TLS only
 		AdminToken:      adminToken,
 		Version:         moduleVersion(),
 		Logger:          log,
@@ -242,15 +250,18 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		ErrorLog:       errLog,
 	}
 
-	// Both listeners refuse requests whose body length is ambiguous, and
-	// close their connections (request smuggling; see server.GuardFraming).
-	publicLn := ln
+	// Both listeners cap their connections (server.LimitConns), counted
+	// as TCP connections, and refuse requests whose body length is
+	// ambiguous, closing their connections (request smuggling; see
+	// server.GuardFraming).
+	publicLn := srv.LimitConns(public, ln, cfg.MaxConns, "public")
 	if certs != nil {
 		// TLS inside the framing guard: the guard reads the requests'
 		// heads in the clear.
-		publicLn = certs.listener(ln)
+		publicLn = certs.listener(publicLn)
 	}
-	guarded, adminGuarded := server.GuardFraming(public, publicLn), server.GuardFraming(admin, adminLn)
+	guarded := server.GuardFraming(public, publicLn)
+	adminGuarded := server.GuardFraming(admin, srv.LimitConns(admin, adminLn, cfg.MaxConns, "admin"))
 	// The address lines come before the first answer, so that whoever
 	// waits for an answer finds them in the log.
 	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String())
@@ -527,8 +538,8 @@ func readAdminToken(path string) (string, error) {
 			"run 'chmod 600 %s' (and consider the token leaked: empty the file to have a new one generated)", path, perm, path)
 	}
 	if err := checkAdminToken(tok); err != nil {
-		return "", fmt.Errorf("admin token file %s: %v: empty or delete the file to have a new one generated, "+
-			"or write a random one of at least %d characters in it ('openssl rand -hex 32')", path, err, minAdminToken)
+		return "", fmt.Errorf("admin token file %s: %v: empty or delete the file to have a new one generated at the next start, "+
+			"as on the first run, or write a random one of at least %d characters in it ('openssl rand -hex 32')", path, err, minAdminToken)
 	}
 	return tok, nil
 }

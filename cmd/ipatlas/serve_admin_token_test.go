@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,6 +122,84 @@ func TestAdminTokenFileRule(t *testing.T) {
 		}
 		if strings.Contains(stdout.String(), "ipa_") {
 			t.Error("serve created an account and printed its key before refusing")
+		}
+	})
+}
+
+// A token of 32 characters or more that is a pattern is refused from the
+// flag, the environment and the file, each time naming where it came
+// from and how to get a random one; a token ipatlas generates, and random
+// ones of the shortest length in hex and in decimal digits, pass.
+func TestAdminTokenPredictable(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	for _, tok := range []string{
+		strings.Repeat("ab", 16),
+		strings.Repeat("password", 4),
+		"01234567890123456789012345678901",
+		strings.Repeat("a", 31) + "b",
+		"abcdefghijklmnopqrstuvwxyz012345",
+		strings.Repeat("0123456789abcdef", 2),
+		strings.Repeat("a", 24) + "3f9c1e7b", // 32 bits of randomness
+	} {
+		t.Run(tok, func(t *testing.T) {
+			e := testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"}))
+			if _, err := parseServeConfig([]string{"--admin-token", tok}, e); err == nil ||
+				!strings.Contains(err.Error(), "--admin-token") || !strings.Contains(err.Error(), "predictable") ||
+				!strings.Contains(err.Error(), "openssl rand") || exitCode(err) != exitUsage {
+				t.Errorf("flag: %v (exit %d), want a usage error naming the flag, the reason and a way out", err, exitCode(err))
+			}
+			e = testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d", "IPATLAS_ADMIN_TOKEN": tok}))
+			if _, err := parseServeConfig(nil, e); err == nil || !strings.Contains(err.Error(), "IPATLAS_ADMIN_TOKEN") ||
+				!strings.Contains(err.Error(), "predictable") {
+				t.Errorf("environment: %v", err)
+			}
+			dir := t.TempDir()
+			path := filepath.Join(dir, adminTokenFile)
+			if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := resolveAdminToken(&serveConfig{DataDir: dir}, log)
+			if err == nil || got != "" {
+				t.Fatalf("file: got %q, %v; want a refusal", got, err)
+			}
+			for _, want := range []string{"admin token file " + path, "predictable", "new one generated at the next start, as on the first run"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("file: error %q does not say %q", err, want)
+				}
+			}
+			// (The temporary directory is named after the test.)
+			if strings.Contains(strings.ReplaceAll(err.Error(), dir, ""), tok) {
+				t.Error("the error shows the token")
+			}
+		})
+	}
+	t.Run("generated", func(t *testing.T) {
+		dir := t.TempDir()
+		tok, err := resolveAdminToken(&serveConfig{DataDir: dir}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read back at the next start, it passes the rule.
+		if again, err := resolveAdminToken(&serveConfig{DataDir: dir}, log); err != nil || again != tok {
+			t.Fatalf("the generated token read back: %q, %v", again, err)
+		}
+		if err := checkAdminToken(tok); err != nil {
+			t.Errorf("the generated token: %v", err)
+		}
+	})
+	t.Run("random", func(t *testing.T) {
+		for range 200 {
+			b := make([]byte, 16)
+			rand.Read(b)
+			digits := make([]byte, 32)
+			for i := range digits {
+				digits[i] = '0' + byte(mrand.IntN(10))
+			}
+			for _, tok := range []string{hex.EncodeToString(b), string(digits)} {
+				if err := checkAdminToken(tok); err != nil {
+					t.Errorf("%s: %v", tok, err)
+				}
+			}
 		}
 	})
 }

@@ -30,6 +30,7 @@ type serveConfig struct {
 	Listen         string
 	TLSCert        string // "": the public listener speaks plain HTTP
 	TLSKey         string
+	HSTSMaxAge     time.Duration // with TLSCert; 0: no Strict-Transport-Security
 	AdminListen    string
 	AddrFile       string // "": none
 	AdminToken     string // empty: read or create <data-dir>/admin-token
@@ -76,6 +77,7 @@ type serveConfig struct {
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
 	ShutdownTimeout   time.Duration
+	MaxConns          int // per listener; 0: no cap
 
 	// The store's connection (PostgreSQL; SQLite reads StoreMigrate only).
 	StoreMigrate          bool
@@ -137,15 +139,29 @@ type setting struct {
 
 func (s setting) env() string { return envName(s.name) }
 
+// defaultHSTSMaxAge is a year: the value browsers' preload lists ask for,
+// and long enough that a visitor who comes back monthly stays protected.
+// A deployment that may go back to plain HTTP lowers it first.
+const defaultHSTSMaxAge = 365 * 24 * time.Hour
+
 // minAdminToken is the shortest admin token serve accepts, in characters:
 // 32 hex digits are 128 bits.
 const minAdminToken = 32
 
+// minAdminTokenBits is the least randomness tokenBits must find in an
+// admin token. A random token of the shortest length has 128 bits as hex,
+// 106 as decimal digits, and scores hardly less, since a chance
+// repetition or run saves only a few bits (in 100,000 random ones, none
+// below 112 as hex, 93 as digits); a pattern (abab...,
+// passwordpassword..., 0123...) scores 20 to 50.
+const minAdminTokenBits = 80
+
 // checkAdminToken says what is wrong with an admin token, wherever it
 // comes from (flag, environment, config file or DATA-DIR/admin-token), or
 // nil. A short token is guessed; the admin API also slows guessing down
-// per address, but length is what makes it hopeless. One character
-// repeated is long and still among the first guesses.
+// per address, but length is what makes it hopeless. A long token made of
+// a pattern (one character repeated, a word or pair repeated, a run such
+// as 0123...) is among the first guesses all the same.
 func checkAdminToken(tok string) error {
 	n := utf8.RuneCountInString(tok)
 	if n < minAdminToken {
@@ -155,7 +171,83 @@ func checkAdminToken(tok string) error {
 	if !strings.ContainsFunc(tok, func(r rune) bool { return r != first }) {
 		return errors.New("the admin token is one character repeated; it must be random")
 	}
+	if bits := tokenBits(tok); bits < minAdminTokenBits {
+		return fmt.Errorf("the admin token is predictable: it repeats or runs through characters (about %.0f bits of randomness, where it needs %d); it must be random", bits, minAdminTokenBits)
+	}
 	return nil
+}
+
+// tokenBits estimates the randomness of a token in bits, the way a
+// compressor would see it: read from left to right, a stretch of at least
+// 3 characters that repeats earlier text (at any distance, overlapping:
+// "aaaa", "abab", "passwordpassword") or runs up or down by one code
+// point ("0123", "zyx") costs what saying where it is costs, 2*log2(n)
+// bits; any other character costs log2 of the alphabet the token draws
+// from (10 for digits, 16 for hex, 26 per case of letters, 33 other
+// printable ASCII, 100 more for anything else).
+func tokenBits(tok string) float64 {
+	rs := []rune(tok)
+	n := len(rs)
+	var digit, lower, upper, hexOnly, punct, other bool
+	hexOnly = true
+	for _, r := range rs {
+		switch {
+		case r >= '0' && r <= '9':
+			digit = true
+		case r >= 'a' && r <= 'z':
+			lower = true
+			hexOnly = hexOnly && r <= 'f'
+		case r >= 'A' && r <= 'Z':
+			upper = true
+			hexOnly = hexOnly && r <= 'F'
+		case r > ' ' && r < 0x7f:
+			punct, hexOnly = true, false
+		default:
+			other, hexOnly = true, false
+		}
+	}
+	alphabet := 0
+	if hexOnly && (lower != upper) {
+		alphabet = 16
+	} else {
+		for _, c := range []struct {
+			in   bool
+			size int
+		}{{digit, 10}, {lower, 26}, {upper, 26}, {punct, 33}, {other, 100}} {
+			if c.in {
+				alphabet += c.size
+			}
+		}
+	}
+	literal, pattern := math.Log2(float64(alphabet)), 2*math.Log2(float64(n))
+	var bits float64
+	for i := 0; i < n; {
+		long := 0
+		for j := range i { // a copy of earlier text, overlapping
+			k := 0
+			for i+k < n && rs[j+k] == rs[i+k] {
+				k++
+			}
+			long = max(long, k)
+		}
+		if i > 0 { // a run up or down from the character before
+			for _, step := range []rune{1, -1} {
+				k := 0
+				for i+k < n && rs[i+k] == rs[i+k-1]+step {
+					k++
+				}
+				long = max(long, k)
+			}
+		}
+		if long >= 3 {
+			bits += pattern
+			i += long
+			continue
+		}
+		bits += literal
+		i++
+	}
+	return bits
 }
 
 // serveSettings is the one table of serve's configuration: --help, the
@@ -166,8 +258,10 @@ var serveSettings = []setting{
 		apply: func(c *serveConfig, v []string) error { c.Listen = v[0]; return checkAddr(v[0]) }},
 	{name: "tls-cert", arg: "FILE", usage: "serve the public listener over TLS (HTTP/1.1, TLS 1.2 or later) with this PEM certificate chain; needs --tls-key. The pair is read again on SIGHUP and when either file changes; a pair that cannot be loaded keeps the previous one, with a warning",
 		apply: func(c *serveConfig, v []string) error { c.TLSCert = v[0]; return nil }},
-	{name: "tls-key", arg: "FILE", usage: "the PEM private key of --tls-cert",
+	{name: "tls-key", arg: "FILE", usage: "the PEM private key of --tls-cert; refused while others may read it or its group change it (chmod 600, or 640 for a group the server is in)",
 		apply: func(c *serveConfig, v []string) error { c.TLSKey = v[0]; return nil }},
+	{name: "hsts-max-age", arg: "DURATION", def: shortDuration(defaultHSTSMaxAge), usage: "with --tls-cert, the max-age of the Strict-Transport-Security header on the public listener's answers: for that long after a visit, browsers reach this host over HTTPS only, whatever a link says (whole seconds; without includeSubDomains); 0 sends none. Behind a proxy that ends TLS, the proxy sends it",
+		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.HSTSMaxAge })},
 	{name: "admin-listen", arg: "ADDR", def: "127.0.0.1:8081", usage: "admin API, /metrics, /healthz, /readyz and pprof address",
 		apply: func(c *serveConfig, v []string) error { c.AdminListen = v[0]; return checkAddr(v[0]) }},
 	{name: "addr-file", arg: "PATH", usage: "once both listeners are bound, write their addresses to PATH as JSON {\"public\": \"HOST:PORT\", \"admin\": \"HOST:PORT\"} (atomically; removed on exit), for a supervisor that asks for port 0 (--listen 127.0.0.1:0); the server is ready when the admin listener's /readyz answers 200",
@@ -303,6 +397,8 @@ var serveSettings = []setting{
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.WriteTimeout })},
 	{name: "idle-timeout", arg: "DURATION", def: "2m", usage: "how long an idle keep-alive connection is kept open",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.IdleTimeout })},
+	{name: "max-conns", arg: "N", def: strconv.Itoa(server.DefaultMaxConns), usage: "connections each listener holds open at most (an idle one costs about 16 KB); past it a new connection is served once the longest-idle keep-alive connection is closed for it, or, when all are busy, once a request ends; nothing is refused, and connections beyond wait in the kernel's queue. 0 turns the cap off",
+		apply: intSetting(0, func(c *serveConfig) *int { return &c.MaxConns })},
 	{name: "max-header-bytes", arg: "N", def: "16384", usage: "largest request header block, in bytes",
 		apply: func(c *serveConfig, v []string) (err error) {
 			c.MaxHeaderBytes, err = strconv.Atoi(v[0])

@@ -237,3 +237,52 @@ func TestServeLimitsEndToEnd(t *testing.T) {
 		t.Error("a key was logged")
 	}
 }
+
+// serve caps each listener's connections (--max-conns, 4096 by default,
+// 0 off): twelve clients that each keep a connection alive, against a cap
+// of 4, are all answered, and the public listener holds 4 connections
+// afterwards, having closed the 8 longest idle to make room.
+func TestServeConnCap(t *testing.T) {
+	c, err := parseServeConfig(nil, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"})))
+	if err != nil || c.MaxConns != server.DefaultMaxConns || server.DefaultMaxConns != 4096 {
+		t.Errorf("default --max-conns %d, %v", c.MaxConns, err)
+	}
+	if c, err := parseServeConfig([]string{"--max-conns", "0"}, testEnv(mapEnv(map[string]string{"IPATLAS_DATA_DIR": "/d"}))); err != nil || c.MaxConns != 0 {
+		t.Errorf("--max-conns 0: %d, %v", c.MaxConns, err)
+	}
+
+	fx := newServeFixture(t)
+	s := startServe(t, nil, serveArgs(fx.dir, filepath.Join(t.TempDir(), "s.db"), "--admin-token", "test-admin-token-for-the-serve-tests", "--max-conns", "4")...)
+	for i := range 12 {
+		tr := &http.Transport{MaxIdleConnsPerHost: 1}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Get("http://" + s.public + "/api/ping")
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("client %d: %s", i, resp.Status)
+		}
+	}
+	resp, err := http.Get("http://" + s.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`ipatlas_http_connections{listener="public"} 4`,
+		`ipatlas_http_connection_cap_idle_closed_total{listener="public"} 8`,
+		`ipatlas_http_connection_cap_waits_total{listener="public"} 8`,
+		`ipatlas_http_connections{listener="admin"} 1`,
+	} {
+		if !strings.Contains(string(b), "\n"+want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if !strings.Contains(s.stderr.String(), "listener at its connection cap") {
+		t.Error("no warning of the cap in the log")
+	}
+}

@@ -4,8 +4,10 @@ package main
 
 import (
 	"crypto/tls"
+	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +40,15 @@ func TestServeTLS(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.TLS == nil || resp.TLS.PeerCertificates[0].SerialNumber.Int64() != 100 {
 		t.Fatalf("GET /api/ping over TLS: %d", resp.StatusCode)
 	}
+	// ipatlas ends TLS itself: browsers are told to keep to HTTPS, for
+	// the default year.
+	if got := resp.Header.Get("Strict-Transport-Security"); got != "max-age=31536000" {
+		t.Errorf("Strict-Transport-Security %q, want max-age=31536000", got)
+	}
+	if m := getText(t, "http://"+srv.admin+"/metrics"); !strings.Contains(m, "\nipatlas_tls_certificate_valid 1\n") ||
+		!strings.Contains(m, "\nipatlas_tls_certificate_not_after_timestamp_seconds ") {
+		t.Errorf("/metrics lacks the certificate's validity")
+	}
 	if resp, err := http.Get("http://" + srv.public + "/api/ping"); err == nil && resp.StatusCode == http.StatusOK {
 		t.Errorf("plain HTTP answered on the TLS listener")
 	}
@@ -50,4 +61,19 @@ func TestServeTLS(t *testing.T) {
 	if got := servedSerial(t, srv.public, ca.pool); got != 200 {
 		t.Errorf("after SIGHUP, serial %d, want 200", got)
 	}
+}
+
+// getText is the body of a GET that must answer 200.
+func getText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", url, resp.Status, err)
+	}
+	return string(b)
 }

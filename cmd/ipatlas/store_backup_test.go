@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,9 +17,10 @@ import (
 	"github.com/ipatlas/ipatlas/internal/sqlite"
 )
 
-// storeLedger reads an account's balance, the usage of a key this
-// month and the ledger's sums from a SQLite store, as a second process.
-func storeLedger(t *testing.T, path string, accountID int64, keyID string) (credits, used, sum, queries int64) {
+// storeLedger reads an account's balance, the usage of a key (in the
+// months since the test began: the server stamps charges with its clock)
+// and the ledger's sums from a SQLite store, as a second process.
+func storeLedger(t *testing.T, path string, accountID int64, keyID string, since time.Time) (credits, used, sum, queries int64) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
@@ -29,8 +31,12 @@ func storeLedger(t *testing.T, path string, accountID int64, keyID string) (cred
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used, err = st.Usage(context.Background(), keyID, account.Period(time.Now())); err != nil {
-		t.Fatal(err)
+	for _, p := range slices.Compact([]string{account.Period(since), account.Period(time.Now())}) {
+		n, err := st.Usage(context.Background(), keyID, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used += n
 	}
 	es, err := st.Ledger(context.Background(), accountID, 0)
 	if err != nil {
@@ -51,6 +57,7 @@ func storeLedger(t *testing.T, path string, accountID int64, keyID string) (cred
 // backup in place and a server started on it charges on from the backup's
 // balance.
 func TestStoreBackupUnderLoadAndRestore(t *testing.T) {
+	began := time.Now()
 	fix := newServeFixture(t)
 	path := filepath.Join(t.TempDir(), "ipatlas.db")
 	store := "sqlite:" + path
@@ -118,7 +125,7 @@ func TestStoreBackupUnderLoadAndRestore(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &info); r.code != 0 || err != nil || info.Backup != backup {
 		t.Fatalf("store backup: exit %d, %v, stdout %q, stderr %q", r.code, err, r.stdout, r.stderr)
 	}
-	credits, used, sum, queries := storeLedger(t, backup, acct.ID, nk.ID)
+	credits, used, sum, queries := storeLedger(t, backup, acct.ID, nk.ID, began)
 	t.Logf("backup under load in %v: %d queries (%d answered before it, %d by its end), %d journal records applied", took.Round(time.Millisecond), used, before, after, info.Applied)
 	if used < before || used > after+4 {
 		t.Fatalf("the backup holds %d queries; %d were answered before it started, %d by its end (and at most 4 in flight)", used, before, after)
@@ -139,7 +146,7 @@ func TestStoreBackupUnderLoadAndRestore(t *testing.T) {
 	if err := s.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	if _, liveUsed, _, _ := storeLedger(t, path, acct.ID, nk.ID); liveUsed != answered.Load() {
+	if _, liveUsed, _, _ := storeLedger(t, path, acct.ID, nk.ID, began); liveUsed != answered.Load() {
 		t.Fatalf("the live store has %d queries, the clients got %d answers", liveUsed, answered.Load())
 	}
 
@@ -155,7 +162,7 @@ func TestStoreBackupUnderLoadAndRestore(t *testing.T) {
 	if err := s.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	c2, used2, sum2, queries2 := storeLedger(t, path, acct.ID, nk.ID)
+	c2, used2, sum2, queries2 := storeLedger(t, path, acct.ID, nk.ID, began)
 	if used2 != used+1 || c2 != sum2 || used2 != queries2 || c2 != initial-used2 {
 		t.Fatalf("the restored store after one query: balance %d, ledger sum %d, usage %d (want %d), ledger queries %d", c2, sum2, used2, used+1, queries2)
 	}

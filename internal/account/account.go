@@ -283,6 +283,15 @@ type Store interface {
 	Close() error
 }
 
+// ChargeChecker is a Store whose charges can fail while it still answers
+// reads and Ping (a full disk under SQLite's charge journal): CheckCharge
+// says, without charging, whether a charge could be written now, by the
+// path a charge takes. Meter.Ready asks it after a charge failed; a store
+// without it is asked Ping.
+type ChargeChecker interface {
+	CheckCharge(ctx context.Context) error
+}
+
 // Errors the stores return, wrapped or as they are.
 var (
 	ErrNotFound     = errors.New("not found")

@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,18 @@ type Meter struct {
 
 	nCharges, nBatches, nFailed atomic.Uint64
 	commitNanos, queueNanos     atomic.Int64
+
+	log      *slog.Logger
+	logEvery time.Duration
+	failing  atomic.Bool // from a failed batch until one commits; read by Ready
+	fail     failState   // the committer's only
+}
+
+// failState is what the log says of charges failing.
+type failState struct {
+	since   time.Time // the first failure
+	logged  time.Time // the last log line of it
+	batches uint64    // failed batches since the last log line
 }
 
 // MeterStats counts what a Meter has done since it started, for metrics
@@ -108,6 +121,13 @@ type MeterOptions struct {
 	// tied to any caller's context: one caller giving up must not fail
 	// the batch it shares with others.
 	Timeout time.Duration
+	// Logger gets the store's failures to charge: one error line when
+	// charges start failing, one every LogEvery while they go on (with
+	// the batches failed since), and one when a batch commits again. The
+	// queries answered 503 meanwhile are not logged one by one. Nil logs
+	// nothing.
+	Logger   *slog.Logger
+	LogEvery time.Duration // default DefaultFailureLogEvery
 }
 
 // Defaults of MeterOptions.
@@ -115,6 +135,10 @@ const (
 	DefaultMaxDelay      = 2 * time.Millisecond
 	DefaultMaxBatch      = 1024
 	DefaultChargeTimeout = 10 * time.Second
+	// DefaultFailureLogEvery spaces the log lines of charges that keep
+	// failing: a full disk or a lost database lasts minutes, and one
+	// line a minute says so without burying the log.
+	DefaultFailureLogEvery = time.Minute
 )
 
 type pendingCharge struct {
@@ -139,6 +163,8 @@ func NewMeter(store Store, opts MeterOptions) *Meter {
 		maxBatch: opts.MaxBatch,
 		timeout:  opts.Timeout,
 		now:      opts.Now,
+		log:      opts.Logger,
+		logEvery: opts.LogEvery,
 		target:   1,
 		kick:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
@@ -157,6 +183,12 @@ func NewMeter(store Store, opts MeterOptions) *Meter {
 	}
 	if m.now == nil {
 		m.now = time.Now
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	if m.logEvery <= 0 {
+		m.logEvery = DefaultFailureLogEvery
 	}
 	go m.run()
 	return m
@@ -351,6 +383,7 @@ func (m *Meter) flush(batch []*pendingCharge) {
 	if err == nil && len(grants) != len(reqs) {
 		err = fmt.Errorf("store answered %d grants for %d requests", len(grants), len(reqs))
 	}
+	m.failed(err)
 	if err != nil {
 		m.nFailed.Add(1)
 		err = unavailable("charge", err)
@@ -397,4 +430,52 @@ func (m *Meter) flush(batch []*pendingCharge) {
 			p.res <- chargeResult{out: o}
 		}
 	}
+}
+
+// failed records a batch's outcome (err nil: committed) and logs the
+// changes of state, and the failures at most once per logEvery.
+func (m *Meter) failed(err error) {
+	if err == nil && !m.failing.Load() {
+		return // the usual case, without a lock
+	}
+	f := &m.fail
+	now := time.Now()
+	switch {
+	case err == nil:
+		m.log.Warn("charges are written again: metered queries are answered", "failing_for", now.Sub(f.since).Round(time.Millisecond),
+			"failed_batches", f.batches)
+		*f = failState{}
+		m.failing.Store(false)
+	case !m.failing.Load():
+		*f = failState{since: now, logged: now}
+		m.failing.Store(true)
+		m.log.Error("charges cannot be written: metered queries answer 503 until they can", "err", err.Error())
+	default:
+		f.batches++
+		if now.Sub(f.logged) >= m.logEvery {
+			m.log.Error("charges still cannot be written: metered queries answer 503", "err", err.Error(),
+				"since", f.since, "failed_batches", f.batches)
+			f.logged, f.batches = now, 0
+		}
+	}
+}
+
+// Ready says whether charges can be written: nil unless the last batch
+// failed and the store, asked again (ChargeChecker, else Ping), still
+// fails. A replica out of its balancer gets no charges to try, so the
+// store is asked rather than the last batch's outcome repeated.
+func (m *Meter) Ready(ctx context.Context) error {
+	if !m.failing.Load() {
+		return nil
+	}
+	var err error
+	if c, ok := m.store.(ChargeChecker); ok {
+		err = c.CheckCharge(ctx)
+	} else {
+		err = m.store.Ping(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("charges cannot be written: %w", err)
+	}
+	return nil
 }

@@ -3,7 +3,9 @@ package account_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -348,4 +350,113 @@ func TestMeterQueueTime(t *testing.T) {
 	if qt < held || qt > 2*time.Since(before) {
 		t.Fatalf("QueueTime %v, want between %v and %v", qt, held, 2*time.Since(before))
 	}
+}
+
+// faultyStore is the real store whose charges fail while fault is set,
+// as a full disk fails them: reads and Ping still answer, and
+// CheckCharge fails with the charges.
+type faultyStore struct {
+	account.Store
+	mu    sync.Mutex
+	fault error
+}
+
+func (f *faultyStore) set(err error) {
+	f.mu.Lock()
+	f.fault = err
+	f.mu.Unlock()
+}
+
+func (f *faultyStore) CheckCharge(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fault
+}
+
+func (f *faultyStore) Charge(ctx context.Context, period string, at time.Time, reqs []account.ChargeRequest) ([]account.Grant, error) {
+	if err := f.CheckCharge(ctx); err != nil {
+		return nil, err
+	}
+	return f.Store.Charge(ctx, period, at, reqs)
+}
+
+// While charges cannot be written, every charge fails as unavailable, the
+// meter logs it once (and again once per LogEvery), and Ready says so,
+// asking the store again each time; once the store takes charges, Ready
+// is nil, the next charge commits and the recovery is logged.
+func TestMeterFailingStore(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		every    time.Duration
+		failures int // log lines while the store fails 30 batches
+	}{
+		{"an hour apart", time.Hour, 1},
+		{"every time", time.Nanosecond, 30},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &faultyStore{Store: newStore(t)}
+			svc := &account.Service{Store: st, Now: storetest.NewClock(t0).Now}
+			a, err := svc.CreateAccount(t.Context(), account.AccountParams{Name: "m", Tier: account.Enterprise, MonthlyLimit: 1000, Credits: int64p(1000)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, _ := svc.CreateKey(t.Context(), a.ID)
+			var logs syncBuf
+			m := account.NewMeter(st, account.MeterOptions{Now: storetest.NewClock(t0).Now, LogEvery: tt.every,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			t.Cleanup(func() { m.Close(context.Background()) })
+
+			if err := m.Ready(t.Context()); err != nil {
+				t.Fatalf("Ready before any failure: %v", err)
+			}
+			disk := errors.New("write charges.journal: no space left on device")
+			st.set(disk)
+			for range 30 { // one after another: 30 batches
+				if _, err := m.Charge(t.Context(), k.Key); !errors.Is(err, account.ErrUnavailable) || !errors.Is(err, disk) {
+					t.Fatalf("a charge on a full disk: %v", err)
+				}
+			}
+			if err := m.Ready(t.Context()); err == nil || !strings.Contains(err.Error(), "charges cannot be written") || !errors.Is(err, disk) {
+				t.Errorf("Ready on a full disk: %v", err)
+			}
+			if n := strings.Count(logs.String(), "level=ERROR"); n != tt.failures {
+				t.Errorf("%d error lines for 30 failed batches, want %d:\n%s", n, tt.failures, logs.String())
+			}
+			if !strings.Contains(logs.String(), "no space left on device") {
+				t.Errorf("the log does not say why:\n%s", logs.String())
+			}
+
+			st.set(nil) // space freed
+			if err := m.Ready(t.Context()); err != nil {
+				t.Errorf("Ready once the store takes charges again: %v", err)
+			}
+			if o, err := m.Charge(t.Context(), k.Key); err != nil || !o.Granted || o.Used != 1 {
+				t.Fatalf("a charge after the disk was freed: %+v, %v", o, err)
+			}
+			if !strings.Contains(logs.String(), "charges are written again") {
+				t.Errorf("the recovery is not logged:\n%s", logs.String())
+			}
+			if n := strings.Count(logs.String(), "level=ERROR"); n != tt.failures {
+				t.Errorf("%d error lines after the recovery, want %d", n, tt.failures)
+			}
+		})
+	}
+}
+
+// syncBuf is a log the meter's goroutine writes while the test reads.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -2,7 +2,8 @@
 // address: the networks of the dataset in service, with its corrections
 // and privacy lists, each with the answer in English and Chinese, as a
 // GeoIP2-City-compatible MMDB (for nginx's, HAProxy's, Caddy's and
-// Traefik's GeoIP2 modules) or as CSV rows.
+// Traefik's GeoIP2 modules) or as CSV rows. An MMDB record is the GeoIP2
+// model (package geoip2) that the MaxMind web shape answers too.
 //
 // The networks are the engine's pieces (geo.Engine.Pieces: the union of
 // every source's boundaries) within the public address space
@@ -14,86 +15,21 @@ package export
 import (
 	"fmt"
 	"net/netip"
-	"strconv"
-	"strings"
 
-	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"go4.org/netipx"
 )
 
-// Answer is the engine's answer for a network, in both languages, without
-// what differs from address to address inside it (the address, the
-// route). It is comparable: equal answers are one record.
-type Answer struct {
-	ContinentCode, Continent, ContinentZH string
-	CountryCode, Country, CountryZH       string
-	ProvinceCode, Province, ProvinceZH    string
-	City, CityZH                          string
-	District, DistrictZH                  string
-	Postal, TimeZone, Currency, AreaCode  string
-	Latitude, Longitude                   float64
-	HasLocation                           bool
-
-	ASN uint32 // 0 when no AS announces the network
-	ISP string
-
-	// PrivacyKnown is false when no privacy list is loaded: the flags are
-	// then unknown. TorKnown is false while the Tor exit list is missing
-	// or too old.
-	PrivacyKnown             bool
-	Hosting, VPN, Relay, Tor bool
-	TorKnown                 bool
-	Service                  string
-
-	Source string // Record.LocationSource
-}
-
-// Empty reports whether a has nothing to say: no location, no AS, no
-// flag. Such networks are left out of an export, as an MMDB leaves out
-// what it knows nothing about.
-func (a *Answer) Empty() bool {
-	return a.Source == "" && a.ASN == 0 && !a.Hosting && !a.VPN && !a.Relay && !a.Tor && a.Service == ""
-}
-
-// AnswerOf is the answer of the records en and zh, the engine's answers
-// for one address in English and Chinese.
-func AnswerOf(en, zh ipatlas.Record) Answer {
-	a := Answer{
-		ContinentCode: en.ContinentCode, Continent: en.Continent, ContinentZH: zh.Continent,
-		CountryCode: en.CountryCode, Country: en.Country, CountryZH: zh.Country,
-		ProvinceCode: en.ProvinceCode, Province: en.Province, ProvinceZH: zh.Province,
-		City: en.City, CityZH: zh.City, District: en.District, DistrictZH: zh.District,
-		Postal: en.ZipCode, TimeZone: en.TimeZone, Currency: en.Currency, AreaCode: en.AreaCode,
-		ISP: en.ISP, Source: en.LocationSource,
-	}
-	if en.Latitude != nil && en.Longitude != nil {
-		a.Latitude, a.Longitude, a.HasLocation = *en.Latitude, *en.Longitude, true
-	}
-	if n, err := strconv.ParseUint(strings.TrimPrefix(en.ASN, "AS"), 10, 32); err == nil {
-		a.ASN = uint32(n)
-	}
-	if p := en.Privacy; p != nil {
-		a.PrivacyKnown, a.Hosting, a.VPN, a.Relay, a.Service = true, p.Hosting, p.VPN, p.Relay, p.Service
-		if p.Tor != nil {
-			a.TorKnown, a.Tor = true, *p.Tor
-		}
-	}
-	return a
-}
+// Answer is the engine's answer for a network, in both languages
+// (geo.Answer): what the addresses inside it share. It is comparable:
+// equal answers are one record.
+type Answer geo.Answer
 
 // Lookup is the engine's answer for addr.
 func Lookup(e geo.Locator, addr netip.Addr) (Answer, error) {
-	en, err := e.Lookup(addr, ipatlas.English)
-	if err != nil {
-		return Answer{}, err
-	}
-	zh, err := e.Lookup(addr, ipatlas.Chinese)
-	if err != nil {
-		return Answer{}, err
-	}
-	return AnswerOf(en, zh), nil
+	a, err := geo.LookupAnswer(e, addr)
+	return Answer(a), err
 }
 
 // Options tunes a walk.
@@ -109,8 +45,8 @@ type Options struct {
 
 // Walk calls fn, in address order, with every public network (a range;
 // see netipx.IPRange.Prefixes for its CIDRs) the engine answers with
-// something, and its answer; adjacent networks with equal answers are
-// one range.
+// something (an answer that is not geo.Answer.Empty), and its answer;
+// adjacent networks with equal answers are one range.
 func Walk(e *geo.Engine, opts Options, fn func(r netipx.IPRange, a *Answer) error) error {
 	ps, err := e.Pieces()
 	if err != nil {
@@ -133,7 +69,7 @@ func Walk(e *geo.Engine, opts Options, fn func(r netipx.IPRange, a *Answer) erro
 	var curA Answer
 	have := false
 	flush := func() error {
-		if !have || curA.Empty() {
+		if !have || (*geo.Answer)(&curA).Empty() {
 			return nil
 		}
 		a := curA

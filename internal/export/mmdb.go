@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/geo"
-	"github.com/ipatlas/ipatlas/internal/privacy"
+	"github.com/ipatlas/ipatlas/internal/geoip2"
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"go4.org/netipx"
@@ -49,8 +49,40 @@ type Stats struct {
 }
 
 // WriteMMDB writes the engine's answers for every public address to w
-// as an MMDB in GeoIP2 City's layout (see Record).
+// as an MMDB in GeoIP2 City's layout (see MMDB).
 func WriteMMDB(w io.Writer, e *geo.Engine, opts MMDBOptions) (Stats, error) {
+	f, err := NewMMDB(opts)
+	if err != nil {
+		return Stats{}, err
+	}
+	err = Walk(e, Options{Skip: []netip.Prefix{SixToFour}, Progress: opts.Progress}, f.Insert)
+	if err != nil {
+		return f.st, err
+	}
+	return f.Finish(w)
+}
+
+// MMDB is an export file being built: networks and their answers, held
+// in memory until Finish. Each answer's record is its GeoIP2 model
+// (geoip2.New, Insights' members) as geoip2.MMDBEncoder writes it: what
+// the MaxMind web shape answers for an address of the network, without
+// the address and the account, with the AS also at the top level and
+// ipatlas's own keys. An answer that says nothing (geo.Answer.Empty) has
+// no record.
+type MMDB struct {
+	tree *mmdbwriter.Tree
+	keys *identityKeys
+	enc  *geoip2.MMDBEncoder
+	// records are found by a 128-bit hash of their answer rather than by
+	// the answer itself, a few hundred bytes each: a million of them
+	// would hold more memory than the file they make.
+	records map[[2]uint64]mmdbtype.Map
+	seeds   [2]maphash.Seed
+	st      Stats
+}
+
+// NewMMDB starts a file described by opts (its Progress is WriteMMDB's).
+func NewMMDB(opts MMDBOptions) (*MMDB, error) {
 	dbType := opts.DatabaseType
 	if dbType == "" {
 		dbType = DatabaseType
@@ -71,41 +103,45 @@ func WriteMMDB(w io.Writer, e *geo.Engine, opts MMDBOptions) (Stats, error) {
 		KeyGenerator:            keys,
 	})
 	if err != nil {
-		return Stats{}, err
+		return nil, err
 	}
-	var st Stats
-	// Records are found by a 128-bit hash of their answer rather than by
-	// the answer itself, a few hundred bytes each: a million of them
-	// would hold more memory than the file they make.
-	records := map[[2]uint64]mmdbtype.Map{}
-	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-	names := nameMaps{}
-	err = Walk(e, Options{Skip: []netip.Prefix{SixToFour}, Progress: opts.Progress}, func(r netipx.IPRange, a *Answer) error {
-		st.Networks++
-		k := [2]uint64{maphash.Comparable(seeds[0], *a), maphash.Comparable(seeds[1], *a)}
-		m, ok := records[k]
-		if !ok {
-			m = a.record(names)
-			records[k] = m
-			keys.add(m)
-		}
-		for _, p := range r.Prefixes() {
-			st.Prefixes++
-			if err := tree.Insert(netipx.PrefixIPNet(p), m); err != nil {
-				return err
-			}
-		}
+	return &MMDB{tree: tree, keys: keys, enc: geoip2.NewMMDBEncoder(), records: map[[2]uint64]mmdbtype.Map{},
+		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}, nil
+}
+
+// Insert adds the network r with answer a; an answer that says nothing
+// is left out. r must not overlap a network inserted before.
+func (f *MMDB) Insert(r netipx.IPRange, a *Answer) error {
+	m := geoip2.New((*geo.Answer)(a), geoip2.InsightsService)
+	if m == nil {
 		return nil
-	})
-	if err != nil {
-		return st, err
 	}
-	st.Records = len(records)
-	clear(records)
-	if _, err := tree.WriteTo(w); err != nil {
-		return st, err
+	f.st.Networks++
+	k := [2]uint64{maphash.Comparable(f.seeds[0], *a), maphash.Comparable(f.seeds[1], *a)}
+	rec, ok := f.records[k]
+	if !ok {
+		var err error
+		if rec, err = f.enc.Encode(m); err != nil {
+			return err
+		}
+		f.records[k] = rec
+		f.keys.add(rec)
 	}
-	return st, nil
+	for _, p := range r.Prefixes() {
+		f.st.Prefixes++
+		if err := f.tree.Insert(netipx.PrefixIPNet(p), rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Finish writes the file to w, and lets go of the records' index.
+func (f *MMDB) Finish(w io.Writer) (Stats, error) {
+	f.st.Records = len(f.records)
+	clear(f.records)
+	_, err := f.tree.WriteTo(w)
+	return f.st, err
 }
 
 // identityKeys tells the writer's records apart by identity: every
@@ -132,176 +168,4 @@ func (k *identityKeys) Key(v mmdbtype.DataType) ([]byte, error) {
 	}
 	binary.BigEndian.PutUint64(k.buf[:], id)
 	return k.buf[:], nil
-}
-
-// nameMaps shares the parts of records among them: a names map per pair
-// of names, and each part (continent, country, location, traits, ...)
-// per value, so that a million distinct records hold a few small maps
-// each rather than a tree of them.
-type nameMaps map[any]mmdbtype.DataType
-
-func (n nameMaps) of(en, zh string) mmdbtype.Map {
-	return n.part([2]string{en, zh}, func() mmdbtype.DataType {
-		m := mmdbtype.Map{}
-		if en != "" {
-			m["en"] = mmdbtype.String(en)
-		}
-		if zh != "" {
-			m["zh-CN"] = mmdbtype.String(zh)
-		}
-		return m
-	}).(mmdbtype.Map)
-}
-
-// part is the shared part with key k (a comparable value naming what it
-// is built from), built on first use.
-func (n nameMaps) part(k any, build func() mmdbtype.DataType) mmdbtype.DataType {
-	if v, ok := n[k]; ok {
-		return v
-	}
-	v := build()
-	n[k] = v
-	return v
-}
-
-type (
-	continentKey struct{ code, en, zh string }
-	countryKey   struct{ code, en, zh string }
-	subKey       struct{ code, en, zh string }
-	cityKey      struct{ en, zh string }
-	locationKey  struct {
-		lat, lon float64
-		has      bool
-		tz       string
-	}
-	traitsKey struct {
-		asn                   uint32
-		isp                   string
-		known, host, vpn, tor bool
-		relay                 bool
-	}
-	ownKey struct {
-		known, host, vpn, relay, torKnown, tor bool
-		service, distEN, distZH, currency      string
-		area, source                           string
-	}
-)
-
-// record is the answer in GeoIP2 City's layout: continent, country,
-// subdivisions (the province), city, postal, location and traits (the AS
-// and the privacy flags, named as GeoIP2's Anonymous IP and Enterprise
-// databases name them); the AS also at the top level, as GeoLite2-ASN
-// has it, and what GeoIP2 has no key for under "ipatlas".
-func (a *Answer) record(n nameMaps) mmdbtype.Map {
-	m := mmdbtype.Map{}
-	if a.ContinentCode != "" {
-		m["continent"] = n.part(continentKey{a.ContinentCode, a.Continent, a.ContinentZH}, func() mmdbtype.DataType {
-			return mmdbtype.Map{"code": mmdbtype.String(a.ContinentCode), "names": n.of(a.Continent, a.ContinentZH)}
-		})
-	}
-	if a.CountryCode != "" {
-		m["country"] = n.part(countryKey{a.CountryCode, a.Country, a.CountryZH}, func() mmdbtype.DataType {
-			return mmdbtype.Map{"iso_code": mmdbtype.String(a.CountryCode), "names": n.of(a.Country, a.CountryZH)}
-		})
-	}
-	if a.Province != "" || a.ProvinceZH != "" || a.ProvinceCode != "" {
-		m["subdivisions"] = n.part(subKey{a.ProvinceCode, a.Province, a.ProvinceZH}, func() mmdbtype.DataType {
-			sub := mmdbtype.Map{}
-			if a.ProvinceCode != "" {
-				sub["iso_code"] = mmdbtype.String(a.ProvinceCode)
-			}
-			if a.Province != "" || a.ProvinceZH != "" {
-				sub["names"] = n.of(a.Province, a.ProvinceZH)
-			}
-			return mmdbtype.Slice{sub}
-		})
-	}
-	if a.City != "" || a.CityZH != "" {
-		m["city"] = n.part(cityKey{a.City, a.CityZH}, func() mmdbtype.DataType {
-			return mmdbtype.Map{"names": n.of(a.City, a.CityZH)}
-		})
-	}
-	if a.Postal != "" {
-		m["postal"] = mmdbtype.Map{"code": mmdbtype.String(a.Postal)}
-	}
-	if a.HasLocation || a.TimeZone != "" {
-		m["location"] = n.part(locationKey{a.Latitude, a.Longitude, a.HasLocation, a.TimeZone}, func() mmdbtype.DataType {
-			loc := mmdbtype.Map{}
-			if a.HasLocation {
-				loc["latitude"], loc["longitude"] = mmdbtype.Float64(a.Latitude), mmdbtype.Float64(a.Longitude)
-			}
-			if a.TimeZone != "" {
-				loc["time_zone"] = mmdbtype.String(a.TimeZone)
-			}
-			return loc
-		})
-	}
-	if a.ASN != 0 {
-		m["autonomous_system_number"] = mmdbtype.Uint32(a.ASN)
-		if a.ISP != "" {
-			m["autonomous_system_organization"] = mmdbtype.String(a.ISP)
-		}
-	}
-	tk := traitsKey{asn: a.ASN, isp: a.ISP}
-	if a.PrivacyKnown {
-		tk.known, tk.host, tk.vpn, tk.tor, tk.relay = true, a.Hosting, a.VPN, a.Tor, a.Relay
-	}
-	if tk != (traitsKey{known: tk.known}) {
-		m["traits"] = n.part(tk, func() mmdbtype.DataType {
-			traits := mmdbtype.Map{}
-			if a.ASN != 0 {
-				traits["autonomous_system_number"] = mmdbtype.Uint32(a.ASN)
-				if a.ISP != "" {
-					traits["autonomous_system_organization"] = mmdbtype.String(a.ISP)
-					traits["isp"] = mmdbtype.String(a.ISP)
-				}
-			}
-			if tk.host {
-				traits["is_hosting_provider"] = mmdbtype.Bool(true)
-			}
-			if tk.vpn {
-				traits["is_anonymous_vpn"] = mmdbtype.Bool(true)
-			}
-			if tk.tor {
-				traits["is_tor_exit_node"] = mmdbtype.Bool(true)
-			}
-			if privacy.GeoIP2Anonymous(tk.vpn, tk.host, tk.tor, tk.relay) {
-				traits["is_anonymous"] = mmdbtype.Bool(true)
-			}
-			return traits
-		})
-	}
-	ok := ownKey{service: a.Service, distEN: a.District, distZH: a.DistrictZH, currency: a.Currency, area: a.AreaCode, source: a.Source}
-	if a.PrivacyKnown {
-		ok.known, ok.host, ok.vpn, ok.relay, ok.torKnown, ok.tor = true, a.Hosting, a.VPN, a.Relay, a.TorKnown, a.Tor
-	}
-	if ok != (ownKey{}) {
-		m["ipatlas"] = n.part(ok, func() mmdbtype.DataType {
-			own := mmdbtype.Map{}
-			if ok.known {
-				p := mmdbtype.Map{"hosting": mmdbtype.Bool(ok.host), "vpn": mmdbtype.Bool(ok.vpn), "relay": mmdbtype.Bool(ok.relay)}
-				if ok.torKnown {
-					p["tor"] = mmdbtype.Bool(ok.tor)
-				}
-				if ok.service != "" {
-					p["service"] = mmdbtype.String(ok.service)
-				}
-				own["privacy"] = p
-			}
-			if ok.distEN != "" || ok.distZH != "" {
-				own["district"] = mmdbtype.Map{"names": n.of(ok.distEN, ok.distZH)}
-			}
-			if ok.currency != "" {
-				own["currency"] = mmdbtype.String(ok.currency)
-			}
-			if ok.area != "" {
-				own["area_code"] = mmdbtype.String(ok.area)
-			}
-			if ok.source != "" {
-				own["location_source"] = mmdbtype.String(ok.source)
-			}
-			return own
-		})
-	}
-	return m
 }

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/internal/netaddr"
 )
 
 // AppendJSON appends addr's record in lang, JSON-encoded, to dst: the very
@@ -34,15 +33,10 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 	}
 	defer g.release()
 	addr = addr.WithZone("")
-	key := netaddr.Embedded(addr).Unmap()
 	if lang != ipatlas.Chinese {
 		lang = ipatlas.English
 	}
-	as, route, err := g.asn(key)
-	if err != nil {
-		return dst, err
-	}
-	city, source, err := e.cityOf(g, key, as)
+	key, as, route, city, source, err := e.parts(g, addr)
 	if err != nil {
 		return dst, err
 	}

@@ -243,15 +243,10 @@ func (e *Engine) Lookup(addr netip.Addr, lang ipatlas.Lang) (ipatlas.Record, err
 	defer g.release()
 	addr = addr.WithZone("")
 	rec := ipatlas.Record{IP: addr.String()}
-	key := netaddr.Embedded(addr).Unmap()
 	if lang != ipatlas.Chinese {
 		lang = ipatlas.English
 	}
-	as, route, err := g.asn(key)
-	if err != nil {
-		return ipatlas.Record{}, err
-	}
-	city, source, err := e.cityOf(g, key, as)
+	key, as, route, city, source, err := e.parts(g, addr)
 	if err != nil {
 		return ipatlas.Record{}, err
 	}
@@ -285,6 +280,20 @@ func (e *Engine) Lookup(addr netip.Addr, lang ipatlas.Lang) (ipatlas.Record, err
 		rec.Privacy = &own.privacy
 	}
 	return rec, nil
+}
+
+// parts are what every lookup of addr (without a zone) is made of: the
+// address the data is searched by (its embedded IPv4 address where it has
+// one), its ASN part and route, and its city part and where that comes
+// from (cityOf). Each of Lookup, AppendJSON and Answer writes them in its
+// own form.
+func (e *Engine) parts(g *generation, addr netip.Addr) (key netip.Addr, as *asnData, route netip.Prefix, city *cityData, source string, err error) {
+	key = netaddr.Embedded(addr).Unmap()
+	if as, route, err = g.asn(key); err != nil {
+		return key, nil, route, nil, "", err
+	}
+	city, source, err = e.cityOf(g, key, as)
+	return key, as, route, city, source, err
 }
 
 // cityOf returns the city part of addr (in the AS of as, nil when none)

@@ -140,9 +140,6 @@ func TestPrivacy(t *testing.T) {
 // allocations as one without (the address text, and one block for the
 // coordinates and the privacy object).
 func TestPrivacyAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector allocates")
-	}
 	dir := t.TempDir()
 	geotest.WriteFixture(t, dir)
 	geotest.WritePrivacyList(t, dir, privacy.TorList, geotest.TorExits(200), time.Now())

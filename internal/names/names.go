@@ -125,6 +125,17 @@ func Currency(country string) string {
 	return ""
 }
 
+// InEU reports whether an ISO 3166-1 alpha-2 code (upper case) is a
+// member state of the European Union: 27 since 1 February 2020. echoip's
+// country_eu and GeoIP2's is_in_european_union say it.
+func InEU(country string) bool { return euMembers[country] }
+
+var euMembers = map[string]bool{
+	"AT": true, "BE": true, "BG": true, "HR": true, "CY": true, "CZ": true, "DK": true, "EE": true, "FI": true,
+	"FR": true, "DE": true, "GR": true, "HU": true, "IE": true, "IT": true, "LV": true, "LT": true, "LU": true,
+	"MT": true, "NL": true, "PL": true, "PT": true, "RO": true, "SK": true, "SI": true, "ES": true, "SE": true,
+}
+
 // AreaCode returns the telephone area code: for China the city's
 // long-distance code ("010", "0755") when the city is known, otherwise the
 // country calling code ("1", "44", "86"); "" when unknown. lat and lon are

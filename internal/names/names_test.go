@@ -753,3 +753,31 @@ func FuzzLookups(f *testing.F) {
 		}
 	})
 }
+
+// TestInEU: the 27 member states, each a named country of Europe's
+// continent, and none of the countries that left or never joined; codes
+// are upper case, as the data's are.
+func TestInEU(t *testing.T) {
+	var members []string
+	for _, code := range isoCountries {
+		if InEU(code) {
+			members = append(members, code)
+			if ContinentCode(code) != "EU" || Country(code, en) == "" {
+				t.Errorf("%s: continent %q, name %q", code, ContinentCode(code), Country(code, en))
+			}
+		}
+	}
+	if len(members) != 27 {
+		t.Errorf("%d members: %v", len(members), members)
+	}
+	for _, code := range []string{"GB", "CH", "NO", "IS", "TR", "UA", "EU", "de", ""} {
+		if InEU(code) {
+			t.Errorf("%q is a member", code)
+		}
+	}
+	for _, code := range []string{"DE", "FR", "CY", "BG", "HR", "IE"} {
+		if !InEU(code) {
+			t.Errorf("%s is not a member", code)
+		}
+	}
+}

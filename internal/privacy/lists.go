@@ -334,8 +334,9 @@ func short(s string) string {
 // GeoIP2Anonymous is GeoIP2's is_anonymous: true when any of its
 // anonymizer flags holds, hosting included (a server anyone can rent
 // hides who is behind it), or the address is an anonymising relay, which
-// has no flag of its own there. The web-service shape and the MMDB export
-// both answer it by this rule.
+// has no flag of its own there. The GeoIP2 model (package geoip2), which
+// the web-service shape and the MMDB export both write, answers it by this
+// rule.
 func GeoIP2Anonymous(vpn, hosting, tor, relay bool) bool {
 	return vpn || hosting || tor || relay
 }

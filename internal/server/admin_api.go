@@ -353,8 +353,9 @@ func (s *admin) handleHealthz(w *exchange, r *http.Request) error {
 	return reply(w, http.StatusOK, &Health{Status: "ok"})
 }
 
-// handleReadyz is readiness: the store answers and deps.Ready (dataset
-// loaded, not draining) agrees.
+// handleReadyz is readiness: the store answers, charges can be written
+// (after a failed one, the meter asks the store again), and deps.Ready
+// (dataset loaded, not draining) agrees.
 func (s *admin) handleReadyz(w *exchange, r *http.Request) error {
 	w.Header()["Cache-Control"] = hdrNoStore
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -364,11 +365,17 @@ func (s *admin) handleReadyz(w *exchange, r *http.Request) error {
 		err = errors.New("no store")
 	} else if perr := s.deps.Accounts.Store.Ping(ctx); perr != nil {
 		err = errors.New("store: " + perr.Error())
+	} else if s.deps.Meter != nil {
+		err = s.deps.Meter.Ready(ctx)
 	}
 	if err == nil && s.deps.Ready != nil {
 		err = s.deps.Ready()
 	}
 	if err != nil {
+		// The answer is the report, to a balancer that asks every few
+		// seconds; its cause is logged where it happens (the meter, the
+		// store), so the request's line stays at the access log's level.
+		w.outage = true
 		return reply(w, http.StatusServiceUnavailable, &Health{Status: "unavailable", Error: err.Error()})
 	}
 	return reply(w, http.StatusOK, &Health{Status: "ok"})

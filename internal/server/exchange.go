@@ -28,6 +28,7 @@ type exchange struct {
 	metered     bool              // a metered query: its outcome is counted (query.go)
 	success     bool              // the metered query succeeded
 	counted     bool              // a batch counted its items' outcomes itself
+	outage      bool              // a 503 whose cause is logged elsewhere (the meter's, once per interval), or /readyz's report
 	lang        ipatlas.Lang      // the request's language, once a handler knows it
 	langKnown   bool
 	keyed       keyed // the caller of a keyed route, once authenticate accepted its key (auth.go)

@@ -150,6 +150,9 @@ func connTLS(r *http.Request) {
 	r.TLS = fc.tls
 }
 
+// NetConn is the connection inside the guard, as tls.Conn names it.
+func (c *framedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *framedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 && !c.done {

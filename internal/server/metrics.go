@@ -17,6 +17,11 @@ type metrics struct {
 	queries  *prometheus.CounterVec   // outcome: "success" or an error code
 	inflight prometheus.Gauge
 
+	// The connection caps (connlimit.go), by listener.
+	conns          *prometheus.GaugeVec
+	connWaits      *prometheus.CounterVec
+	connIdleClosed *prometheus.CounterVec
+
 	// The children of requests and duration that requests have used, by
 	// their labels, and the success outcome's counter: a request finds
 	// its two series with one map read instead of hashing its labels
@@ -76,9 +81,24 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "ipatlas", Subsystem: "http", Name: "requests_in_flight",
 			Help: "Requests being served.",
 		}),
+		conns: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "ipatlas", Subsystem: "http", Name: "connections",
+			Help: "Connections open on a listener with a connection cap (--max-conns).",
+		}, []string{"listener"}),
+		connWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "ipatlas", Subsystem: "http", Name: "connection_cap_waits_total",
+			Help: "New connections that found their listener at its cap and waited for a slot.",
+		}, []string{"listener"}),
+		connIdleClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "ipatlas", Subsystem: "http", Name: "connection_cap_idle_closed_total",
+			Help: "Idle keep-alive connections closed to make room for a new one at the listener's cap.",
+		}, []string{"listener"}),
 	}
 	var errs []error
 	m.requests = register(reg, m.requests, &errs)
+	m.conns = register(reg, m.conns, &errs)
+	m.connWaits = register(reg, m.connWaits, &errs)
+	m.connIdleClosed = register(reg, m.connIdleClosed, &errs)
 	m.duration = register(reg, m.duration, &errs)
 	m.queries = register(reg, m.queries, &errs)
 	m.inflight = register(reg, m.inflight, &errs)

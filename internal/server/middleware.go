@@ -26,7 +26,8 @@ func (s *Server) instrument(rt *router, admin bool) http.Handler {
 		start := time.Now()
 		rec := exchangePool.Get().(*exchange)
 		*rec = exchange{ResponseWriter: w, client: clientAddr(r, s.trusted, s.cfg.ForwardedHeader)}
-		securityHeaders(w.Header(), r, admin)
+		connTLS(r) // before the headers: HSTS goes on answers over TLS
+		s.securityHeaders(w.Header(), r, admin)
 		s.metrics.inflight.Inc()
 		defer func() {
 			p := recover()
@@ -41,7 +42,6 @@ func (s *Server) instrument(rt *router, admin bool) http.Handler {
 			*rec = exchange{}
 			exchangePool.Put(rec)
 		}()
-		connTLS(r)
 		if refuse, mustClose := framing(r); mustClose {
 			w.Header()["Connection"] = hdrClose // net/http closes after the answer
 			if refuse != nil {
@@ -72,7 +72,7 @@ func (s *Server) recovered(rt *router, rec *exchange, r *http.Request, p any, ad
 		if conn != nil {
 			rec.Header()["Connection"] = conn
 		}
-		securityHeaders(rec.Header(), r, admin)
+		s.securityHeaders(rec.Header(), r, admin)
 		rt.renderFor(r.URL.Path)(rec, r, errInternal)
 	}
 }
@@ -98,7 +98,7 @@ func (s *Server) observe(rec *exchange, r *http.Request, d time.Duration) {
 	}
 
 	level := s.cfg.AccessLogLevel
-	if status >= 500 {
+	if status >= 500 && !rec.outage {
 		level = slog.LevelError
 	}
 	ctx := r.Context()

@@ -225,11 +225,11 @@ func (s *api) one(w *exchange, r *http.Request, c *keyed, lang ipatlas.Lang, it 
 // charged reads a charge's outcome into the answer: the quota headers and
 // the balance, or the failure when the charge could not be made.
 func (s *api) charged(w *exchange, r *http.Request, out account.Outcome, err error, meta *ipatlas.Meta) error {
-	ctx := r.Context()
 	if err != nil {
-		if ctx.Err() == nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "charging", errAttr(err))
-		}
+		// The meter logs the store's failure once per interval, not once
+		// per query: a full disk under load made thousands of lines a
+		// second. So this answer's line stays at the access log's level.
+		w.outage = true
 		// Nothing is known to be charged; the cached balance is the best
 		// cheap answer and the store is likely down anyway.
 		return (&failure{code: ipatlas.CodeServiceUnavailable}).withMeta(*meta)

@@ -16,7 +16,13 @@ import (
 //     load nothing, and no page may frame it;
 //   - Cache-Control: no-store on every admin answer and on every public
 //     answer to a request that carries Authorization: those depend on who
-//     asks and may hold secrets (a created key).
+//     asks and may hold secrets (a created key);
+//   - Strict-Transport-Security: max-age=Config.HSTSMaxAge on answers
+//     over a TLS connection the server itself terminates (r.TLS is set):
+//     a browser that has seen it never sends a key in clear text to this
+//     host again, even from an http:// link. Without includeSubDomains:
+//     other names under the domain are not ipatlas's to commit. Behind a
+//     proxy that ends TLS, r.TLS is nil and the proxy sends the header.
 //
 // Referrer-Policy and X-Frame-Options are left to the web pages
 // (internal/web sets them): an API answer under nosniff and default-src
@@ -55,9 +61,12 @@ var (
 )
 
 // securityHeaders sets the headers above on h for a request r.
-func securityHeaders(h http.Header, r *http.Request, admin bool) {
+func (s *Server) securityHeaders(h http.Header, r *http.Request, admin bool) {
 	h["X-Content-Type-Options"] = hdrNosniff
 	h["Content-Security-Policy"] = hdrAPICSP
+	if r.TLS != nil && s.hsts != nil {
+		h["Strict-Transport-Security"] = s.hsts
+	}
 	if admin {
 		h["Cache-Control"] = hdrNoStore
 		return

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -603,5 +604,43 @@ func TestRequestSeriesAllocs(t *testing.T) {
 	}
 	if got := counterValue(m.requests.WithLabelValues("GET /api/lookup/{ip}", "GET", "429")); got != 1 {
 		t.Errorf("requests with 429: %v, want 1", got)
+	}
+}
+
+// Answers over TLS that the server terminates carry Strict-Transport-
+// Security with the configured max-age, whatever the route or status;
+// answers over plain HTTP never do, nor any answer with HSTSMaxAge 0.
+func TestHSTS(t *testing.T) {
+	paths := []req{
+		{method: "GET", path: "/api/ping"},
+		{method: "GET", path: "/"},
+		{method: "GET", path: "/nope"},
+		{method: "POST", path: "/api/ip-query", key: "nope", body: `{"ip":"8.8.8.8"}`},
+		{method: "GET", path: "/account"},
+	}
+	serve := func(e *env, q req, overTLS bool) http.Header {
+		r := newRequest(q)
+		if overTLS {
+			r.TLS = &tls.ConnectionState{Version: tls.VersionTLS13, HandshakeComplete: true}
+		}
+		w := httptest.NewRecorder()
+		e.pub.ServeHTTP(w, r)
+		return w.Result().Header
+	}
+	on := newEnv(t, func(c *Config) { c.HSTSMaxAge = 365 * 24 * time.Hour })
+	off := newEnv(t)
+	for _, q := range paths {
+		if got := serve(on, q, true).Values("Strict-Transport-Security"); len(got) != 1 || got[0] != "max-age=31536000" {
+			t.Errorf("%s %s over TLS: Strict-Transport-Security %q, want max-age=31536000", q.method, q.path, got)
+		}
+		if got := serve(on, q, false).Get("Strict-Transport-Security"); got != "" {
+			t.Errorf("%s %s over plain HTTP: Strict-Transport-Security %q", q.method, q.path, got)
+		}
+		if got := serve(off, q, true).Get("Strict-Transport-Security"); got != "" {
+			t.Errorf("%s %s with HSTSMaxAge 0: Strict-Transport-Security %q", q.method, q.path, got)
+		}
+	}
+	if _, err := New(Config{HSTSMaxAge: -time.Second}, Deps{Geo: off.srv.deps.Geo}); err == nil || !strings.Contains(err.Error(), "HSTSMaxAge") {
+		t.Errorf("a negative HSTSMaxAge: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,9 +80,17 @@ type Config struct {
 	// AccessLogLevel is the level of the one log line per request (method,
 	// path, route template, status, duration, client address). The zero
 	// value is slog.LevelInfo; set slog.LevelDebug to keep access lines
-	// out of an Info log. Answers with a 5xx status are always logged at
-	// slog.LevelError.
+	// out of an Info log. Answers with a 5xx status are logged at
+	// slog.LevelError, except the 503s of charges that cannot be written,
+	// whose cause the meter logs once per interval, and /readyz's "not
+	// ready".
 	AccessLogLevel slog.Level
+
+	// HSTSMaxAge is the max-age of the Strict-Transport-Security header
+	// sent on answers over TLS that the server terminates itself (the
+	// request's TLS is set), in whole seconds; 0 sends none. Answers over
+	// plain HTTP never carry it: browsers ignore it there.
+	HSTSMaxAge time.Duration
 
 	// Abuse limits (limits.go). Each is off at its zero value, so a Config
 	// literal gets none; `ipatlas serve` sets the Default* values below
@@ -200,6 +209,7 @@ type Server struct {
 	// publicOrigin is Config.PublicURL's origin, lower case: a page of
 	// the portal or the console may come from there.
 	publicOrigin string
+	hsts         []string // the Strict-Transport-Security header; nil: none
 
 	api    *api
 	portal *portal
@@ -253,6 +263,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		if s.publicOrigin = originOf(cfg.PublicURL); s.publicOrigin == "" {
 			return nil, fmt.Errorf("server: Config.PublicURL %q: want an absolute URL such as https://ip.example.com", cfg.PublicURL)
 		}
+	}
+	if sec := int64(cfg.HSTSMaxAge / time.Second); sec > 0 {
+		s.hsts = []string{"max-age=" + strconv.FormatInt(sec, 10)}
+	} else if cfg.HSTSMaxAge < 0 {
+		return nil, fmt.Errorf("server: Config.HSTSMaxAge %v: want 0 (off) or more", cfg.HSTSMaxAge)
 	}
 	if s.limits, err = s.newLimits(); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/names"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"github.com/ipatlas/ipatlas/internal/web"
 )
@@ -109,14 +110,6 @@ func parseUserAgent(s string) *echoipUserAgent {
 	return ua
 }
 
-// euMembers are the member states of the European Union (27 since
-// 1 February 2020), by ISO 3166-1 code, for echoip's country_eu.
-var euMembers = map[string]bool{
-	"AT": true, "BE": true, "BG": true, "HR": true, "CY": true, "CZ": true, "DK": true, "EE": true, "FI": true,
-	"FR": true, "DE": true, "GR": true, "HU": true, "IE": true, "IT": true, "LV": true, "LT": true, "LU": true,
-	"MT": true, "NL": true, "PL": true, "PT": true, "RO": true, "SK": true, "SI": true, "ES": true, "SE": true,
-}
-
 // decimal is an address as one number, as echoip's ip_decimal: an IPv4
 // address (also mapped into IPv6) its 32 bits, an IPv6 address its 128.
 func decimal(a netip.Addr) *big.Int {
@@ -127,7 +120,7 @@ func decimal(a netip.Addr) *big.Int {
 func toEchoIP(rec *ipatlas.Record, addr netip.Addr, r *http.Request) *echoipAnswer {
 	return &echoipAnswer{
 		IP: rec.IP, IPDecimal: decimal(addr),
-		Country: rec.Country, CountryISO: rec.CountryCode, CountryEU: euMembers[rec.CountryCode],
+		Country: rec.Country, CountryISO: rec.CountryCode, CountryEU: names.InEU(rec.CountryCode),
 		RegionName: rec.Province, PostalCode: rec.ZipCode, City: rec.City,
 		Latitude: rec.Latitude, Longitude: rec.Longitude, TimeZone: rec.TimeZone,
 		ASN: rec.ASN, ASNOrg: rec.ISP, Hostname: rec.Hostname,

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/ipatlas/ipatlas"
-	"github.com/ipatlas/ipatlas/internal/privacy"
+	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/geoip2"
 )
 
 // The MaxMind shape, under /geoip/v2.1/: the request and answer forms of
@@ -21,210 +22,48 @@ import (
 // key (authMaxMind). Metering is the location query's: each address
 // answered is one query; a failure costs nothing.
 //
-// The answers are ipatlas's records in MaxMind's model:
-//
-//   - names maps hold "en" and "zh-CN": the record in English and in
-//     Chinese (which is the English name where the data has no Chinese
-//     one); geoname_id and confidence are left out (no source);
-//   - registered_country is the country: ipatlas has no separate data on
-//     where a network is registered;
-//   - subdivisions has one entry, the record's province, its iso_code the
-//     ISO 3166-2 part after the country's;
-//   - location.accuracy_radius is a class, not a measurement: 50 km for a
-//     location that names a city, 1000 km for one that does not (a
-//     region's or a country's point);
-//   - traits: the AS's number and name (its name also as isp and
-//     organization, the data having no other ISP names), never network
-//     (the data does not say which networks share an answer); in
-//     Insights the anonymizer and hosting flags, from the privacy lists,
-//     sent when true as MaxMind sends them: a flag that is absent is
-//     "not detected", and is_public_proxy and is_residential_proxy have
-//     no list behind them;
-//   - maxmind.queries_remaining is how many more queries the key can pay
-//     for now: the fewer of its quota left this month and its account's
-//     credits.
+// The answers are the GeoIP2 model of the engine's answer (package
+// geoip2, which the MMDB export writes too): names in "en" and "zh-CN",
+// registered_country the country, the province as the one subdivision,
+// accuracy_radius a class, the AS in traits, the privacy lists' flags in
+// Insights. The shape adds what belongs to the request:
+// traits.ip_address, and maxmind.queries_remaining, how many more
+// queries the key can pay for now (the fewer of its quota left this month
+// and its account's credits). An address the data says nothing about is
+// IP_ADDRESS_NOT_FOUND.
 //
 // docs/migrating.md lists the differences.
 
 // maxmindProduct is which of MaxMind's web services a route answers.
-type maxmindProduct int
+type maxmindProduct = geoip2.Service
 
 const (
-	maxmindCountryService maxmindProduct = iota
-	maxmindCityService
-	maxmindInsightsService
+	maxmindCountryService  = geoip2.CountryService
+	maxmindCityService     = geoip2.CityService
+	maxmindInsightsService = geoip2.InsightsService
 )
 
 // maxmindPrefix is the shape's paths' prefix.
 const maxmindPrefix = "/geoip/v2.1/"
 
-// maxmindNames is a names map: English, and Chinese where the record has
-// a name.
-type maxmindNames struct {
-	EN string `json:"en,omitempty"`
-	ZH string `json:"zh-CN,omitempty"`
-}
-
-type maxmindContinent struct {
-	Code  string       `json:"code,omitempty"`
-	Names maxmindNames `json:"names"`
-}
-
-type maxmindCountry struct {
-	IsInEuropeanUnion bool         `json:"is_in_european_union,omitempty"`
-	ISOCode           string       `json:"iso_code,omitempty"`
-	Names             maxmindNames `json:"names"`
-}
-
-type maxmindSubdivision struct {
-	ISOCode string       `json:"iso_code,omitempty"`
-	Names   maxmindNames `json:"names"`
-}
-
-type maxmindCityNames struct {
-	Names maxmindNames `json:"names"`
-}
-
-type maxmindPostal struct {
-	Code string `json:"code"`
-}
-
-type maxmindLocation struct {
-	AccuracyRadius int      `json:"accuracy_radius,omitempty"`
-	Latitude       *float64 `json:"latitude,omitempty"`
-	Longitude      *float64 `json:"longitude,omitempty"`
-	TimeZone       string   `json:"time_zone,omitempty"`
-}
-
-type maxmindTraits struct {
-	ASN                uint32 `json:"autonomous_system_number,omitempty"`
-	ASOrganization     string `json:"autonomous_system_organization,omitempty"`
-	ISP                string `json:"isp,omitempty"`
-	Organization       string `json:"organization,omitempty"`
-	IPAddress          string `json:"ip_address"`
-	IsAnonymous        bool   `json:"is_anonymous,omitempty"`
-	IsAnonymousVPN     bool   `json:"is_anonymous_vpn,omitempty"`
-	IsHostingProvider  bool   `json:"is_hosting_provider,omitempty"`
-	IsPublicProxy      bool   `json:"is_public_proxy,omitempty"`
-	IsResidentialProxy bool   `json:"is_residential_proxy,omitempty"`
-	IsTorExitNode      bool   `json:"is_tor_exit_node,omitempty"`
-}
-
-type maxmindAccount struct {
-	QueriesRemaining int64 `json:"queries_remaining"`
-}
-
-// maxmindAnswer is the answer of the three services: Country has the
-// continent, the countries and the traits' address; City and Insights add
-// the rest.
-type maxmindAnswer struct {
-	City              *maxmindCityNames    `json:"city,omitempty"`
-	Continent         *maxmindContinent    `json:"continent,omitempty"`
-	Country           *maxmindCountry      `json:"country,omitempty"`
-	Location          *maxmindLocation     `json:"location,omitempty"`
-	MaxMind           maxmindAccount       `json:"maxmind"`
-	Postal            *maxmindPostal       `json:"postal,omitempty"`
-	RegisteredCountry *maxmindCountry      `json:"registered_country,omitempty"`
-	Subdivisions      []maxmindSubdivision `json:"subdivisions,omitempty"`
-	Traits            maxmindTraits        `json:"traits"`
-}
-
-// Accuracy radii, in kilometres: a class of the location, not a measured
-// radius.
-const (
-	maxmindCityRadius   = 50
-	maxmindCoarseRadius = 1000
-)
-
-// namesOf is a names map of an English and a Chinese name.
-func namesOf(en, zh string) maxmindNames {
-	if en == "" {
-		return maxmindNames{ZH: zh}
-	}
-	return maxmindNames{EN: en, ZH: zh}
-}
-
-// toMaxMind is an address's records, in English and Chinese, in a
-// service's form.
-func toMaxMind(en, zh *ipatlas.Record, p maxmindProduct) *maxmindAnswer {
-	a := &maxmindAnswer{Traits: maxmindTraits{IPAddress: en.IP}}
-	if en.ContinentCode != "" || en.Continent != "" {
-		a.Continent = &maxmindContinent{Code: en.ContinentCode, Names: namesOf(en.Continent, zh.Continent)}
-	}
-	if en.CountryCode != "" || en.Country != "" {
-		c := &maxmindCountry{IsInEuropeanUnion: euMembers[en.CountryCode], ISOCode: en.CountryCode, Names: namesOf(en.Country, zh.Country)}
-		// ipatlas has no separate data on where a network is registered.
-		reg := *c
-		a.Country, a.RegisteredCountry = c, &reg
-	}
-	if p == maxmindCountryService {
-		return a
-	}
-	if en.City != "" || zh.City != "" {
-		a.City = &maxmindCityNames{Names: namesOf(en.City, zh.City)}
-	}
-	if en.Province != "" || zh.Province != "" {
-		a.Subdivisions = []maxmindSubdivision{{ISOCode: en.ProvinceCode, Names: namesOf(en.Province, zh.Province)}}
-	}
-	if en.ZipCode != "" {
-		a.Postal = &maxmindPostal{Code: en.ZipCode}
-	}
-	if en.Latitude != nil && en.Longitude != nil || en.TimeZone != "" {
-		l := &maxmindLocation{TimeZone: en.TimeZone}
-		if en.Latitude != nil && en.Longitude != nil {
-			l.Latitude, l.Longitude = en.Latitude, en.Longitude
-			l.AccuracyRadius = maxmindCoarseRadius
-			if en.City != "" {
-				l.AccuracyRadius = maxmindCityRadius
-			}
-		}
-		a.Location = l
-	}
-	if n, err := ipatlas.ParseAS(en.ASN); err == nil && en.ASN != "" {
-		a.Traits.ASN = n
-		a.Traits.ASOrganization, a.Traits.ISP, a.Traits.Organization = en.ISP, en.ISP, en.ISP
-	}
-	if p == maxmindInsightsService && en.Privacy != nil {
-		pr := en.Privacy
-		tor := pr.Tor != nil && *pr.Tor
-		t := &a.Traits
-		t.IsAnonymousVPN, t.IsHostingProvider, t.IsTorExitNode = pr.VPN, pr.Hosting, tor
-		t.IsAnonymous = privacy.GeoIP2Anonymous(pr.VPN, pr.Hosting, tor, pr.Relay)
-	}
-	return a
-}
-
-// known reports whether a record holds anything looked up (a privacy
-// list's flag counts): MaxMind answers an address its data does not cover
-// with IP_ADDRESS_NOT_FOUND.
-func known(rec *ipatlas.Record) bool {
-	if p := rec.Privacy; p != nil && (p.VPN || p.Hosting || p.Relay || p.Tor != nil && *p.Tor) {
-		return true
-	}
-	return rec.CountryCode != "" || rec.ContinentCode != "" || rec.ASN != "" || rec.Latitude != nil ||
-		rec.City != "" || rec.Province != ""
-}
-
-// maxmindResolver answers an address in a service's form, from its
-// records in English and in Chinese (one query).
+// maxmindResolver answers an address in a service's form, from the
+// engine's one lookup of it in both languages.
 func (s *api) maxmindResolver(ctx context.Context, p maxmindProduct) resolver {
 	return func(_ int, it item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}
-		en, f := s.lookupRecord(ctx, &it, ipatlas.English)
-		if f != nil {
-			return resolved{fail: f}
+		a, err := geo.LookupAnswer(s.deps.Geo, it.addr)
+		if err != nil {
+			return resolved{fail: s.lookupFailed(ctx, err)}
 		}
-		if !known(en) {
+		m := geoip2.New(&a, p)
+		if m == nil {
 			return resolved{fail: &failure{code: ipatlas.CodeNotFound, sub: maxmindNotFound,
 				en: "the data has no record of " + it.addr.String(), zh: "数据中没有 " + it.addr.String() + " 的记录"}}
 		}
-		zh, f := s.lookupRecord(ctx, &it, ipatlas.Chinese)
-		if f != nil {
-			return resolved{fail: f}
-		}
-		return resolved{v: toMaxMind(en, zh, p)}
+		m.Traits.IPAddress = it.addr.WithZone("").String()
+		return resolved{v: m}
 	}
 }
 
@@ -267,7 +106,7 @@ func (s *api) maxmindOne(w *exchange, r *http.Request, cr credential, p maxmindP
 	if err != nil {
 		return err
 	}
-	a := res.v.(*maxmindAnswer)
+	a := res.v.(*geoip2.Model)
 	a.MaxMind.QueriesRemaining = s.queriesRemaining(w, meta)
 	writeJSON(w, http.StatusOK, a)
 	return nil

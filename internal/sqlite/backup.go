@@ -358,7 +358,13 @@ func Restore(ctx context.Context, backupPath, dbPath string, now time.Time) (Res
 	if dbPath, err = filepath.Abs(dbPath); err != nil {
 		return RestoreInfo{}, fmt.Errorf("sqlite: restore: %w", err)
 	}
-	if backupPath == dbPath {
+	// The files are named from the database's real path, as SQLite names
+	// its -wal and the server its journal: a symlink is kept, its target
+	// replaced.
+	if real, err := filepath.EvalSymlinks(dbPath); err == nil {
+		dbPath = real
+	}
+	if real, err := filepath.EvalSymlinks(backupPath); err == nil && real == dbPath {
 		return RestoreInfo{}, errors.New("sqlite: restore: the backup is the store itself")
 	}
 	info := RestoreInfo{Path: dbPath}

@@ -320,3 +320,38 @@ func TestRestore(t *testing.T) {
 		t.Errorf("a refused restore changed the store: %d queries used, want 11", got.used)
 	}
 }
+
+// A store named by a symlink is restored where the link points: the link
+// stays, and the files kept are named from the real path, as the -wal
+// and the journal are.
+func TestRestoreThroughASymlink(t *testing.T) {
+	ctx := t.Context()
+	path, a, nk := journalFixture(t, Options{})
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := Backup(ctx, path, backup); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	period := account.Period(at)
+	st := openPlain(t, path)
+	if _, err := st.Charge(ctx, period, at, []account.ChargeRequest{{KeyID: nk.ID, Hash: nk.Hash, N: 5, Cost: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Restore(ctx, backup, link, at); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link is gone: %v %v", fi, err)
+	}
+	if _, err := os.Stat(path + ".replaced-" + at.UTC().Format("20060102T150405Z")); err != nil {
+		t.Fatalf("the replaced store is not kept beside the real path: %v", err)
+	}
+	if got := readLedgerState(t, openPlain(t, link), nk.ID, a.ID, period); got.used != 0 {
+		t.Fatalf("the store through the link has %d queries used, want the backup's 0", got.used)
+	}
+}

@@ -149,6 +149,17 @@ type chargeKey struct {
 	lastUsed    string // as stored, "" when never used
 }
 
+// CheckCharge says whether a charge could be written now
+// (account.ChargeChecker): with the charge journal, whether the journal
+// takes its next record, by the writes a record takes; without it, a
+// charge is a transaction like any other and Ping answers for it.
+func (s *Store) CheckCharge(ctx context.Context) error {
+	if s.jm != nil {
+		return s.jm.check()
+	}
+	return s.Ping(ctx)
+}
+
 // Charge applies a batch of charges in one write transaction: one fsync
 // for the whole batch. BEGIN IMMEDIATE holds the write lock from the first
 // read, so what the read returns stays true until commit, whatever other

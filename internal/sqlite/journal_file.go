@@ -4,9 +4,11 @@ package sqlite
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -61,12 +63,32 @@ type jRecord struct {
 
 const journalChunk = 4 << 20
 
-func journalPath(dbPath string) string { return dbPath + "-charges.journal" }
+// journalPath names the journal of the database at dbPath from the
+// file's real path (symlinks resolved, as SQLite names its -wal file), so
+// that a server started under another name of the file replays the same
+// journal.
+func journalPath(dbPath string) string {
+	if real, err := filepath.EvalSymlinks(dbPath); err == nil {
+		dbPath = real
+	}
+	return dbPath + "-charges.journal"
+}
 
 // openJournalFile reads the journal's valid records and cuts off a torn
-// tail. The caller holds the store's writer lock.
+// tail. The caller holds the store's writer lock. A journal left beside a
+// symlink's name, which the journal was named by before, is moved to the
+// real path's name when none is there, so that its records are replayed.
 func openJournalFile(dbPath string) (*journalFile, []jRecord, error) {
 	j := &journalFile{path: journalPath(dbPath)}
+	if byLink := dbPath + "-charges.journal"; byLink != j.path {
+		if _, err := os.Lstat(j.path); errors.Is(err, fs.ErrNotExist) {
+			if st, err := os.Lstat(byLink); err == nil && st.Mode().IsRegular() {
+				if err := os.Rename(byLink, j.path); err != nil {
+					return nil, nil, fmt.Errorf("sqlite: journal: moving %s beside the database's real path: %w", byLink, err)
+				}
+			}
+		}
+	}
 	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlite: journal: %w", err)
@@ -204,6 +226,31 @@ func (j *journalFile) append(r jRecord) error {
 		return fmt.Errorf("sqlite: journal: %w", err)
 	}
 	j.size += int64(len(j.buf))
+	return nil
+}
+
+// checkRoom is the room check wants ahead of the next record: more than
+// a batch of charges takes.
+const checkRoom = 64 << 10
+
+// check makes sure the next record can be written, by the writes append
+// makes: room allocated ahead of it (a chunk allocated now when less than
+// checkRoom is left, as append would allocate it a few records later),
+// and the first bytes of its frame written as zeros and synced. Zeros
+// there end the journal where it ends already, and the next record
+// overwrites them.
+func (j *journalFile) check() error {
+	if end := j.size + checkRoom; end > j.alloc {
+		if err := j.grow(end); err != nil {
+			return fmt.Errorf("sqlite: journal: %w", err)
+		}
+	}
+	if _, err := j.f.WriteAt(make([]byte, 8), j.size); err != nil {
+		return fmt.Errorf("sqlite: journal: %w", err)
+	}
+	if err := datasync(j.f); err != nil {
+		return fmt.Errorf("sqlite: journal: %w", err)
+	}
 	return nil
 }
 

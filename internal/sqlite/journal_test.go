@@ -125,6 +125,61 @@ func TestJournalReplay(t *testing.T) {
 	}
 }
 
+// A server started under a symlink to the database writes the journal the
+// real name's server replays, and a journal left beside a symlink's name
+// (as journals were named before) is moved beside the real name and
+// replayed.
+func TestJournalByAnyName(t *testing.T) {
+	ctx := t.Context()
+	path, a, nk := journalFixture(t, Options{})
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if journalPath(link) != journalPath(path) {
+		t.Fatalf("the link's journal is %s, the file's %s", journalPath(link), journalPath(path))
+	}
+	at := time.Date(2026, 3, 15, 12, 0, 0, 0, time.UTC)
+	period := account.Period(at)
+	records := func(from uint64, ns ...int64) []byte {
+		var data []byte
+		for i, n := range ns {
+			seq := from + uint64(i)
+			data = appendRecord(data, jRecord{seq: seq, period: period, at: at.Add(time.Duration(seq) * time.Second),
+				grants: []jGrant{{keyID: nk.ID, accountID: a.ID, n: n, cost: 1}}})
+		}
+		return data
+	}
+	check := func(name string, want int64) {
+		t.Helper()
+		st, err := Open(ctx, name, Options{Journal: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		used, credits := usedAndCredits(t, st, nk.ID, a.ID, period)
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if used != want || credits != 1000-want {
+			t.Fatalf("opened as %s: used %d, credits %d; want %d, %d", name, used, credits, want, 1000-want)
+		}
+	}
+
+	// Left by a server killed under the link's name, named the old way.
+	if err := os.WriteFile(link+"-charges.journal", records(1, 1, 10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check(link, 11)
+	if _, err := os.Lstat(link + "-charges.journal"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the journal beside the link's name is still there: %v", err)
+	}
+	// Left by a server killed under the link's name, found by the real one.
+	if err := os.WriteFile(journalPath(link), records(3, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check(path, 111)
+}
+
 // One process at a time charges through a store's journal; the others
 // (the CLI) share the file, and their top-ups and revocations reach the
 // charging process's decisions.
@@ -273,5 +328,55 @@ func TestJournalLedgerAcrossMinutes(t *testing.T) {
 	}
 	if used != 311 || q != 311 || credits != 1000-311 || sum != credits || es[0].Balance != credits || len(es) != 3 {
 		t.Fatalf("counter %d, ledger %d queries summing to %d, balance %d: %+v", used, q, sum, credits, es)
+	}
+}
+
+// CheckCharge makes the writes of the journal's next record without
+// disturbing it: room allocated ahead (a chunk, once less than checkRoom
+// is left), zeros where the next record goes. Records written around the
+// checks are all read back, in order, at the next open.
+func TestJournalCheckCharge(t *testing.T) {
+	path, _, _ := journalFixture(t, Options{})
+	j, recs, err := openJournalFile(path)
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("%v, %d records", err, len(recs))
+	}
+	if err := j.check(); err != nil {
+		t.Fatal(err)
+	}
+	if j.alloc != journalChunk || j.size != 0 {
+		t.Fatalf("after a check of an empty journal: %d bytes allocated, %d used; want %d, 0", j.alloc, j.size, journalChunk)
+	}
+	at := time.Now()
+	rec := func(seq uint64) jRecord {
+		return jRecord{seq: seq, period: account.Period(at), at: at, grants: []jGrant{{keyID: "k", accountID: 1, n: 1, cost: 1}}}
+	}
+	var seq uint64
+	for range 3 {
+		seq++
+		if err := j.append(rec(seq)); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.close()
+	j, recs, err = openJournalFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	if len(recs) != 3 || recs[0].seq != 1 || recs[2].seq != 3 {
+		t.Fatalf("read back %d records (%+v); want the 3 written between checks", len(recs), recs)
+	}
+	// Near the end of the allocation (as if the records had filled it),
+	// a check allocates the next chunk, as the next append would.
+	j.size, j.alloc = journalChunk-checkRoom/2, journalChunk
+	if err := j.check(); err != nil || j.alloc != 2*journalChunk {
+		t.Fatalf("a check with %d bytes left: %v, %d allocated; want %d", j.alloc-j.size, err, j.alloc, 2*journalChunk)
+	}
+	if fi, err := os.Stat(journalPath(path)); err != nil || fi.Size() != 2*journalChunk {
+		t.Errorf("the journal file: %v, %v; want %d bytes", fi, err, 2*journalChunk)
 	}
 }

@@ -140,13 +140,18 @@ func (s *Store) startJournal(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// run is the applier and the poller.
+// run is the applier and the poller. A failure to apply (the tables
+// cannot be written: a full disk) is logged when it starts, then once per
+// account.DefaultFailureLogEvery while it lasts, and when it ends: the
+// records wait in the journal meanwhile, tried again every tick.
 func (jm *journaled) run(poll time.Duration, version int64) {
 	defer close(jm.done)
 	apply := time.NewTicker(jm.every)
 	defer apply.Stop()
 	check := time.NewTicker(poll)
 	defer check.Stop()
+	var failingSince, logged time.Time
+	tries := 0 // failed since the last line
 	for {
 		select {
 		case <-jm.stop:
@@ -165,8 +170,23 @@ func (jm *journaled) run(poll time.Duration, version int64) {
 			version = v
 			continue
 		}
-		if err := jm.catchUp(context.Background()); err != nil {
-			jm.log.Error("charge journal: applying to the tables", "err", err.Error())
+		err := jm.catchUp(context.Background())
+		now := time.Now()
+		switch {
+		case err == nil && !failingSince.IsZero():
+			jm.log.Warn("charge journal: applied to the tables again", "failing_for", now.Sub(failingSince).Round(time.Millisecond))
+			failingSince, tries = time.Time{}, 0
+		case err == nil:
+		case failingSince.IsZero():
+			failingSince, logged = now, now
+			jm.log.Error("charge journal: applying to the tables; the charges wait in the journal", "err", err.Error())
+		default:
+			tries++
+			if now.Sub(logged) >= account.DefaultFailureLogEvery {
+				jm.log.Error("charge journal: still not applied to the tables; the charges wait in the journal", "err", err.Error(),
+					"since", failingSince, "failed_tries", tries)
+				logged, tries = now, 0
+			}
 		}
 	}
 }
@@ -360,6 +380,13 @@ func (jm *journaled) charge(ctx context.Context, period string, at time.Time, re
 		}
 	}
 	return grants, nil
+}
+
+// check says whether the journal takes its next record.
+func (jm *journaled) check() error {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	return jm.j.check()
 }
 
 // newEntry is a usage ledger entry the applier writes: a new one, or

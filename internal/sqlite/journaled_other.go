@@ -18,6 +18,8 @@ func (s *Store) startJournal(context.Context, Options) error { return nil }
 
 func (jm *journaled) settle(context.Context) error { return nil }
 
+func (jm *journaled) check() error { return nil }
+
 func (jm *journaled) close(context.Context) error { return nil }
 func (jm *journaled) exclusive(_ context.Context, fn func() error) error {
 	return fn()
