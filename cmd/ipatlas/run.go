@@ -46,6 +46,8 @@ var root = &command{subs: []*command{
 	accountsCommand,
 	keysCommand,
 	creditsCommand,
+	storeCommand,
+	{name: "healthcheck", summary: "exit 0 when a local server is ready (a container's health check)", run: runHealthcheck},
 	{name: "version", summary: "print the module and Go versions", run: runVersion},
 }}
 
