@@ -154,9 +154,12 @@ func (s FieldSet) Apply(r Record) Record {
 		return r
 	}
 	p := s.Partial(&r)
-	out := Record{IP: p.IP, Latitude: p.Latitude, Longitude: p.Longitude, Privacy: p.Privacy, HostnameConfirmed: p.HostnameConfirmed}
+	out := Record{IP: p.IP, Latitude: p.Latitude, Longitude: p.Longitude, Privacy: p.Privacy}
 	if p.Route != nil {
 		out.Route = *p.Route
+	}
+	if p.HostnameConfirmed != nil {
+		out.HostnameConfirmed = *p.HostnameConfirmed
 	}
 	for _, f := range []struct {
 		dst *string
@@ -179,8 +182,10 @@ func (s FieldSet) Apply(r Record) Record {
 // PartialRecord is the JSON form of a Record restricted to a FieldSet, as
 // the server sends it when a query names "fields": a field outside the set
 // is left out of the object, a field inside it is written even when empty
-// (the coordinates, privacy and hostname_confirmed, as in a full record,
-// only when known).
+// (the coordinates and privacy, as in a full record, only when known).
+// hostname_confirmed, which no full record has unless asked for, is
+// written whenever it is named: true or false, or null when it is unknown
+// (no host name, or no forward answer in time).
 // Clients decode it into a Record, where the absent fields read as unknown.
 type PartialRecord struct {
 	IP            string        `json:"ip"`
@@ -205,8 +210,9 @@ type PartialRecord struct {
 	// LocationSource is Record.LocationSource.
 	LocationSource *string `json:"location_source,omitempty"`
 	Hostname       *string `json:"hostname,omitempty"`
-	// HostnameConfirmed is absent, as in a full record, when unknown.
-	HostnameConfirmed *bool `json:"hostname_confirmed,omitempty"`
+	// HostnameConfirmed points at the record's when selected: written as
+	// null when that is nil (unknown), left out when not selected.
+	HostnameConfirmed **bool `json:"hostname_confirmed,omitempty"`
 }
 
 // Partial returns r restricted to s, pointing into r (which must outlive
@@ -249,7 +255,7 @@ func (s FieldSet) Partial(r *Record) *PartialRecord {
 	p.LocationSource = str(fieldLocationSource, &r.LocationSource)
 	p.Hostname = str(fieldHostname, &r.Hostname)
 	if s&fieldHostnameConfirmed != 0 {
-		p.HostnameConfirmed = r.HostnameConfirmed
+		p.HostnameConfirmed = &r.HostnameConfirmed
 	}
 	return p
 }

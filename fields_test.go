@@ -87,13 +87,16 @@ func TestPartialEachField(t *testing.T) {
 			}
 		}
 		// An empty string field is still sent, the host name included
-		// (asked for, and none); unknown coordinates are not (as in a
-		// full record).
+		// (asked for, and none), and whether it is confirmed, as null;
+		// unknown coordinates are not (as in a full record).
 		got = jsonObject(t, set.Partial(&empty))
 		_, inFull := emptyJSON[name]
-		inFull = inFull || name == "hostname"
+		inFull = inFull || name == "hostname" || name == "hostname_confirmed"
 		if _, has := got[name]; has != inFull || len(got) != 1+btoi(inFull && name != "ip") {
 			t.Errorf("fields [%s] of an empty record: %v", name, keysOf(got))
+		}
+		if name == "hostname_confirmed" && string(got[name]) != "null" {
+			t.Errorf("fields [%s] of an empty record: %s, want null", name, got[name])
 		}
 		// Apply keeps that field and "ip" and clears the others.
 		want2 := ipatlas.Record{IP: full.IP}
@@ -241,5 +244,41 @@ func TestRecordText(t *testing.T) {
 	var empty ipatlas.Record
 	if empty.Text("latitude") != "" || empty.Text("route") != "" || empty.Text("nope") != "" {
 		t.Error("unset or unknown fields are not empty")
+	}
+}
+
+// hostname_confirmed, once named, is always in the answer: true or false
+// when the forward lookup answered, null when that is unknown; and a
+// client reads each back as the record had it.
+func TestHostnameConfirmedWhenNamed(t *testing.T) {
+	set, err := ipatlas.ParseFields([]string{"hostname_confirmed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		v    *bool
+		want string
+	}{{new(true), "true"}, {new(false), "false"}, {nil, "null"}} {
+		r := ipatlas.Record{IP: "192.0.2.1", HostnameConfirmed: c.v}
+		b, err := json.Marshal(set.Partial(&r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"ip":"192.0.2.1","hostname_confirmed":` + c.want + `}`; string(b) != want {
+			t.Errorf("%s, want %s", b, want)
+		}
+		var back ipatlas.Record
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back.HostnameConfirmed, c.v) || !reflect.DeepEqual(set.Apply(r), r) {
+			t.Errorf("%s read back as %v, applied as %+v", b, back.HostnameConfirmed, set.Apply(r))
+		}
+	}
+	// Not named: not in the answer, whatever the record holds.
+	city, _ := ipatlas.ParseFields([]string{"city"})
+	r := ipatlas.Record{IP: "192.0.2.1", HostnameConfirmed: new(true)}
+	if b, _ := json.Marshal(city.Partial(&r)); strings.Contains(string(b), "hostname") {
+		t.Errorf("fields [city]: %s", b)
 	}
 }

@@ -62,8 +62,9 @@ type Record struct {
 	Hostname string `json:"hostname,omitempty"`
 	// HostnameConfirmed is whether Hostname resolves back to the address
 	// (forward-confirmed reverse DNS: a PTR name that does not is only a
-	// claim). It is nil (absent) when unknown: no hostname, not asked for,
-	// or the forward lookup had no answer in time.
+	// claim). It is nil when unknown: no hostname, not asked for, or the
+	// forward lookup had no answer in time; a query that names it in
+	// "fields" gets it even then, as null (see PartialRecord).
 	HostnameConfirmed *bool `json:"hostname_confirmed,omitempty"`
 }
 

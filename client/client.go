@@ -238,7 +238,9 @@ func New(cfg Config) (*Client, error) {
 
 	c.hc = cfg.HTTPClient
 	if c.hc == nil {
-		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DialContext = localhostDial(t.DialContext, "tcp")
+		c.hc = &http.Client{Transport: t}
 	}
 	c.hc4, c.hc6 = c.hc, c.hc
 	t, ok := c.hc.Transport.(*http.Transport)
@@ -272,21 +274,68 @@ func checkURL(name, s string) (string, error) {
 
 // familyClient is hc with a transport that dials only network ("tcp4" or
 // "tcp6"). A name without an address of that family then fails to dial,
-// which is exactly "this family is unavailable".
+// which is exactly "this family is unavailable"; localhost has the
+// family's loopback address (localhostDial).
 func familyClient(hc *http.Client, t *http.Transport, network string) *http.Client {
 	t = t.Clone()
-	dial := t.DialContext
+	t.DialContext = localhostDial(t.DialContext, network)
+	return &http.Client{Transport: t, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
+}
+
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// localhostDial wraps dial (net.Dialer's when nil) to dial "tcp" as
+// network, and a localhost name (RFC 6761: "localhost" and the names
+// under it) at the loopback addresses, as curl does, whatever the system's
+// resolver holds for it (often 127.0.0.1 alone): ::1, then 127.0.0.1 for
+// "tcp", the one of the family for "tcp6" or "tcp4". The first that
+// connects is used; when none does, the error is the first one's.
+func localhostDial(dial dialFunc, network string) dialFunc {
 	if dial == nil {
 		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 		dial = d.DialContext
 	}
-	t.DialContext = func(ctx context.Context, nw, addr string) (net.Conn, error) {
+	return func(ctx context.Context, nw, addr string) (net.Conn, error) {
 		if nw == "tcp" {
 			nw = network
 		}
-		return dial(ctx, nw, addr)
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || !isLocalhost(host) {
+			return dial(ctx, nw, addr)
+		}
+		var loopbacks []string
+		switch nw {
+		case "tcp":
+			loopbacks = []string{"::1", "127.0.0.1"}
+		case "tcp6":
+			loopbacks = []string{"::1"}
+		case "tcp4":
+			loopbacks = []string{"127.0.0.1"}
+		default:
+			return dial(ctx, nw, addr)
+		}
+		var first error
+		for _, h := range loopbacks {
+			conn, err := dial(ctx, nw, net.JoinHostPort(h, port))
+			if err == nil {
+				return conn, nil
+			}
+			if first == nil {
+				first = err
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		return nil, first
 	}
-	return &http.Client{Transport: t, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
+}
+
+// isLocalhost reports whether host is "localhost" or a name under it
+// (RFC 6761, section 6.3), in any case, with or without the final dot.
+func isLocalhost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -923,3 +923,74 @@ func TestRateLimitHeaders(t *testing.T) {
 		t.Fatalf("RateLimit = %+v", r.RateLimit)
 	}
 }
+
+// localhostPair listens on 127.0.0.1 and ::1 at one port, as a server on
+// ":PORT" does, and returns the port and the two servers.
+func localhostPair(t *testing.T, h http.Handler) (string, *httptest.Server, *httptest.Server) {
+	t.Helper()
+	for range 20 {
+		l4, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Skipf("no IPv4 loopback: %v", err)
+		}
+		_, port, _ := net.SplitHostPort(l4.Addr().String())
+		l6, err := net.Listen("tcp6", "[::1]:"+port)
+		if err != nil {
+			l4.Close()
+			if _, err6 := net.Listen("tcp6", "[::1]:0"); err6 != nil {
+				t.Skipf("no IPv6 loopback: %v", err6)
+			}
+			continue // the port is taken on ::1: another
+		}
+		s4 := &httptest.Server{Listener: l4, Config: &http.Server{Handler: h}}
+		s6 := &httptest.Server{Listener: l6, Config: &http.Server{Handler: h}}
+		s4.Start()
+		s6.Start()
+		t.Cleanup(s4.Close)
+		t.Cleanup(s6.Close)
+		return port, s4, s6
+	}
+	t.Skip("no port free on both 127.0.0.1 and ::1")
+	return "", nil, nil
+}
+
+// A service at localhost is reached as curl reaches it, whatever the
+// resolver says of the name (here often 127.0.0.1 alone): the IPv6
+// endpoint at ::1, the IPv4 one at 127.0.0.1, and the auto-detection at
+// ::1 first, then 127.0.0.1 when nothing listens on ::1.
+func TestMyIPLocalhost(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/ip/myip" {
+			familyHandler(w, r)
+			return
+		}
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		a := netip.MustParseAddr(host)
+		v := "IPv4"
+		if a.Is6() {
+			v = "IPv6"
+		}
+		fmt.Fprintf(w, `{"result":true,"code":"querySuccess","message":"Query Success","IP":%q,"IPVersion":%q}`, a.String(), v)
+	})
+	port, _, s6 := localhostPair(t, h)
+	for _, host := range []string{"localhost", "LocalHost.", "api.localhost"} {
+		c := newClient(t, client.Config{URL: "http://" + net.JoinHostPort(host, port)})
+		both, err := c.MyIPs(context.Background())
+		if err != nil || both.IPv4 != netip.MustParseAddr("127.0.0.1") || both.IPv6 != netip.IPv6Loopback() {
+			t.Errorf("%s: MyIPs = %+v, %v; want 127.0.0.1 and ::1", host, both, err)
+		}
+		if m, err := c.MyIP(context.Background()); err != nil || m.IP != "::1" || m.IPVersion != "IPv6" {
+			t.Errorf("%s: MyIP = %+v, %v; want ::1 first, as curl", host, m, err)
+		}
+	}
+	s6.Close()
+	c := newClient(t, client.Config{URL: "http://localhost:" + port})
+	if m, err := c.MyIP(context.Background()); err != nil || m.IP != "127.0.0.1" {
+		t.Errorf("nothing on ::1: MyIP = %+v, %v; want 127.0.0.1", m, err)
+	}
+	_, err := c.MyIPv6(context.Background())
+	var fe *client.FamilyError
+	if !errors.As(err, &fe) || fe.Family != ipatlas.IPv6 || !strings.Contains(err.Error(), "[::1]:"+port) {
+		t.Errorf("nothing on ::1: MyIPv6 = %v; want IPv6 unavailable, naming [::1]:%s", err, port)
+	}
+}

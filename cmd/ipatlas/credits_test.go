@@ -7,8 +7,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/sqlite"
 )
 
 func TestCredits(t *testing.T) {
@@ -201,5 +203,37 @@ func TestOutputSingular(t *testing.T) {
 	}
 	if out := m.ok("credits", "add", id, "2", "--reason", "two"); !strings.HasPrefix(out, "Added 2 credits") {
 		t.Errorf("credits add 2: %q", out)
+	}
+}
+
+// A top-up made with the CLI beside a running server reports a balance
+// with every charge the server answered before it, and the history lists
+// those charges below the top-up: the server applies its charges to the
+// tables once a second, and the CLI waits for that.
+func TestCreditsAddBesideServer(t *testing.T) {
+	m := newMgmtEnv(t)
+	id := m.createAccount("--name", "c", "--tier", "free", "--credits", "100")
+	ids := fmt.Sprint(id)
+	// The server's store, as serve opens it: charges go to its journal
+	// and reach the tables within a second.
+	srv, err := sqlite.Open(t.Context(), m.path, sqlite.Options{Journal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	now := time.Now()
+	nk := account.GenerateKey(id, now)
+	if err := srv.CreateKey(t.Context(), nk.Key); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := srv.Charge(t.Context(), account.Period(now), now, []account.ChargeRequest{{KeyID: nk.ID, Hash: nk.Hash, N: 1, Cost: 1}}); err != nil || g[0].Granted != 1 {
+		t.Fatalf("charge: %+v, %v", g, err)
+	}
+	if out := m.ok("credits", "add", ids, "5000", "--reason", "top up"); !strings.Contains(out, "the balance is now 5099.") {
+		t.Errorf("credits add beside the server: %q, want the balance 5099 (100 - 1 + 5000)", out)
+	}
+	hist := strings.Split(strings.TrimSpace(m.ok("credits", "history", ids)), "\n")
+	if len(hist) != 4 || !strings.Contains(hist[1], "+5000") || !strings.Contains(hist[2], "-1") || !strings.Contains(hist[3], "+100") {
+		t.Errorf("credits history, newest first: want the top-up, the charge, the grant:\n%s", strings.Join(hist, "\n"))
 	}
 }

@@ -2,9 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ipatlas/ipatlas/internal/server"
+	"github.com/ipatlas/ipatlas/internal/servertest"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func netListen4() (net.Listener, error) { return net.Listen("tcp4", "127.0.0.1:0") }
@@ -94,5 +102,45 @@ func TestMyIPNothingReachable(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "preferred  unknown (") {
 		t.Fatalf("output:\n%s", r.stdout)
+	}
+}
+
+// myip against a server at localhost (on ":PORT", both loopbacks) finds
+// both addresses, as curl would, whatever the resolver holds for the name.
+func TestMyIPLocalhost(t *testing.T) {
+	p := servertest.New(t, func() time.Time { return cliServerNow })
+	srv, err := server.New(server.Config{Version: "cli-test", Logger: slog.New(slog.DiscardHandler), Now: p.Now},
+		server.Deps{Geo: p.Geo, Accounts: p.Accounts, Meter: p.Meter, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var port string
+	for i := 0; port == "" && i < 20; i++ {
+		l4, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, pt, _ := net.SplitHostPort(l4.Addr().String())
+		l6, err := net.Listen("tcp6", "[::1]:"+pt)
+		if err != nil {
+			l4.Close()
+			if closed6URL(t) == "" {
+				t.Skip("no ::1 on this machine: localhost has one family here")
+			}
+			continue
+		}
+		for _, l := range []net.Listener{l4, l6} {
+			ts := &httptest.Server{Listener: l, Config: &http.Server{Handler: srv.Handler()}}
+			ts.Start()
+			t.Cleanup(ts.Close)
+		}
+		port = pt
+	}
+	if port == "" {
+		t.Skip("no port free on both 127.0.0.1 and ::1")
+	}
+	r := runCLI(t, newCLIEnv(t, "IPATLAS_URL", "http://localhost:"+port), "", "myip")
+	if r.err != nil || r.stdout != "IPv4       127.0.0.1\nIPv6       ::1\npreferred  IPv6 (::1)\n" {
+		t.Fatalf("myip at localhost: %v\n%s", r.err, r.stdout)
 	}
 }

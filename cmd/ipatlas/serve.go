@@ -279,6 +279,9 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- public.Serve(guarded) }()
 	go func() { serveErr <- admin.Serve(adminGuarded) }()
+	// Serving first: the AS index is then built in the background, so
+	// that the first AS query does not wait for it.
+	engine.IndexASAhead()
 
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	var bg sync.WaitGroup

@@ -2,11 +2,14 @@ package geo_test
 
 import (
 	"errors"
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,4 +117,92 @@ func TestRealAS(t *testing.T) {
 		t.Errorf("8.8.8.8: route %v, %v", r.Route, err)
 	}
 	t.Logf("8.8.8.8: route %s privacy %+v", r.Route, *r.Privacy)
+}
+
+// TestASIndexAhead: once asked, the engine builds the AS index of the
+// dataset in service without waiting for an AS query, and again for a
+// dataset reloaded later, whose index holds the new data; AS queries
+// racing the build answer as after it.
+func TestASIndexAhead(t *testing.T) {
+	dir := asDir(t)
+	logs := &syncBuffer{}
+	e, err := geo.Open(dir, geo.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	built := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); strings.Count(logs.String(), `msg="AS index built"`) < n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("no AS index built ahead (%d wanted); log:\n%s", n, logs.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if strings.Contains(logs.String(), "AS index") {
+		t.Fatalf("an AS index was built before it was asked for:\n%s", logs.String())
+	}
+	e.IndexASAhead()
+	e.IndexASAhead() // asking twice builds once
+	built(1)
+	if !strings.Contains(logs.String(), "networks=7 ") {
+		t.Errorf("the index built ahead does not count the fixture's 7 networks:\n%s", logs.String())
+	}
+	if g, err := e.AS(15169, ipatlas.English); err != nil || g.NumIPs != 131072+256*3 || len(g.Prefixes6) != 1 {
+		t.Errorf("AS15169 from the index built ahead: %+v, %v", g, err)
+	}
+
+	// A new dataset (installed by a rename, as `db fetch` does): its index
+	// is built ahead too, from its own ASN file.
+	reload := func(rows ...geotest.ASNRow) {
+		t.Helper()
+		side := filepath.Join(t.TempDir(), "asn.mmdb")
+		geotest.WriteASN(t, side, geotest.ASNType, rows)
+		install(t, side, filepath.Join(dir, geotest.ASNFile))
+		if err := e.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	google := geotest.ASNRow{Network: "8.8.8.0/24", ASN: 15169, Org: "Google LLC"}
+	cloudflare := geotest.ASNRow{Network: "1.1.1.0/24", ASN: 13335, Org: "Cloudflare, Inc."}
+	reload(google, cloudflare)
+	built(2)
+	if !strings.Contains(logs.String(), "networks=2 ") {
+		t.Errorf("the reloaded dataset's index does not count its 2 networks:\n%s", logs.String())
+	}
+	if g, err := e.AS(15169, ipatlas.English); err != nil || g.NumIPs != 256 || len(g.Prefixes6) != 0 {
+		t.Errorf("AS15169 after the reload: %+v, %v", g, err)
+	}
+
+	// Queries racing the build of the next one answer from the new data.
+	reload(cloudflare)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if g, err := e.AS(13335, ipatlas.English); err != nil || g.Name != "Cloudflare, Inc." || g.NumIPs != 256 {
+				t.Errorf("AS13335 during the build: %+v, %v", g, err)
+			}
+			if _, err := e.AS(15169, ipatlas.English); !errors.Is(err, ipatlas.ErrUnknownAS) {
+				t.Errorf("AS15169, gone from the new data: %v, want UnknownAS", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A background build that gives up (its dataset was replaced) leaves the
+// index to the first query rather than an error for it.
+func TestASIndexAheadStops(t *testing.T) {
+	e, err := geo.Open(asDir(t), geo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if stopped, later := geo.ASIndexStopped(e); !stopped || !later {
+		t.Errorf("stopped %v, built by the next query %v; want both", stopped, later)
+	}
+	if g, err := e.AS(15169, ipatlas.English); err != nil || g.Name != "Google LLC" {
+		t.Errorf("AS15169 after a stopped build: %+v, %v", g, err)
+	}
 }

@@ -185,6 +185,9 @@ type Engine struct {
 	torAge time.Duration
 	mu     sync.Mutex // serializes Reload, ReloadPrivacy and Close
 	closed bool
+	// asAhead: each generation builds its AS index when it enters
+	// service (IndexASAhead).
+	asAhead atomic.Bool
 
 	// The corrections above the dataset (correct.go): the overlay in
 	// service, nil when there is none, and what it is built from.
@@ -386,6 +389,7 @@ func (e *Engine) reloadDataset() error {
 		old.release()
 	}
 	e.log.Info("dataset loaded", "dir", e.dir, "files", g.fileNames())
+	e.indexASAhead()
 	return nil
 }
 

@@ -242,9 +242,9 @@ func TestEchoIPOwnAddress(t *testing.T) {
 	loop := "127.0.0.1:40000"
 	echoipCase{"/echoip/ip", "", "", 200, "127.0.0.1\n"}.run(t, e, loop, "")
 	echoipCase{"/echoip/", "curl/8", "", 200, "127.0.0.1\n"}.run(t, e, loop, "")
-	echoipCase{"/echoip/country", "", "", 400, "error: Private IP address not supported: 127.0.0.1 is a loopback address (RFC 1122) (PrivateIP)\n"}.run(t, e, loop, "")
-	echoipCase{"/echoip/country?lang=zh", "", "", 400, "error: 不支持私有 IP 地址：127.0.0.1 是环回地址（RFC 1122） (PrivateIP)\n"}.run(t, e, loop, "")
-	echoipCase{"/echoip/json", "", "", 400, "{\n  \"status\": 400,\n  \"error\": \"Private IP address not supported: 127.0.0.1 is a loopback address (RFC 1122)\",\n  \"code\": \"PrivateIP\"\n}"}.run(t, e, loop, "")
+	echoipCase{"/echoip/country", "", "", 400, "error: Private IP address not supported: 127.0.0.1 is a loopback address (RFC 1122). You reach the server from its own machine or network, where addresses have no location; over the internet it locates your public address. To try it now, look up a public one with an API key: GET /echoip/country?ip=8.8.8.8 (PrivateIP)\n"}.run(t, e, loop, "")
+	echoipCase{"/echoip/country?lang=zh", "", "", 400, "error: 不支持私有 IP 地址：127.0.0.1 是环回地址（RFC 1122）。你是从服务器本机或内网访问的，这类地址没有位置；通过互联网访问时，它会定位你的公网地址。现在要试用，请带 API 密钥查询一个公网地址：GET /echoip/country?ip=8.8.8.8 (PrivateIP)\n"}.run(t, e, loop, "")
+	echoipCase{"/echoip/json", "", "", 400, "{\n  \"status\": 400,\n  \"error\": \"Private IP address not supported: 127.0.0.1 is a loopback address (RFC 1122). You reach the server from its own machine or network, where addresses have no location; over the internet it locates your public address. To try it now, look up a public one with an API key: GET /echoip/json?ip=8.8.8.8\",\n  \"code\": \"PrivateIP\"\n}"}.run(t, e, loop, "")
 	echoipCase{"/echoip/country?lang=xx", "", "", 400, "error: Invalid request: lang \"xx\" is not supported; use \"en\" or \"zh\" (InvalidRequest)\n"}.run(t, e, loop, "")
 }
 

@@ -20,6 +20,8 @@ func TestHostnamesInTheShapes(t *testing.T) {
 	z := rdnstest.New(t,
 		"8.8.8.8.in-addr.arpa. 300 IN PTR dns.google.",
 		"dns.google. 300 IN A 8.8.8.8",
+		"20.0.106.202.in-addr.arpa. 300 IN PTR claims.example.", // geotest.Beijing
+		"claims.example. 300 IN A 192.0.2.1",
 		"internal.example. 300 IN A 10.0.0.1",
 		"beijing.example. 300 IN A "+geotest.Beijing.IP)
 	z.Silence("1.1.1.1.in-addr.arpa.")
@@ -36,6 +38,11 @@ func TestHostnamesInTheShapes(t *testing.T) {
 	}{
 		{"/api/lookup/8.8.8.8?fields=hostname,hostname_confirmed", `"hostname":"dns.google","hostname_confirmed":true`, "", true},
 		{"/api/lookup/8.8.8.8/hostname", "dns.google\n", "", true},
+		// Named, hostname_confirmed is always answered: true, false (a
+		// name that does not resolve back), or null when unknown.
+		{"/api/lookup/8.8.8.8?fields=hostname_confirmed", `"data":{"ip":"8.8.8.8","hostname_confirmed":true}`, "", true},
+		{"/api/lookup/" + geotest.Beijing.IP + "?fields=hostname_confirmed", `"hostname_confirmed":false`, "", true},
+		{"/api/lookup/1.1.1.1?fields=hostname,hostname_confirmed", `"data":{"ip":"1.1.1.1","hostname":"","hostname_confirmed":null}`, "", false},
 		{"/api/lookup/8.8.8.8?fields=country", `"country":"United States"`, "hostname", true},
 		{"/api/lookup/1.1.1.1/hostname", "\n", "", false}, // no answer in time: empty, free
 		{"/ipinfo/8.8.8.8", `"hostname":"dns.google"`, "", true},

@@ -87,9 +87,9 @@ func TestMeRefusals(t *testing.T) {
 		code                ipatlas.ErrorCode
 		text                string
 	}{
-		{"loopback", "127.0.0.1:1", "", 400, ipatlas.CodePrivateIP, "Private IP address not supported: 127.0.0.1 is a loopback address (RFC 1122)"},
+		{"loopback", "127.0.0.1:1", "", 400, ipatlas.CodePrivateIP, "Private IP address not supported: 127.0.0.1 is a loopback address (RFC 1122). You reach the server from its own machine or network, where addresses have no location; over the internet it locates your public address. To try it now, look up a public one with an API key: GET /api/lookup/8.8.8.8"},
 		{"private v6", "[fd00::1]:1", "", 400, ipatlas.CodePrivateIP, ""},
-		{"private in chinese", "10.1.2.3:1", "?lang=zh", 400, ipatlas.CodePrivateIP, "不支持私有 IP 地址：10.1.2.3 是私有地址（RFC 1918）"},
+		{"private in chinese", "10.1.2.3:1", "?lang=zh", 400, ipatlas.CodePrivateIP, "不支持私有 IP 地址：10.1.2.3 是私有地址（RFC 1918）。你是从服务器本机或内网访问的，这类地址没有位置；通过互联网访问时，它会定位你的公网地址。现在要试用，请带 API 密钥查询一个公网地址：GET /api/lookup/8.8.8.8"},
 		{"unix socket", "@", "", 500, ipatlas.CodeInternal, ""},
 		{"bad lang", hostPort(geotest.Beijing.IP), "?lang=fr", 400, ipatlas.CodeInvalidRequest, ""},
 	} {

@@ -53,7 +53,7 @@ func (s *api) handleMe(w *exchange, r *http.Request) error {
 	}
 	addr = addr.Unmap().WithZone("")
 	if b, special := netaddr.Classify(addr); special {
-		return &failure{code: ipatlas.CodePrivateIP, en: b.Why(addr, lang), meta: meMeta}
+		return &failure{code: ipatlas.CodePrivateIP, en: ownPrivate(addr, b, lang, "GET /api/lookup/8.8.8.8"), meta: meMeta}
 	}
 	if d := s.meWait(addr); d > 0 {
 		w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(d), 10)}
@@ -66,6 +66,18 @@ func (s *api) handleMe(w *exchange, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, &ipatlas.Envelope{Success: true, Data: &rec, Meta: meMeta})
 	return nil
+}
+
+// ownPrivate is the PrivateIP detail of a lookup of the caller's own
+// address when it is not public, in lang: why, and what to do instead.
+// Such a caller is on the server's own machine or network (a local trial,
+// an office behind the same router), not one who asked about a private
+// address; try is a lookup of a public address they can make instead.
+func ownPrivate(addr netip.Addr, b netaddr.Block, lang ipatlas.Lang, try string) string {
+	if lang == ipatlas.Chinese {
+		return b.Why(addr, lang) + "。你是从服务器本机或内网访问的，这类地址没有位置；通过互联网访问时，它会定位你的公网地址。现在要试用，请带 API 密钥查询一个公网地址：" + try
+	}
+	return b.Why(addr, lang) + ". You reach the server from its own machine or network, where addresses have no location; over the internet it locates your public address. To try it now, look up a public one with an API key: " + try
 }
 
 // meWait spends a token of the bucket of free lookups of the caller's own

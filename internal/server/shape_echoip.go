@@ -277,7 +277,8 @@ func (s *api) echoipSelf(w *exchange, r *http.Request, q *echoipQuery, what echo
 	}
 	addr = addr.Unmap().WithZone("")
 	if b, special := netaddr.Classify(addr); special {
-		return apiFail(ipatlas.CodePrivateIP, b.Why(addr, q.lang))
+		// The path is the route's own (one of the shape's fixed paths).
+		return apiFail(ipatlas.CodePrivateIP, ownPrivate(addr, b, q.lang, "GET "+r.URL.Path+"?ip=8.8.8.8"))
 	}
 	if d := s.meWait(addr); d > 0 {
 		return limited(w, r, apiMeta, retrySeconds(d),

@@ -8,14 +8,22 @@ import (
 )
 
 // The reads of balances and usage first bring the tables up to date with
-// the charge journal (a no-op without one), so that what this process
-// reports includes every charge it answered. Another process reading the
-// same file (the CLI) sees the tables, which trail the answered charges
-// by at most Options.ApplyEvery and the batch being applied.
+// the charge journal, so that what this process reports includes every
+// charge it answered. Another process on the same file (the CLI) catches
+// up with the server's journal first (catchUpOutside), and so includes
+// every charge the server answered before the call too.
+
+// settle brings the tables up to date with the journal before a read.
+func (s *Store) settle(ctx context.Context) error {
+	if s.jm == nil {
+		return s.catchUpOutside(ctx, false)
+	}
+	return s.jm.settle(ctx)
+}
 
 // Account returns one account.
 func (s *Store) Account(ctx context.Context, id int64) (account.Account, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return account.Account{}, err
 	}
 	return s.tablesAccount(ctx, id)
@@ -23,7 +31,7 @@ func (s *Store) Account(ctx context.Context, id int64) (account.Account, error) 
 
 // ListAccounts lists every account by ID.
 func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return nil, err
 	}
 	return s.tablesListAccounts(ctx)
@@ -32,7 +40,7 @@ func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
 // Usage is a key's counter for a period: 0 when nothing was charged,
 // ErrNotFound when there is no such key.
 func (s *Store) Usage(ctx context.Context, keyID, period string) (int64, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return 0, err
 	}
 	return s.tablesUsage(ctx, keyID, period)
@@ -40,7 +48,7 @@ func (s *Store) Usage(ctx context.Context, keyID, period string) (int64, error) 
 
 // Ledger lists an account's entries, newest first.
 func (s *Store) Ledger(ctx context.Context, accountID int64, limit int) ([]account.LedgerEntry, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return nil, err
 	}
 	return s.tablesLedger(ctx, accountID, limit)
@@ -49,7 +57,7 @@ func (s *Store) Ledger(ctx context.Context, accountID int64, limit int) ([]accou
 // KeyUsages maps each key of an account to its usage in period; keys
 // without usage are absent.
 func (s *Store) KeyUsages(ctx context.Context, accountID int64, period string) (map[string]int64, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return nil, err
 	}
 	return s.tablesKeyUsages(ctx, accountID, period)
@@ -58,7 +66,7 @@ func (s *Store) KeyUsages(ctx context.Context, accountID int64, period string) (
 // DailyUsage lists an account's per-key daily counters for the days
 // from..to, ordered by day then key.
 func (s *Store) DailyUsage(ctx context.Context, accountID int64, from, to string) ([]account.DayUsage, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return nil, err
 	}
 	return s.tablesDailyUsage(ctx, accountID, from, to)
@@ -67,7 +75,7 @@ func (s *Store) DailyUsage(ctx context.Context, accountID int64, from, to string
 // LedgerPage lists an account's entries with ID < before (0: from the
 // newest), newest first, at most limit.
 func (s *Store) LedgerPage(ctx context.Context, accountID, before int64, limit int) ([]account.LedgerEntry, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return nil, err
 	}
 	return s.tablesLedgerPage(ctx, accountID, before, limit)
@@ -75,7 +83,7 @@ func (s *Store) LedgerPage(ctx context.Context, accountID, before int64, limit i
 
 // SearchAccounts lists accounts matching q with their usage in period.
 func (s *Store) SearchAccounts(ctx context.Context, q, period string, limit int) ([]account.AccountSummary, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return nil, err
 	}
 	return s.tablesSearchAccounts(ctx, q, period, limit)
@@ -83,7 +91,7 @@ func (s *Store) SearchAccounts(ctx context.Context, q, period string, limit int)
 
 // TopConsumers lists the n accounts with the most queries in period.
 func (s *Store) TopConsumers(ctx context.Context, period string, n int) ([]account.AccountSummary, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return nil, err
 	}
 	return s.tablesTopConsumers(ctx, period, n)
@@ -129,8 +137,14 @@ func (s *Store) SetKeyLabel(ctx context.Context, id, label string) (account.Key,
 
 // AddCredits changes a balance and writes its ledger entry in one
 // transaction; a deduction is checked against the balance with every
-// answered charge in it.
+// answered charge in it, and the charges answered before it come before
+// it in the ledger, also when another process (the CLI) makes it.
 func (s *Store) AddCredits(ctx context.Context, accountID, delta int64, reason string, at time.Time) (e account.LedgerEntry, err error) {
+	if s.jm == nil {
+		if err := s.catchUpOutside(ctx, true); err != nil {
+			return account.LedgerEntry{}, err
+		}
+	}
 	err = s.jm.exclusive(ctx, func() error {
 		e, err = s.tablesAddCredits(ctx, accountID, delta, reason, at)
 		return err
@@ -151,7 +165,7 @@ func (s *Store) DecideTierRequest(ctx context.Context, id int64, approve bool, a
 
 // Key returns one key.
 func (s *Store) Key(ctx context.Context, id string) (account.Key, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return account.Key{}, err
 	}
 	return s.tablesKey(ctx, id)
@@ -160,7 +174,7 @@ func (s *Store) Key(ctx context.Context, id string) (account.Key, error) {
 // ListKeys lists an account's keys, oldest first; ErrNotFound if there is
 // no such account.
 func (s *Store) ListKeys(ctx context.Context, accountID int64) ([]account.Key, error) {
-	if err := s.jm.settle(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return nil, err
 	}
 	return s.tablesListKeys(ctx, accountID)

@@ -43,7 +43,8 @@ type Options struct {
 	// that lacks migrations, instead of applying them.
 	RequireMigrated bool
 	// BusyTimeout is how long a statement waits for another process's
-	// lock before failing (default 10s).
+	// lock before failing (default 10s), and how long a process without
+	// the journal waits for the server's applier (journal_outside.go).
 	BusyTimeout time.Duration
 	// ReadConns is the size of the pool of read connections (default 4).
 	ReadConns int
@@ -73,7 +74,8 @@ type Store struct {
 	r      *sql.DB
 	charge *chargeStmts // prepared on w
 	jm     *journaled   // nil unless Options.Journal
-	lock   io.Closer    // the writer lock, with Options.Journal where it is built
+	busy   time.Duration
+	lock   io.Closer // the writer lock, with Options.Journal where it is built
 }
 
 var _ account.Store = (*Store)(nil)
@@ -180,7 +182,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	s := &Store{path: path, w: w, r: r, charge: cs, lock: lock}
+	s := &Store{path: path, w: w, r: r, charge: cs, lock: lock, busy: busy}
 	if opts.Journal {
 		if err := s.startJournal(ctx, opts); err != nil {
 			s.Close()

@@ -23,6 +23,10 @@ const API = {
 // The API key lives in localStorage under this name and nowhere else.
 const KEY_STORE = 'ipatlas.apiKey';
 
+// The public address a visitor without a location of their own is
+// offered to look up.
+const TRY_IP = '8.8.8.8';
+
 const $ = (id) => document.getElementById(id);
 
 // show puts a translated text (key) in el.
@@ -59,10 +63,18 @@ async function showFamily(family, url, out) {
   }
 }
 
-async function showPreferred(out) {
+// askMyIP asks the auto-detection endpoint once: its answer gives the
+// preferred family and the address the server sees, which the map's panel
+// names when that address has no location.
+async function askMyIP() {
+  const [status, body] = await fetchJSON(API.myIP, { credentials: 'omit' }, MY_IP_TIMEOUT_MS);
+  if (status !== 200 || !body || body.result === false) throw new Failure(`HTTP ${status}`);
+  return body;
+}
+
+async function showPreferred(out, answer) {
   try {
-    const [status, body] = await fetchJSON(API.myIP, { credentials: 'omit' }, MY_IP_TIMEOUT_MS);
-    if (status !== 200 || !body || body.result === false) throw new Failure(`HTTP ${status}`);
+    const body = await answer;
     // The spec: clients default to IPv4 when the field is missing.
     const v = body.IPVersion === 'IPv6' ? 'IPv6' : 'IPv4';
     showValue(out, v, 'ok');
@@ -74,9 +86,51 @@ async function showPreferred(out) {
   }
 }
 
+// isLoopback: an address of the machine itself (127.0.0.0/8, ::1).
+function isLoopback(ip) {
+  return ip === '::1' || /^(::ffff:)?127\./i.test(ip);
+}
+
+// showPrivate explains, in the page's words, a visitor the server sees
+// from its own machine or network (PrivateIP: a local trial, an office
+// behind the server's router): such an address has no location. It names
+// the address when the auto-detection answered, and offers a public one
+// to look up with the form.
+async function showPrivate(map, myIP) {
+  let ip = '';
+  try {
+    ip = String((await myIP).IP || '');
+  } catch {
+    // no address to name: the sentence without it
+  }
+  const loopback = isLoopback(ip);
+  map.unmark('me');
+  $('me-record').replaceChildren();
+  $('me-status').hidden = true;
+  show($('me-caption'), loopback ? 'main.me.private.caption.loopback' : 'main.me.private.caption', 'private');
+  let why = 'main.me.private.unknown';
+  if (ip) why = loopback ? 'main.me.private.loopback' : 'main.me.private.lan';
+  show($('me-private-why'), why, undefined, { ip });
+  show($('me-try'), 'main.me.try', undefined, { ip: TRY_IP });
+  setHidden($('me-private'), false);
+}
+
+// tryPublic puts the offered public address in the lookup form, and
+// looks it up when a key is there to pay for it, else asks for the key.
+function tryPublic() {
+  $('q-ip').value = TRY_IP;
+  const key = $('q-key');
+  if (key.value.trim() === '') {
+    key.focus();
+    return;
+  }
+  $('lookup').requestSubmit();
+  $('q-ip').focus();
+}
+
 // showMe shows the visitor's own record in the UI language, and again
 // when the language changes.
-async function showMe(map) {
+async function showMe(map, myIP) {
   const caption = $('me-caption');
   const status = $('me-status');
   const dl = $('me-record');
@@ -89,6 +143,7 @@ async function showMe(map) {
     renderRecord(dl, rec, lang);
     const where = placeName(rec, lang);
     status.hidden = true;
+    setHidden($('me-private'), true);
     if (hasLocation(rec)) {
       map.mark('me', rec.latitude, rec.longitude, where ? t('main.mark.me.at', { where }) : t('main.mark.me'));
       show(caption, where ? 'main.me.near' : 'main.me.plain', 'ok', { ip: rec.ip, where });
@@ -99,6 +154,11 @@ async function showMe(map) {
   } catch (err) {
     if (lang !== i18n.lang()) return;
     const f = err instanceof Failure ? err : new Failure(String(err));
+    if (f.code === 'PrivateIP') {
+      await showPrivate(map, myIP);
+      return;
+    }
+    setHidden($('me-private'), true);
     map.unmark('me');
     dl.replaceChildren();
     show(caption, 'main.me.none', 'error');
@@ -256,11 +316,14 @@ function start() {
   const body = document.body;
   i18n.mountSwitch($('lang-switch'));
   const map = new WorldMap($('map'));
-  i18n.onChange(() => showMe(map));
+  const myIP = askMyIP();
+  myIP.catch(() => {}); // each user of the answer handles its failure
+  i18n.onChange(() => showMe(map, myIP));
   showFamily('IPv4', body.dataset.ipv4Url || '/ipv4', $('ipv4'));
   showFamily('IPv6', body.dataset.ipv6Url || '/ipv6', $('ipv6'));
-  showPreferred($('preferred'));
-  showMe(map);
+  showPreferred($('preferred'), myIP);
+  showMe(map, myIP);
+  $('me-try').addEventListener('click', tryPublic);
   setupLookup(map);
 }
 
