@@ -93,7 +93,9 @@ func startChild(t *testing.T, bin string, args ...string) *serveChild {
 
 func (c *serveChild) waitLog(t *testing.T, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(c.log.String(), want); {
+	// The deadline guards against a hang only: a loaded machine under the
+	// race detector can take many seconds to reload a dataset.
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(c.log.String(), want); {
 		if time.Now().After(deadline) {
 			t.Fatalf("the log never said %q:\n%s", want, c.log)
 		}
