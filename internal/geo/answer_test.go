@@ -11,6 +11,7 @@ import (
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // encodeRecord is what the server writes for a record: encoding/json with
@@ -119,6 +120,7 @@ func TestRealAppendJSONMatchesLookup(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
 	}
+	realdata.Whole(t)
 	addrs := randomPublicIPv4(2000)
 	checkAppendJSON(t, dir, addrs)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 func asDir(t *testing.T) string {
@@ -91,6 +92,7 @@ func TestRealAS(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
 	}
+	realdata.Whole(t)
 	e, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true})
 	if err != nil {
 		t.Fatal(err)

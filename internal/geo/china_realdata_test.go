@@ -12,6 +12,7 @@ import (
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
@@ -87,6 +88,7 @@ func TestRealDataChina(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to measure China's answers")
 	}
+	realdata.Whole(t)
 	e, err := geo.Open(dir, geo.Options{})
 	if err != nil {
 		t.Fatal(err)

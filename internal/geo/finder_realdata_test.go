@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // TestRealServingBuildsNoFinder holds a serving engine on the real dataset,
@@ -24,6 +25,7 @@ func TestRealServingBuildsNoFinder(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch`")
 	}
+	realdata.Whole(t)
 	if os.Getenv("GEO_FINDER_CHILD") != "1" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRealServingBuildsNoFinder$", "-test.v")
 		cmd.Env = append(os.Environ(), "GEO_FINDER_CHILD=1")

@@ -12,6 +12,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"github.com/ipatlas/ipatlas/internal/privacy"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // residentialASes are large residential ISPs: Comcast, Charter, AT&T,
@@ -31,6 +32,7 @@ var residentialASes = []uint32{7922, 20115, 7018, 701, 3320, 3215, 2856, 3352, 4
 // addresses of each large residential ISP, drawn from prefixes on none of
 // the lists, none may carry any flag.
 func TestRealFlagsAgainstSources(t *testing.T) {
+	realdata.Whole(t)
 	data := os.Getenv("IPATLAS_TEST_DATA_DIR")
 	if data == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set")

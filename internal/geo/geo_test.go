@@ -15,6 +15,7 @@ import (
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
@@ -542,6 +543,7 @@ func TestRealData(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to test the real dataset")
 	}
+	realdata.Whole(t)
 	e, err := geo.Open(dir, geo.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/postal"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // Goals of the postal codes and the province codes, measured on a random
@@ -150,9 +151,7 @@ func snapshotBytes() ([]byte, error) {
 // those are codes of the country that lie within postalRightKm of the
 // answer's coordinates (the nearest point GeoNames gives the code).
 func TestPostalCodesRealData(t *testing.T) {
-	if raceEnabled {
-		t.Skip(realDataWithoutRace)
-	}
+	realdata.Whole(t)
 	e, dir := realDataEngine(t)
 	recs := postalSample(t, e, 2000, 500)
 	// Only the points of the codes the answers give are kept: the data
@@ -253,6 +252,7 @@ func isoSubdivisions(t *testing.T) map[string]bool {
 // records, whose province is "Taiwan", no subdivision of it), so the
 // sample is large: its 95% margin is about 0.3 points.
 func TestProvinceCodesRealData(t *testing.T) {
+	realdata.Whole(t)
 	iso := isoSubdivisions(t)
 	if iso == nil {
 		t.Skip("/usr/share/iso-codes/json/iso_3166-2.json is missing (Debian's iso-codes): no ISO 3166-2 list to check the codes against")

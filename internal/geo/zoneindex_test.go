@@ -20,6 +20,7 @@ import (
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // zoneIndexRecords lists the offsets of the records of a city source that
@@ -451,9 +452,7 @@ func TestRealZoneIndex(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
 	}
-	if raceEnabled {
-		t.Skip(realDataWithoutRace)
-	}
+	realdata.Whole(t)
 	files, err := mmdbFiles(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -480,9 +479,7 @@ func TestRealZoneIndexHeap(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
 	}
-	if raceEnabled {
-		t.Skip(realDataWithoutRace)
-	}
+	realdata.Whole(t)
 	if child := os.Getenv("GEO_ZONE_HEAP_DIR"); child != "" {
 		zoneHeapChild(t, child)
 		return

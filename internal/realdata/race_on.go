@@ -1,5 +1,5 @@
 //go:build race
 
-package geo
+package realdata
 
 const raceEnabled = true
