@@ -417,14 +417,14 @@ func (s *Store) TierRequests(ctx context.Context, accountID int64, status string
 	return queryAll(ctx, s.r, scanRequest, q+" ORDER BY id DESC", args...)
 }
 
-// DecideTierRequest decides a pending request in one transaction: the
-// request leaves pending and, when approved, the account takes its tier
-// and limit.
-func (s *Store) tablesDecideTierRequest(ctx context.Context, id int64, approve bool, at time.Time) (account.TierRequest, account.Account, error) {
+// DecideTierRequest decides a pending request in one transaction, with no
+// charge in progress: the request leaves pending and, when approved, the
+// account takes its tier and limit.
+func (s *Store) DecideTierRequest(ctx context.Context, id int64, approve bool, at time.Time) (account.TierRequest, account.Account, error) {
 	status := account.Decision(approve)
 	var r account.TierRequest
 	var a account.Account
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.exclusiveTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		r, err = scanRequest(tx.QueryRowContext(ctx,
 			`UPDATE tier_requests SET status = ?, decided_at = ? WHERE id = ? AND status = 'pending'
