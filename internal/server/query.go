@@ -288,7 +288,7 @@ func (s *api) refusal(w *exchange, deny account.Deny, st standing) *failure {
 	}
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(st.reset), 10)}
 	return &failure{code: ipatlas.CodeRateLimitExceeded, en: quotaSpent(ipatlas.English, st.limit, st.reset),
-		zh: quotaSpent(ipatlas.Chinese, st.limit, st.reset), meta: meta, spent: true}
+		zh: quotaSpent(ipatlas.Chinese, st.limit, st.reset), meta: meta, why: errQuotaSpent}
 }
 
 // uncharged is a metered request's failure before its charge, with the
@@ -411,7 +411,7 @@ func (s *api) batch(w *exchange, r *http.Request, c *keyed, items []item, resolv
 		code := deniedCode(out, k)
 		f := &failure{code: code}
 		if code == ipatlas.CodeRateLimitExceeded {
-			f.spent = true
+			f.why = errQuotaSpent
 			f.en, f.zh = quotaSpent(ipatlas.English, out.Limit, out.Reset), quotaSpent(ipatlas.Chinese, out.Limit, out.Reset)
 		}
 		return f
@@ -635,6 +635,10 @@ func unknownASDetail(n uint32, lang ipatlas.Lang) string {
 	}
 	return "the ASN data has no " + ipatlas.FormatAS(n)
 }
+
+// errQuotaSpent is the cause of a RateLimitExceeded that is the monthly
+// quota used up, not a burst limit that lifts in seconds.
+var errQuotaSpent = errors.New("the monthly quota is used up")
 
 // quotaSpent is the detail of a 429 for a spent monthly quota. It keeps
 // the code of the burst limit's 429 but says which limit it is and when it

@@ -275,7 +275,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err := s.newSurfaces(); err != nil {
 		return nil, err
 	}
-	if err := s.checkEchoIPRoot(); err != nil {
+	if err := s.checkRoots(); err != nil {
 		return nil, err
 	}
 	s.public = s.instrument(s.publicHandler(), false)

@@ -22,6 +22,17 @@ import (
 // credits keep ipatlas's statuses (401, 429, 402), so that a client
 // notices them.
 
+// ipapiShape is ip-api's paths under /ip-api/, its answers and its
+// failure body (renderIPAPI).
+func (s *api) ipapiShape() shape {
+	return shape{name: "ip-api", prefix: "/ip-api/", render: s.renderIPAPI, routes: []route{
+		{pattern: "GET /ip-api/json", cors: true, k: s.handleIPAPISelf},     // the caller's own address
+		{pattern: "GET /ip-api/json/{$}", cors: true, k: s.handleIPAPISelf}, // the same
+		{pattern: "GET /ip-api/json/{ip}", cors: true, k: s.handleIPAPI},    // one address (?fields=&lang=&key=)
+		{pattern: "POST /ip-api/batch", cors: true, k: s.handleIPAPIBatch},  // up to 100 queries, metered per address
+	}}
+}
+
 // ipapiField is one field of ip-api's answer and its bit in the numeric
 // fields mask, as ip-api documents them.
 type ipapiField struct {
@@ -411,6 +422,3 @@ func (s *Server) renderIPAPI(w *exchange, r *http.Request, err error) {
 	ipapiRateHeaders(w.Header())
 	writeJSON(w, f.httpStatus(), ipapiFail(errorText(f.code, f.detail(lang), lang), "", f.code))
 }
-
-// isIPAPI reports whether a path is the ip-api shape's.
-func isIPAPI(path string) bool { return strings.HasPrefix(path, "/ip-api/") || path == "/ip-api" }

@@ -22,6 +22,26 @@ import (
 // anycast, company, carrier, abuse contacts, domains) is left out rather
 // than guessed. docs/migrating.md lists the differences.
 
+// ipinfoShape is ipinfo's paths under /ipinfo/, its answers and its error
+// body (renderIPInfo). "GET /ipinfo/json" and "POST /ipinfo/batch" are
+// fixed paths beside the wildcard; the router gives them their own 405s.
+func (s *api) ipinfoShape() shape {
+	return shape{name: "ipinfo", prefix: "/ipinfo/", render: s.renderIPInfo, routes: []route{
+		{pattern: "GET /ipinfo", cors: true, k: s.handleIPInfoSelf},                 // the caller's own address
+		{pattern: "GET /ipinfo/{$}", cors: true, k: s.handleIPInfoSelf},             // the same
+		{pattern: "GET /ipinfo/json", cors: true, k: s.handleIPInfoSelf},            // the same
+		{pattern: "GET /ipinfo/{what}", cors: true, k: s.handleIPInfo},              // an address, or an AS ("AS15169")
+		{pattern: "GET /ipinfo/{what}/{field}", cors: true, k: s.handleIPInfoField}, // one field of an address ("8.8.8.8/city"), or "json"
+		{pattern: "POST /ipinfo/batch", cors: true, k: s.handleIPInfoBatch},         // up to 1,000 items, metered per item
+		// ipinfo's current API (shape_ipinfo_v2.go): Lite, and Core and Plus.
+		{pattern: "GET /ipinfo/lite/me", cors: true, k: s.handleIPInfoLiteSelf},      // Lite: the caller's own address
+		{pattern: "GET /ipinfo/lite/{ip}", cors: true, k: s.handleIPInfoLite},        // Lite: an address's country and AS
+		{pattern: "GET /ipinfo/lookup/{$}", cors: true, k: s.handleIPInfoLookupSelf}, // Core and Plus: the caller's own address
+		{pattern: "GET /ipinfo/lookup/me", cors: true, k: s.handleIPInfoLookupSelf},  // the same
+		{pattern: "GET /ipinfo/lookup/{ip}", cors: true, k: s.handleIPInfoLookup},    // Core and Plus: an address
+	}}
+}
+
 // ipinfoCore is ipinfo's answer for one address. Absent values are left
 // out, as ipinfo leaves them out.
 type ipinfoCore struct {
@@ -424,6 +444,3 @@ func (s *Server) renderIPInfo(w *exchange, r *http.Request, err error) {
 	w.code = f.code
 	writeJSON(w, f.httpStatus(), ipinfoErrorOf(f, w.langOf(r)))
 }
-
-// isIPInfo reports whether a path is the ipinfo shape's.
-func isIPInfo(path string) bool { return strings.HasPrefix(path, "/ipinfo/") || path == "/ipinfo" }

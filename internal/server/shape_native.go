@@ -34,6 +34,20 @@ import (
 // encoding/json writes, without reflection or allocation, for the GET as
 // for the POST.
 
+// nativeShape is ipatlas's own answers, as the envelope, at every path
+// no other shape holds: the public API's routes (routes.go).
+func (s *api) nativeShape() shape {
+	return shape{name: "native", routes: s.routes(), render: s.renderAPI}
+}
+
+// textShape is one field of the metered query as plain text, its failures
+// a line of text too (renderText).
+func (s *api) textShape() shape {
+	return shape{name: "text", area: isLookupField, render: s.renderText, routes: []route{
+		{pattern: "GET /api/lookup/{ip}/{field}", cors: true, k: s.handleLookupField}, // one field of the metered query, as text
+	}}
+}
+
 // queryFields are the keys of the query body this server reads.
 var queryFields = []string{"ip", "lang", "fields"}
 
