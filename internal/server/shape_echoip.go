@@ -250,13 +250,9 @@ func (s *api) echoip(what echoipWhat) keyedHandler {
 			}
 			return s.echoipSelf(w, r, &q, what)
 		}
-		c, err := s.admit(w, r, cr, f)
-		if err != nil {
-			return err
-		}
 		it := echoipItem(q.ip, q.lang)
 		it.host = what == echoJSON
-		res, _, err := s.one(w, r, c, q.lang, it, func(_ int, it item) resolved {
+		res, _, err := s.one(w, r, cr, f, q.lang, it, func(_ int, it item) resolved {
 			switch {
 			case it.fail != nil:
 				return failed(it)

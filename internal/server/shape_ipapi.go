@@ -260,11 +260,7 @@ func (s *api) handleIPAPI(w *exchange, r *http.Request, cr credential) error {
 
 func (s *api) ipapiOne(w *exchange, r *http.Request, cr credential, query string) error {
 	q := ipapiParams(w, r)
-	c, err := s.admit(w, r, cr, nil)
-	if err != nil {
-		return err
-	}
-	res, _, err := s.one(w, r, c, q.lang, ipapiItem(query, q), s.ipapiResolver(r.Context(), r.Context(), []ipapiQuery{q}))
+	res, _, err := s.one(w, r, cr, nil, q.lang, ipapiItem(query, q), s.ipapiResolver(r.Context(), r.Context(), []ipapiQuery{q}))
 	if err != nil {
 		return err
 	}
@@ -377,10 +373,6 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request, cr credential) erro
 	if f == nil {
 		f = batchNoun{"the batch", "批量请求", "queries", "个查询", "个"}.check(len(raws), maxIPAPIBatch)
 	}
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
 	items := make([]item, len(raws))
 	qs := make([]ipapiQuery, len(raws))
 	for i, it := range raws {
@@ -396,7 +388,7 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request, cr credential) erro
 	}
 	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
 	defer cancel()
-	res, err := s.batch(w, r, c, items, s.ipapiResolver(r.Context(), dns, qs))
+	res, err := s.batch(w, r, cr, f, items, s.ipapiResolver(r.Context(), dns, qs))
 	if err != nil {
 		return err
 	}

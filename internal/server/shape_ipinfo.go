@@ -317,13 +317,9 @@ func (s *api) handleIPInfoField(w *exchange, r *http.Request, cr credential) err
 // ipinfoOne answers one item, charged as one location query.
 func (s *api) ipinfoOne(w *exchange, r *http.Request, cr credential, raw string) error {
 	q, f := ipinfoParams(w, r)
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
 	it, field := ipinfoItem(raw, q.lang, pathItem)
 	it.host = !it.isAS && (field == "" || field == "hostname")
-	res, _, err := s.one(w, r, c, q.lang, it, s.ipinfoResolver(r.Context(), r.Context(), &q, []string{field}, true))
+	res, _, err := s.one(w, r, cr, f, q.lang, it, s.ipinfoResolver(r.Context(), r.Context(), &q, []string{field}, true))
 	if err != nil {
 		return err
 	}
@@ -402,13 +398,9 @@ func (s *api) handleIPInfoBatch(w *exchange, r *http.Request, cr credential) err
 				strconv.Itoa(nHost)+" 个 hostname 项，单个批量请求上限为 "+strconv.Itoa(maxRequestLookups)+" 个（其余请分批查询）")
 		}
 	}
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
 	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
 	defer cancel()
-	res, err := s.batch(w, r, c, items, s.ipinfoResolver(r.Context(), dns, &q, fields, false))
+	res, err := s.batch(w, r, cr, f, items, s.ipinfoResolver(r.Context(), dns, &q, fields, false))
 	if err != nil {
 		return err
 	}

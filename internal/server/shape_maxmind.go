@@ -116,12 +116,8 @@ func (s *api) maxmindRequired(w *exchange, r *http.Request, cr credential) error
 // maxmindOne answers one address in a service's form, charged as one
 // location query.
 func (s *api) maxmindOne(w *exchange, r *http.Request, cr credential, p maxmindProduct, raw string) error {
-	c, err := s.admit(w, r, cr, nil)
-	if err != nil {
-		return err
-	}
 	lang := w.langOf(r)
-	res, meta, err := s.one(w, r, c, lang, pathItem(raw, lang), s.maxmindResolver(r.Context(), p))
+	res, meta, err := s.one(w, r, cr, nil, lang, pathItem(raw, lang), s.maxmindResolver(r.Context(), p))
 	if err != nil {
 		return err
 	}
