@@ -2,7 +2,7 @@ package client_test
 
 // These tests drive the client against small httptest handlers for what the
 // real server never does (a proxy's HTML 502, a missing IPVersion, an answer
-// over the wrong family, a dropped connection). client_server_test.go runs
+// over the wrong family, a dropped connection). internal/e2e runs
 // the client against the real server.
 
 import (

@@ -7,6 +7,7 @@ package account
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"time"
@@ -227,6 +228,43 @@ func Allow(r ChargeRequest, limit, used, credits int64) (n int64, deny Deny) {
 	default:
 		return n, DenyCredits
 	}
+}
+
+// ChargedKey is a key of a charge batch as the store read it under the
+// batch's lock, with what Decide needs of its account.
+type ChargedKey struct {
+	AccountID int64
+	Hash      []byte
+	Revoked   bool
+	Tier      Tier
+	Limit     int64 // Limit(Tier, the account's custom limit)
+}
+
+// Decide is the grant of one request of a charge batch, the decision every
+// store's charge makes in its transaction: the key (nil when no key has
+// r's ID) must be live with r's hash, else DenyKey; then Allow, against
+// the key's usage and its account's balance as the batch has left them.
+// The store adds Granted to the usage and takes Granted*Cost from the
+// balance, as the grant's Used and Credits say.
+func Decide(r ChargeRequest, k *ChargedKey, used, credits int64) Grant {
+	if k == nil {
+		keyAccepts(noHash[:], false, r.Hash) // the same work as a wrong hash
+		return Grant{KeyID: r.KeyID, Deny: DenyKey}
+	}
+	if !keyAccepts(k.Hash, k.Revoked, r.Hash) {
+		return Grant{KeyID: r.KeyID, Deny: DenyKey}
+	}
+	n, deny := Allow(r, k.Limit, used, credits)
+	return Grant{KeyID: r.KeyID, AccountID: k.AccountID, Tier: k.Tier, Limit: k.Limit,
+		Granted: n, Deny: deny, Used: used + n, Credits: credits - n*r.Cost}
+}
+
+// keyAccepts reports whether a key with the hash stored, revoked or not,
+// accepts a secret of hash: compared in constant time, and compared also
+// when the key is revoked, so that no refusal takes less work than
+// another.
+func keyAccepts(stored []byte, revoked bool, hash []byte) bool {
+	return subtle.ConstantTimeCompare(stored, hash) == 1 && !revoked
 }
 
 // Store keeps accounts, keys, usage counters and the ledger. Every method is

@@ -38,6 +38,41 @@ func TestAllow(t *testing.T) {
 	}
 }
 
+// TestDecide is the grant decision of every store's charge: a key that
+// is unknown, revoked or has another hash is DenyKey with nothing else
+// filled in; a live key gets Allow's answer, and Used and Credits after
+// the grant.
+func TestDecide(t *testing.T) {
+	hash := []byte("0123456789abcdef0123456789abcdef")
+	other := []byte("fedcba9876543210fedcba9876543210")
+	live := &account.ChargedKey{AccountID: 7, Hash: hash, Tier: account.Pro, Limit: 10}
+	revoked := &account.ChargedKey{AccountID: 7, Hash: hash, Revoked: true, Tier: account.Pro, Limit: 10}
+	r := account.ChargeRequest{KeyID: "k", Hash: hash, N: 5, Cost: 2}
+	for _, c := range []struct {
+		name string
+		r    account.ChargeRequest
+		k    *account.ChargedKey
+		want account.Grant
+	}{
+		{"unknown key", r, nil, account.Grant{KeyID: "k", Deny: account.DenyKey}},
+		{"revoked key", r, revoked, account.Grant{KeyID: "k", Deny: account.DenyKey}},
+		{"another hash", account.ChargeRequest{KeyID: "k", Hash: other, N: 5, Cost: 2}, live, account.Grant{KeyID: "k", Deny: account.DenyKey}},
+		{"no hash", account.ChargeRequest{KeyID: "k", N: 5, Cost: 2}, live, account.Grant{KeyID: "k", Deny: account.DenyKey}},
+		{"granted", r, live, account.Grant{KeyID: "k", AccountID: 7, Tier: account.Pro, Limit: 10, Granted: 5, Used: 9, Credits: 90}},
+	} {
+		if got := account.Decide(c.r, c.k, 4, 100); got != c.want {
+			t.Errorf("%s: Decide = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	// Part of it: the quota's rest, and what is left as it was.
+	if got := account.Decide(r, live, 8, 100); got.Granted != 2 || got.Deny != account.DenyQuota || got.Used != 10 || got.Credits != 96 {
+		t.Errorf("quota short: %+v", got)
+	}
+	if got := account.Decide(r, live, 0, 1); got.Granted != 0 || got.Deny != account.DenyCredits || got.Used != 0 || got.Credits != 1 {
+		t.Errorf("no credits: %+v", got)
+	}
+}
+
 func TestNewAccountNormalized(t *testing.T) {
 	at := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 	na, err := account.NewAccount{Name: "a", Tier: account.Pro, CustomLimit: 99, InitialCredits: 5, At: at}.Normalized()

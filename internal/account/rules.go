@@ -109,6 +109,41 @@ func (se Session) Stamped() Session {
 	return se
 }
 
+// Checked is a tier request as a store keeps it (CreateTierRequest):
+// pending, its tier a known one, its monthly limit the one the tier takes
+// (TierLimit), stamped now when it has no time.
+func (r TierRequest) Checked() (TierRequest, error) {
+	limit, err := TierLimit(r.Tier, r.MonthlyLimit)
+	if err != nil {
+		return TierRequest{}, err
+	}
+	r.MonthlyLimit, r.Status, r.CreatedAt = limit, RequestPending, OrNow(r.CreatedAt)
+	return r, nil
+}
+
+// CheckOwner refuses a request filed by an owner (OwnerID) of another
+// account than the one it is for: ownerAccount is the owner's account.
+func (r TierRequest) CheckOwner(ownerAccount int64) error {
+	if ownerAccount != r.AccountID {
+		return Invalidf("owner %d does not own account %d", r.OwnerID, r.AccountID)
+	}
+	return nil
+}
+
+// Decision is the status a decision gives a pending request.
+func Decision(approve bool) string {
+	if approve {
+		return RequestApproved
+	}
+	return RequestRefused
+}
+
+// NotPending is the failure to decide request id, which exists but was
+// decided already (ErrConflict): of two racing decisions, the loser's.
+func NotPending(id int64) error {
+	return fmt.Errorf("%w: request %d is no longer pending", ErrConflict, id)
+}
+
 // CheckStatusFilter checks the status a list of tier requests is filtered
 // by: one of the statuses, or "" for all.
 func CheckStatusFilter(status string) error {

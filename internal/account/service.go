@@ -246,7 +246,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Key, Account
 		return Key{}, Account{}, unavailable("authenticate", err)
 	}
 	c := v.(cachedKey)
-	if subtle.ConstantTimeCompare(c.key.Hash, hash) != 1 || c.key.Revoked() {
+	if !keyAccepts(c.key.Hash, c.key.Revoked(), hash) {
 		return Key{}, Account{}, ErrBadKey
 	}
 	if s.cache != nil {

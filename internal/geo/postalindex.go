@@ -6,10 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"unsafe"
@@ -28,52 +25,40 @@ import (
 // used) into memory read-only, outside the Go heap and its collector,
 // and copies a code only into the records it composes.
 //
-// Layout, little-endian:
+// Layout, in a sidecar's frame (sidecar.go), little-endian:
 //
-//	header (postalHeaderSize bytes)
-//	  magic "IPATPOST", version u16
-//	  the MMDB it belongs to, as in a zone index: ip_version u16,
-//	  node_count u32, build_epoch u64, file size u64, record_size u16
-//	  the postal data it was built from: its id (Index.ID), u64
-//	  codes u32, records u32, buckets u32
+//	frame: magic "IPATPOST", version 1, the MMDB it belongs to
+//	the postal data it was built from: its id (Index.ID), u64
+//	codes u32, records u32, buckets u32
 //	code offsets: codes u32, each code's offset in the code table
 //	code table: per code, its length (u8, not 0) and text, sorted
-//	bucket starts: buckets+1 u32, non-decreasing, the last = records
-//	low halves: records u16, increasing within each bucket
+//	the records' offsets, in buckets
 //	code ids: records u24
-//	CRC-32C of everything before it, u32
-//
-// A record's offset selects bucket off>>16, whose slice of the low
-// halves is searched for uint16(off), as in a zone index.
+//	frame: CRC-32C
 const (
-	postalMagic      = "IPATPOST"
-	postalVersion    = 1
-	postalHeaderSize = 8 + 2 + 2 + 4 + 8 + 8 + 2 + 8 + 4 + 4 + 4
+	postalHeaderSize = sidecarFrameSize + 8 + 4 + 4 + 4
 	maxPostalIndex   = 64 << 20
 	maxPostalCodes   = 1 << 24
 )
 
-const postalIndexSuffix = ".postal"
+var postalSidecar = sidecarFormat{what: "postal index", suffix: ".postal", magic: "IPATPOST", version: 1,
+	headerSize: postalHeaderSize, maxSize: maxPostalIndex, malformed: errPostalIndex}
 
 // PostalIndexFile returns the name of the postal index of the MMDB file
 // named mmdb (a base name or a path).
-func PostalIndexFile(mmdb string) string { return mmdb + postalIndexSuffix }
+func PostalIndexFile(mmdb string) string { return postalSidecar.file(mmdb) }
 
-func isPostalIndexFile(name string) bool {
-	return strings.HasSuffix(name, ".mmdb"+postalIndexSuffix) && !strings.HasPrefix(name, ".")
-}
+func isPostalIndexFile(name string) bool { return postalSidecar.isFile(name) }
 
 // postalIndex is a parsed, checked index; its slices are views of one
 // buffer, which nothing writes and which close releases.
 type postalIndex struct {
-	file   zoneFileID
-	data   uint64 // the postal data's id
-	offs   []byte // codes u32
-	table  []byte // the code table
-	starts []byte // (buckets+1) u32
-	lows   []byte // records u16
-	ids    []byte // records u24
-	mapping
+	data  uint64  // the postal data's id
+	offs  []byte  // codes u32
+	table []byte  // the code table
+	keys  buckets // the records' offsets
+	ids   []byte  // records u24
+	sidecar
 }
 
 // close releases the index's memory; the index must not be used after.
@@ -90,23 +75,7 @@ func (z *postalIndex) code(off uintptr) string {
 	if z == nil {
 		return ""
 	}
-	b := uint64(off) >> 16
-	if b >= uint64(len(z.starts)/4-1) {
-		return ""
-	}
-	lo := int(binary.LittleEndian.Uint32(z.starts[4*b:]))
-	hi := int(binary.LittleEndian.Uint32(z.starts[4*b+4:]))
-	want := uint16(off)
-	i, j := lo, hi
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		if binary.LittleEndian.Uint16(z.lows[2*m:]) < want {
-			i = m + 1
-		} else {
-			j = m
-		}
-	}
-	if i < hi && binary.LittleEndian.Uint16(z.lows[2*i:]) == want {
+	if i, ok := z.keys.find(uint64(off)); ok {
 		id := uint32(z.ids[3*i]) | uint32(z.ids[3*i+1])<<8 | uint32(z.ids[3*i+2])<<16
 		return z.codeText(id)
 	}
@@ -121,7 +90,7 @@ func (z *postalIndex) codeText(id uint32) string {
 	return unsafe.String(&z.table[off+1], n)
 }
 
-func (z *postalIndex) records() int { return len(z.lows) / 2 }
+func (z *postalIndex) records() int { return len(z.ids) / 3 }
 
 // codes is how many codes the index holds.
 func (z *postalIndex) codes() int { return len(z.offs) / 4 }
@@ -132,14 +101,15 @@ var errPostalIndex = errors.New("malformed postal index")
 // rely on holds afterwards, whatever b was. The index's strings point into
 // b, which must not change afterwards.
 func parsePostalIndex(b []byte) (*postalIndex, error) {
-	file, body, err := parseSidecarHeader(b, postalMagic, postalVersion, postalHeaderSize, errPostalIndex)
+	file, body, err := postalSidecar.parseFrame(b)
 	if err != nil {
 		return nil, err
 	}
 	le := binary.LittleEndian
-	z := &postalIndex{file: file}
-	z.data = le.Uint64(b[34:])
-	nCodes, nRecords, nBuckets := uint64(le.Uint32(b[42:])), uint64(le.Uint32(b[46:])), uint64(le.Uint32(b[50:]))
+	z := &postalIndex{sidecar: sidecar{file: file}}
+	h := b[sidecarFrameSize:]
+	z.data = le.Uint64(h)
+	nCodes, nRecords, nBuckets := uint64(le.Uint32(h[8:])), uint64(le.Uint32(h[12:])), uint64(le.Uint32(h[16:]))
 	if nCodes > maxPostalCodes || nBuckets > 1<<16 {
 		return nil, fmt.Errorf("%w: %d codes, %d buckets", errPostalIndex, nCodes, nBuckets)
 	}
@@ -148,12 +118,13 @@ func parsePostalIndex(b []byte) (*postalIndex, error) {
 		return nil, fmt.Errorf("%w: code offsets cut short", errPostalIndex)
 	}
 	z.offs, rest = rest[:4*nCodes], rest[4*nCodes:]
-	// The table runs from here to the bucket starts, whose size the
-	// record count gives.
-	if uint64(len(rest)) < 4*(nBuckets+1)+5*nRecords {
+	// The table runs from here to the records, whose size their count
+	// gives.
+	records := bucketsSize(nBuckets, nRecords) + 3*nRecords
+	if uint64(len(rest)) < records {
 		return nil, fmt.Errorf("%w: %d bytes after the code offsets, fewer than the records need", errPostalIndex, len(rest))
 	}
-	z.table, rest = rest[:uint64(len(rest))-4*(nBuckets+1)-5*nRecords], rest[uint64(len(rest))-4*(nBuckets+1)-5*nRecords:]
+	z.table, rest = rest[:uint64(len(rest))-records], rest[uint64(len(rest))-records:]
 	next := uint64(0)
 	for i := uint64(0); i < nCodes; i++ {
 		off := uint64(le.Uint32(z.offs[4*i:]))
@@ -165,29 +136,11 @@ func parsePostalIndex(b []byte) (*postalIndex, error) {
 	if next != uint64(len(z.table)) {
 		return nil, fmt.Errorf("%w: %d bytes of the code table hold no code", errPostalIndex, uint64(len(z.table))-next)
 	}
-	if uint64(len(rest)) != 4*(nBuckets+1)+5*nRecords {
-		return nil, fmt.Errorf("%w: %d bytes of records, want %d", errPostalIndex, len(rest), 4*(nBuckets+1)+5*nRecords)
+	keys := bucketsSize(nBuckets, nRecords)
+	if z.keys, err = parseBuckets(rest[:keys], nBuckets, nRecords, errPostalIndex); err != nil {
+		return nil, err
 	}
-	z.starts, rest = rest[:4*(nBuckets+1)], rest[4*(nBuckets+1):]
-	z.lows, z.ids = rest[:2*nRecords], rest[2*nRecords:]
-	prev := uint32(0)
-	for k := uint64(0); k <= nBuckets; k++ {
-		s := le.Uint32(z.starts[4*k:])
-		if s < prev || uint64(s) > nRecords {
-			return nil, fmt.Errorf("%w: bucket %d starts at %d", errPostalIndex, k, s)
-		}
-		if k > 0 {
-			for i := int(prev) + 1; i < int(s); i++ {
-				if le.Uint16(z.lows[2*i:]) <= le.Uint16(z.lows[2*(i-1):]) {
-					return nil, fmt.Errorf("%w: bucket %d is not sorted", errPostalIndex, k-1)
-				}
-			}
-		}
-		prev = s
-	}
-	if uint64(prev) != nRecords {
-		return nil, fmt.Errorf("%w: buckets end at %d of %d records", errPostalIndex, prev, nRecords)
-	}
+	z.ids = rest[keys:]
 	for i := uint64(0); i < nRecords; i++ {
 		if id := uint64(z.ids[3*i]) | uint64(z.ids[3*i+1])<<8 | uint64(z.ids[3*i+2])<<16; id >= nCodes {
 			return nil, fmt.Errorf("%w: record %d has code %d of %d", errPostalIndex, i, id, nCodes)
@@ -200,23 +153,7 @@ func parsePostalIndex(b []byte) (*postalIndex, error) {
 // as r: nil and no error when there is none, an error when there is one
 // that is malformed or belongs to another file. The caller closes it.
 func loadPostalIndex(path string, r *maxminddb.Reader) (*postalIndex, error) {
-	m, err := mapIndex(PostalIndexFile(path), maxPostalIndex, errPostalIndex)
-	if m == nil || err != nil {
-		return nil, err
-	}
-	z, err := parsePostalIndex(m.buf)
-	if err == nil {
-		var st os.FileInfo
-		if st, err = os.Stat(path); err == nil && z.file != fileID(r.Metadata, st.Size()) {
-			err = errors.New("the postal index belongs to another file (build time, nodes or size differ)")
-		}
-	}
-	if err != nil {
-		m.release()
-		return nil, err
-	}
-	z.mapping = *m
-	return z, nil
+	return loadSidecar(path, r, &postalSidecar, parsePostalIndex)
 }
 
 // PostalIndexStats describes a postal index as BuildPostalIndex made it.
@@ -332,33 +269,6 @@ func WritePostalIndex(ctx context.Context, path string, ix *postal.Index) (Posta
 	return st, nil
 }
 
-// writeSidecar replaces the file at name with b, through a temporary file
-// renamed into place.
-func writeSidecar(name string, b []byte) error {
-	dir, base := filepath.Split(name)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+"-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err2 := f.Close(); err == nil {
-		err = err2
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
-}
-
 // indexedCode is one record of a postal index.
 type indexedCode struct {
 	off  uintptr
@@ -367,10 +277,11 @@ type indexedCode struct {
 
 // encodePostalIndex lays out the index of the file id with the records
 // recs (each offset once, in any order) and says how many codes it holds.
-func encodePostalIndex(id zoneFileID, data uint64, recs []indexedCode) ([]byte, int, error) {
+func encodePostalIndex(id mmdbID, data uint64, recs []indexedCode) ([]byte, int, error) {
 	recs = slices.Clone(recs)
 	slices.SortFunc(recs, func(a, b indexedCode) int { return cmp.Compare(a.off, b.off) })
 	ids := map[string]int{}
+	keys := make([]uint64, len(recs))
 	for i, rec := range recs {
 		if rec.off > 1<<32-1 {
 			return nil, 0, fmt.Errorf("a record at offset %d is beyond what a postal index holds", rec.off)
@@ -382,6 +293,7 @@ func encodePostalIndex(id zoneFileID, data uint64, recs []indexedCode) ([]byte, 
 			return nil, 0, fmt.Errorf("postal code %q does not fit a postal index", rec.code)
 		}
 		ids[rec.code] = 0
+		keys[i] = uint64(rec.off)
 	}
 	codes := make([]string, 0, len(ids))
 	for c := range ids {
@@ -394,19 +306,10 @@ func encodePostalIndex(id zoneFileID, data uint64, recs []indexedCode) ([]byte, 
 	for i, c := range codes {
 		ids[c] = i
 	}
-	buckets := 0
-	if len(recs) > 0 {
-		buckets = int(recs[len(recs)-1].off>>16) + 1
-	}
+	buckets := bucketCount(keys)
 	le := binary.LittleEndian
-	b := make([]byte, 0, postalHeaderSize+12*len(codes)+4*(buckets+1)+5*len(recs)+4)
-	b = append(b, postalMagic...)
-	b = le.AppendUint16(b, postalVersion)
-	b = le.AppendUint16(b, id.ipVersion)
-	b = le.AppendUint32(b, id.nodeCount)
-	b = le.AppendUint64(b, id.buildEpoch)
-	b = le.AppendUint64(b, id.size)
-	b = le.AppendUint16(b, id.recordSize)
+	b := make([]byte, 0, postalHeaderSize+12*len(codes)+int(bucketsSize(uint64(buckets), uint64(len(recs))))+3*len(recs)+4)
+	b = postalSidecar.appendFrame(b, id)
 	b = le.AppendUint64(b, data)
 	b = le.AppendUint32(b, uint32(len(codes)))
 	b = le.AppendUint32(b, uint32(len(recs)))
@@ -420,19 +323,10 @@ func encodePostalIndex(id zoneFileID, data uint64, recs []indexedCode) ([]byte, 
 		b = append(b, byte(len(c)))
 		b = append(b, c...)
 	}
-	next := 0
-	for k := 0; k <= buckets; k++ {
-		for next < len(recs) && int(recs[next].off>>16) < k {
-			next++
-		}
-		b = le.AppendUint32(b, uint32(next))
-	}
-	for _, rec := range recs {
-		b = le.AppendUint16(b, uint16(rec.off))
-	}
+	b = appendBuckets(b, keys)
 	for _, rec := range recs {
 		id := ids[rec.code]
 		b = append(b, byte(id), byte(id>>8), byte(id>>16))
 	}
-	return le.AppendUint32(b, crc32.Checksum(b, castagnoli)), len(codes), nil
+	return sealSidecar(b), len(codes), nil
 }

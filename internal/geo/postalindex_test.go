@@ -19,7 +19,7 @@ import (
 )
 
 func TestPostalIndexRoundTrip(t *testing.T) {
-	id := zoneFileID{4, 10, 20, 30, 24}
+	id := mmdbID{4, 10, 20, 30, 24}
 	recs := []indexedCode{{200000, "94043"}, {5, "100000"}, {70000, "94043"}, {70001, "GX11 1AA"}}
 	b, codes, err := encodePostalIndex(id, 77, recs)
 	if err != nil {
@@ -54,7 +54,7 @@ func TestPostalIndexRoundTrip(t *testing.T) {
 
 // Damage anywhere is a malformed index, never a panic or a wrong code.
 func TestPostalIndexRejectsDamage(t *testing.T) {
-	b, _, err := encodePostalIndex(zoneFileID{4, 10, 20, 30, 24}, 1, []indexedCode{{5, "94043"}, {70000, "10115"}})
+	b, _, err := encodePostalIndex(mmdbID{4, 10, 20, 30, 24}, 1, []indexedCode{{5, "94043"}, {70000, "10115"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +73,13 @@ func TestPostalIndexRejectsDamage(t *testing.T) {
 }
 
 func FuzzPostalIndex(f *testing.F) {
-	b, _, err := encodePostalIndex(zoneFileID{4, 10, 20, 30, 24}, 9, []indexedCode{{5, "94043"}, {70000, "10115"}, {70001, "94043"}})
+	b, _, err := encodePostalIndex(mmdbID{4, 10, 20, 30, 24}, 9, []indexedCode{{5, "94043"}, {70000, "10115"}, {70001, "94043"}})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b)
 	f.Add(b[:len(b)-4])
-	empty, _, _ := encodePostalIndex(zoneFileID{}, 0, nil)
+	empty, _, _ := encodePostalIndex(mmdbID{}, 0, nil)
 	f.Add(empty)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, in := range [][]byte{b, binary.LittleEndian.AppendUint32(bytes.Clone(b), crc32.Checksum(b, castagnoli))} {

@@ -6,11 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 )
@@ -22,57 +19,31 @@ import (
 // process answers those zones without building the finders (13.6 MB of
 // heap, as much GC headroom, and 6.7 MB of the binary's pages read).
 //
-// Layout, little-endian:
+// Layout, in a sidecar's frame (sidecar.go), little-endian:
 //
-//	header (zoneHeaderSize bytes)
-//	  magic "IPATZONE", version u16
-//	  the MMDB it belongs to: ip_version u16, node_count u32,
-//	  build_epoch u64, file size u64, record_size u16
-//	  zones u16, records u32, buckets u32
+//	frame: magic "IPATZONE", version 1, the MMDB it belongs to
+//	zones u16, records u32, buckets u32
 //	zone table: per zone, its length (u8) and name
-//	bucket starts: buckets+1 u32, non-decreasing, the last = records
-//	low halves: records u16, increasing within each bucket
+//	the records' offsets (maxminddb's Result.Offset), in buckets
 //	zone ids: records u8
-//	CRC-32C of everything before it, u32
+//	frame: CRC-32C
 //
-// A record's offset (maxminddb's Result.Offset) selects bucket off>>16,
-// whose slice of the low halves is searched for uint16(off): three bytes a
-// record.
+// Three bytes a record.
 const (
-	zoneMagic      = "IPATZONE"
-	zoneVersion    = 1
-	zoneHeaderSize = 8 + 2 + 2 + 4 + 8 + 8 + 2 + 2 + 4 + 4
+	zoneHeaderSize = sidecarFrameSize + 2 + 4 + 4
 	// maxZoneIndexSize bounds what the engine reads: records are
 	// three bytes each, and no real file has millions of them.
 	maxZoneIndexSize = 64 << 20
 )
 
-// zoneIndexSuffix ends the name of a zone index; it is no MMDB name, so
-// that nothing that looks for data files takes it for one.
-const zoneIndexSuffix = ".zones"
+var zoneSidecar = sidecarFormat{what: "zone index", suffix: ".zones", magic: "IPATZONE", version: 1,
+	headerSize: zoneHeaderSize, maxSize: maxZoneIndexSize, malformed: errZoneIndex}
 
 // ZoneIndexFile returns the name of the zone index of the MMDB file named
 // mmdb (a base name or a path).
-func ZoneIndexFile(mmdb string) string { return mmdb + zoneIndexSuffix }
+func ZoneIndexFile(mmdb string) string { return zoneSidecar.file(mmdb) }
 
-func isZoneIndexFile(name string) bool {
-	return strings.HasSuffix(name, ".mmdb"+zoneIndexSuffix) && !strings.HasPrefix(name, ".")
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// zoneFileID is what identifies the MMDB file an index belongs to.
-type zoneFileID struct {
-	ipVersion  uint16
-	nodeCount  uint32
-	buildEpoch uint64
-	size       uint64
-	recordSize uint16
-}
-
-func fileID(md maxminddb.Metadata, size int64) zoneFileID {
-	return zoneFileID{uint16(md.IPVersion), uint32(md.NodeCount), uint64(md.BuildEpoch), uint64(size), uint16(md.RecordSize)}
-}
+func isZoneIndexFile(name string) bool { return zoneSidecar.isFile(name) }
 
 // zoneIndex is a parsed, checked index; its slices but zones are views
 // of one buffer, which nothing writes and which close releases. The
@@ -80,12 +51,10 @@ func fileID(md maxminddb.Metadata, size int64) zoneFileID {
 // collector's headroom is not sized by it; zones are copies, since the
 // records that name them outlive the index.
 type zoneIndex struct {
-	file   zoneFileID
-	zones  []string
-	starts []byte // (buckets+1) u32
-	lows   []byte // records u16
-	ids    []byte // records u8
-	mapping
+	zones []string
+	keys  buckets // the records' offsets
+	ids   []byte  // records u8
+	sidecar
 }
 
 // close releases the index's memory; the index must not be used after.
@@ -102,23 +71,7 @@ func (z *zoneIndex) zone(off uintptr) (zone string, ok bool) {
 	if z == nil {
 		return "", false
 	}
-	b := uint64(off) >> 16
-	if b >= uint64(len(z.starts)/4-1) {
-		return "", false
-	}
-	lo := int(binary.LittleEndian.Uint32(z.starts[4*b:]))
-	hi := int(binary.LittleEndian.Uint32(z.starts[4*b+4:]))
-	want := uint16(off)
-	i, j := lo, hi
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		if binary.LittleEndian.Uint16(z.lows[2*m:]) < want {
-			i = m + 1
-		} else {
-			j = m
-		}
-	}
-	if i < hi && binary.LittleEndian.Uint16(z.lows[2*i:]) == want {
+	if i, ok := z.keys.find(uint64(off)); ok {
 		return z.zones[z.ids[i]], true
 	}
 	return "", false
@@ -129,45 +82,17 @@ func (z *zoneIndex) records() int { return len(z.ids) }
 
 var errZoneIndex = errors.New("malformed zone index")
 
-// parseSidecarHeader checks the frame every index beside a city file
-// shares (the zone index, the postal index): its magic and version, the
-// checksum at its end over the rest, and the identity of the city file it
-// was built for, which it returns with the body (the bytes before the
-// checksum). A failure wraps malformed.
-func parseSidecarHeader(b []byte, magic string, version uint16, headerSize int, malformed error) (zoneFileID, []byte, error) {
-	if len(b) < headerSize+4 {
-		return zoneFileID{}, nil, fmt.Errorf("%w: %d bytes, shorter than its header", malformed, len(b))
-	}
-	if string(b[:8]) != magic {
-		return zoneFileID{}, nil, fmt.Errorf("%w: no magic", malformed)
-	}
-	le := binary.LittleEndian
-	if v := le.Uint16(b[8:]); v != version {
-		return zoneFileID{}, nil, fmt.Errorf("%w: version %d, want %d", malformed, v, version)
-	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, castagnoli) != le.Uint32(b[len(b)-4:]) {
-		return zoneFileID{}, nil, fmt.Errorf("%w: checksum mismatch", malformed)
-	}
-	return zoneFileID{
-		ipVersion:  le.Uint16(b[10:]),
-		nodeCount:  le.Uint32(b[12:]),
-		buildEpoch: le.Uint64(b[16:]),
-		size:       le.Uint64(b[24:]),
-		recordSize: le.Uint16(b[32:]),
-	}, body, nil
-}
-
 // parseZoneIndex reads and checks an index: every bound that lookups rely
 // on holds afterwards, whatever b was.
 func parseZoneIndex(b []byte) (*zoneIndex, error) {
-	file, body, err := parseSidecarHeader(b, zoneMagic, zoneVersion, zoneHeaderSize, errZoneIndex)
+	file, body, err := zoneSidecar.parseFrame(b)
 	if err != nil {
 		return nil, err
 	}
 	le := binary.LittleEndian
-	z := &zoneIndex{file: file}
-	nZones, nRecords, nBuckets := int(le.Uint16(b[34:])), uint64(le.Uint32(b[36:])), uint64(le.Uint32(b[40:]))
+	z := &zoneIndex{sidecar: sidecar{file: file}}
+	h := b[sidecarFrameSize:]
+	nZones, nRecords, nBuckets := int(le.Uint16(h)), uint64(le.Uint32(h[2:])), uint64(le.Uint32(h[6:]))
 	if nZones == 0 || nZones > 256 || nBuckets > 1<<16 {
 		return nil, fmt.Errorf("%w: %d zones, %d buckets", errZoneIndex, nZones, nBuckets)
 	}
@@ -181,30 +106,14 @@ func parseZoneIndex(b []byte) (*zoneIndex, error) {
 		z.zones[i] = string(rest[1 : 1+n])
 		rest = rest[1+n:]
 	}
-	if uint64(len(rest)) != 4*(nBuckets+1)+3*nRecords {
-		return nil, fmt.Errorf("%w: %d bytes of records, want %d", errZoneIndex, len(rest), 4*(nBuckets+1)+3*nRecords)
+	keys := bucketsSize(nBuckets, nRecords)
+	if uint64(len(rest)) != keys+nRecords {
+		return nil, fmt.Errorf("%w: %d bytes of records, want %d", errZoneIndex, len(rest), keys+nRecords)
 	}
-	z.starts, rest = rest[:4*(nBuckets+1)], rest[4*(nBuckets+1):]
-	z.lows, z.ids = rest[:2*nRecords], rest[2*nRecords:]
-	prev := uint32(0)
-	for k := uint64(0); k <= nBuckets; k++ {
-		s := le.Uint32(z.starts[4*k:])
-		if s < prev || uint64(s) > nRecords {
-			return nil, fmt.Errorf("%w: bucket %d starts at %d", errZoneIndex, k, s)
-		}
-		prev = s
-		if k > 0 {
-			lo := int(le.Uint32(z.starts[4*(k-1):]))
-			for i := lo + 1; i < int(s); i++ {
-				if le.Uint16(z.lows[2*i:]) <= le.Uint16(z.lows[2*(i-1):]) {
-					return nil, fmt.Errorf("%w: bucket %d is not sorted", errZoneIndex, k-1)
-				}
-			}
-		}
+	if z.keys, err = parseBuckets(rest[:keys], nBuckets, nRecords, errZoneIndex); err != nil {
+		return nil, err
 	}
-	if uint64(prev) != nRecords {
-		return nil, fmt.Errorf("%w: buckets end at %d of %d records", errZoneIndex, prev, nRecords)
-	}
+	z.ids = rest[keys:]
 	for i, id := range z.ids {
 		if int(id) >= nZones {
 			return nil, fmt.Errorf("%w: record %d has zone %d of %d", errZoneIndex, i, id, nZones)
@@ -217,23 +126,7 @@ func parseZoneIndex(b []byte) (*zoneIndex, error) {
 // nil and no error when there is none, an error when there is one that is
 // malformed or belongs to another file. The caller closes it.
 func loadZoneIndex(path string, r *maxminddb.Reader) (*zoneIndex, error) {
-	m, err := mapIndex(ZoneIndexFile(path), maxZoneIndexSize, errZoneIndex)
-	if m == nil || err != nil {
-		return nil, err
-	}
-	z, err := parseZoneIndex(m.buf)
-	if err == nil {
-		var st os.FileInfo
-		if st, err = os.Stat(path); err == nil && z.file != fileID(r.Metadata, st.Size()) {
-			err = errors.New("the zone index belongs to another file (build time, nodes or size differ)")
-		}
-	}
-	if err != nil {
-		m.release()
-		return nil, err
-	}
-	z.mapping = *m
-	return z, nil
+	return loadSidecar(path, r, &zoneSidecar, parseZoneIndex)
 }
 
 // ZoneIndexStats describes a zone index as BuildZoneIndex made it.
@@ -269,26 +162,7 @@ func WriteZoneIndex(ctx context.Context, path string) (ZoneIndexStats, error) {
 	if err != nil || b == nil {
 		return st, err
 	}
-	dir, name := filepath.Split(ZoneIndexFile(path))
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+name+"-*")
-	if err != nil {
-		return st, err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err2 := f.Close(); err == nil {
-		err = err2
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), ZoneIndexFile(path))
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := writeSidecar(ZoneIndexFile(path), b); err != nil {
 		return st, fmt.Errorf("geo: writing the zone index of %s: %w", path, err)
 	}
 	return st, nil
@@ -341,7 +215,7 @@ func BuildZoneIndex(ctx context.Context, path string) (b []byte, st ZoneIndexSta
 // false, and nothing visited, for a file whose kind takes no index. It
 // returns the identity of the file and how many records it visited. A
 // corrupt file is an error, never a panic or an endless walk.
-func walkRecords(ctx context.Context, path string, takes func(kind) bool, visit func(off uintptr, in cityInput) error) (id zoneFileID, records int, ok bool, err error) {
+func walkRecords(ctx context.Context, path string, takes func(kind) bool, visit func(off uintptr, in cityInput) error) (id mmdbID, records int, ok bool, err error) {
 	r, err := openReader(path)
 	if err != nil {
 		return id, 0, false, err
@@ -401,10 +275,11 @@ type indexedZone struct {
 
 // encodeZoneIndex lays out the index of the file id with the records
 // recs (each offset once, in any order) and says how many zones it names.
-func encodeZoneIndex(id zoneFileID, recs []indexedZone) ([]byte, int, error) {
+func encodeZoneIndex(id mmdbID, recs []indexedZone) ([]byte, int, error) {
 	recs = slices.Clone(recs)
 	slices.SortFunc(recs, func(a, b indexedZone) int { return cmp.Compare(a.off, b.off) })
 	ids := map[string]int{}
+	keys := make([]uint64, len(recs))
 	for i, rec := range recs {
 		if rec.off > 1<<32-1 {
 			return nil, 0, fmt.Errorf("a record at offset %d is beyond what a zone index holds", rec.off)
@@ -413,6 +288,7 @@ func encodeZoneIndex(id zoneFileID, recs []indexedZone) ([]byte, int, error) {
 			return nil, 0, fmt.Errorf("offset %d twice", rec.off)
 		}
 		ids[rec.zone] = 0
+		keys[i] = uint64(rec.off)
 	}
 	zones := make([]string, 0, len(ids)+1)
 	for z := range ids {
@@ -431,20 +307,11 @@ func encodeZoneIndex(id zoneFileID, recs []indexedZone) ([]byte, int, error) {
 		}
 		ids[z] = i
 	}
-	buckets := 0
-	if len(recs) > 0 {
-		buckets = int(recs[len(recs)-1].off>>16) + 1
-	}
+	buckets := bucketCount(keys)
 
 	le := binary.LittleEndian
-	b := make([]byte, 0, zoneHeaderSize+16*len(zones)+4*(buckets+1)+3*len(recs)+4)
-	b = append(b, zoneMagic...)
-	b = le.AppendUint16(b, zoneVersion)
-	b = le.AppendUint16(b, id.ipVersion)
-	b = le.AppendUint32(b, id.nodeCount)
-	b = le.AppendUint64(b, id.buildEpoch)
-	b = le.AppendUint64(b, id.size)
-	b = le.AppendUint16(b, id.recordSize)
+	b := make([]byte, 0, zoneHeaderSize+16*len(zones)+int(bucketsSize(uint64(buckets), uint64(len(recs))))+len(recs)+4)
+	b = zoneSidecar.appendFrame(b, id)
 	b = le.AppendUint16(b, uint16(len(zones)))
 	b = le.AppendUint32(b, uint32(len(recs)))
 	b = le.AppendUint32(b, uint32(buckets))
@@ -452,18 +319,9 @@ func encodeZoneIndex(id zoneFileID, recs []indexedZone) ([]byte, int, error) {
 		b = append(b, byte(len(z)))
 		b = append(b, z...)
 	}
-	next := 0
-	for k := 0; k <= buckets; k++ {
-		for next < len(recs) && int(recs[next].off>>16) < k {
-			next++
-		}
-		b = le.AppendUint32(b, uint32(next))
-	}
-	for _, rec := range recs {
-		b = le.AppendUint16(b, uint16(rec.off))
-	}
+	b = appendBuckets(b, keys)
 	for _, rec := range recs {
 		b = append(b, byte(ids[rec.zone]))
 	}
-	return le.AppendUint32(b, crc32.Checksum(b, castagnoli)), len(zones), nil
+	return sealSidecar(b), len(zones), nil
 }

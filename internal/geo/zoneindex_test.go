@@ -379,7 +379,7 @@ func TestZoneIndexRoundTrip(t *testing.T) {
 			want[off] = zones[rng.IntN(len(zones))]
 			recs = append(recs, indexedZone{off, want[off]})
 		}
-		b, _, err := encodeZoneIndex(zoneFileID{6, 1234, 5678, 91011, 28}, recs)
+		b, _, err := encodeZoneIndex(mmdbID{6, 1234, 5678, 91011, 28}, recs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,7 +387,7 @@ func TestZoneIndexRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d records: %v", n, err)
 		}
-		if z.file != (zoneFileID{6, 1234, 5678, 91011, 28}) || z.records() != n {
+		if z.file != (mmdbID{6, 1234, 5678, 91011, 28}) || z.records() != n {
 			t.Fatalf("%d records: read back %+v and %d records", n, z.file, z.records())
 		}
 		for off, w := range want {
@@ -415,7 +415,7 @@ func TestZoneIndexRoundTrip(t *testing.T) {
 // explored): it never panics, and what it accepts answers lookups within
 // its bounds.
 func FuzzZoneIndex(f *testing.F) {
-	b, _, err := encodeZoneIndex(zoneFileID{4, 10, 20, 30, 24}, []indexedZone{
+	b, _, err := encodeZoneIndex(mmdbID{4, 10, 20, 30, 24}, []indexedZone{
 		{5, "America/New_York"}, {70000, ""}, {70001, "Asia/Shanghai"}, {200000, "America/New_York"},
 	})
 	if err != nil {
@@ -424,7 +424,7 @@ func FuzzZoneIndex(f *testing.F) {
 	f.Add(b)
 	f.Add(b[:len(b)-4])
 	f.Add(b[:zoneHeaderSize])
-	empty, _, _ := encodeZoneIndex(zoneFileID{}, nil)
+	empty, _, _ := encodeZoneIndex(mmdbID{}, nil)
 	f.Add(empty)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, in := range [][]byte{b, binary.LittleEndian.AppendUint32(append([]byte(nil), b...), crc32.Checksum(b, castagnoli))} {

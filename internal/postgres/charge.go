@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"time"
@@ -31,7 +30,7 @@ var errConflict = errors.New("a counter changed under the charge's lock")
 //     snapshot is taken after the lock was granted, so it sees every
 //     charge committed before (in READ COMMITTED a locked read alone
 //     would refresh the locked rows but not the joined counters).
-//  3. The grants are decided in order, quota first then credits, and
+//  3. The grants are decided in order (account.Decide), and
 //     written as compare-and-set updates (WHERE credits = <read>, WHERE
 //     used = <read>) whose row counts are checked, with the CHECK
 //     constraints (credits >= 0) under them: PostgreSQL refuses any
@@ -101,11 +100,9 @@ func (s *Store) chargeTx(ctx context.Context, period string, at time.Time, reqs 
 	grants := make([]account.Grant, len(reqs))
 	var ledger ledgerRows
 	for i, r := range reqs {
-		g := account.Grant{KeyID: r.KeyID}
 		k := keys[r.KeyID]
-		if k == nil || k.revoked || subtle.ConstantTimeCompare(k.hash, r.Hash) != 1 {
-			g.Deny = account.DenyKey
-			grants[i] = g
+		if k == nil {
+			grants[i] = account.Decide(r, nil, 0, 0)
 			continue
 		}
 		a := accts[k.accountID]
@@ -113,17 +110,12 @@ func (s *Store) chargeTx(ctx context.Context, period string, at time.Time, reqs 
 			// The key appeared after the accounts were locked.
 			return nil, errConflict
 		}
-		g.AccountID, g.Tier = k.accountID, a.tier
-		g.Limit = account.Limit(a.tier, a.custom)
-
-		n, deny := account.Allow(r, g.Limit, k.used, a.credits)
-		g.Deny = deny
-		if n > 0 {
-			k.used += n
-			a.credits -= n * r.Cost
-			ledger.add(k.accountID, -n*r.Cost, a.credits, r.KeyID, n, r.Cost)
+		g := account.Decide(r, &account.ChargedKey{AccountID: k.accountID, Hash: k.hash, Revoked: k.revoked,
+			Tier: a.tier, Limit: account.Limit(a.tier, a.custom)}, k.used, a.credits)
+		if g.Granted > 0 {
+			k.used, a.credits = g.Used, g.Credits
+			ledger.add(k.accountID, -g.Granted*r.Cost, a.credits, r.KeyID, g.Granted, r.Cost)
 		}
-		g.Granted, g.Used, g.Credits = n, k.used, a.credits
 		grants[i] = g
 	}
 

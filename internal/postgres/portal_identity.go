@@ -331,11 +331,10 @@ func scanRequest(row pgx.Row) (account.TierRequest, error) {
 // requests makes a second one ErrConflict: of two racing inserts, the
 // second waits for the first to commit and then violates it.
 func (s *Store) CreateTierRequest(ctx context.Context, r account.TierRequest) (account.TierRequest, error) {
-	limit, err := account.TierLimit(r.Tier, r.MonthlyLimit)
+	r, err := r.Checked()
 	if err != nil {
 		return account.TierRequest{}, err
 	}
-	created := account.OrNow(r.CreatedAt)
 	var out account.TierRequest
 	err = s.inTx(ctx, "create tier request", func(ctx context.Context, tx pgx.Tx) error {
 		if err := accountExists(ctx, tx, r.AccountID); err != nil {
@@ -346,15 +345,15 @@ func (s *Store) CreateTierRequest(ctx context.Context, r account.TierRequest) (a
 			if err := tx.QueryRow(ctx, "SELECT account_id FROM owners WHERE id = $1", r.OwnerID).Scan(&acct); err != nil {
 				return err
 			}
-			if acct != r.AccountID {
-				return account.Invalidf("owner %d does not own account %d", r.OwnerID, r.AccountID)
+			if err := r.CheckOwner(acct); err != nil {
+				return err
 			}
 		}
 		var err error
 		out, err = scanRequest(tx.QueryRow(ctx,
 			`INSERT INTO tier_requests (account_id, owner_id, tier, monthly_limit, note, status, created_at)
-			 VALUES ($1, $2, $3, $4, $5, 'pending', $6) RETURNING `+requestCols,
-			r.AccountID, nullID(r.OwnerID), string(r.Tier), limit, r.Note, created))
+			 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+requestCols,
+			r.AccountID, nullID(r.OwnerID), string(r.Tier), r.MonthlyLimit, r.Note, r.Status, r.CreatedAt))
 		return conflict("the account already has a pending request", err)
 	})
 	if err != nil {
@@ -403,11 +402,7 @@ func (s *Store) TierRequests(ctx context.Context, accountID int64, status string
 // racing decisions one wins and the other is ErrConflict) and, when
 // approved, the account takes its tier and limit.
 func (s *Store) DecideTierRequest(ctx context.Context, id int64, approve bool, at time.Time) (account.TierRequest, account.Account, error) {
-	status := account.RequestRefused
-	if approve {
-		status = account.RequestApproved
-	}
-	at = account.OrNow(at)
+	status, at := account.Decision(approve), account.OrNow(at)
 	var r account.TierRequest
 	var a account.Account
 	err := s.inTx(ctx, "decide tier request", func(ctx context.Context, tx pgx.Tx) error {
@@ -420,7 +415,7 @@ func (s *Store) DecideTierRequest(ctx context.Context, id int64, approve bool, a
 			if err := tx.QueryRow(ctx, "SELECT 1 FROM tier_requests WHERE id = $1", id).Scan(&one); err != nil {
 				return err
 			}
-			return fmt.Errorf("%w: request %d is no longer pending", account.ErrConflict, id)
+			return account.NotPending(id)
 		}
 		if err != nil {
 			return err

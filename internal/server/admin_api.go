@@ -29,7 +29,7 @@ type admin struct {
 }
 
 // KeyList and Ledger are the admin API's collection bodies (SummaryList,
-// the accounts, is in console.go).
+// the accounts, is in admin_console.go).
 // Collections are objects, not bare arrays, so that fields (paging) can be
 // added later without breaking clients.
 type (

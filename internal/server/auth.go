@@ -58,19 +58,15 @@ func (c *keyed) meta() ipatlas.Meta {
 	return ipatlas.Meta{IsLoggedIn: true, IsAPIRequest: true, CurrentCredits: c.acct.Credits}
 }
 
-// authScheme is how a keyed route's caller names its key.
-type authScheme uint8
-
-const (
-	// authKey: a bearer key, a key sent with HTTP Basic, or a key in the
-	// URL's query (requestKey).
-	authKey authScheme = iota
-	// authMaxMind: HTTP Basic as MaxMind's clients send it, the account
-	// ID as the user name and the licence key as the password: the key
-	// is the licence key, and the ID must be its account's
-	// (maxmindCredentials).
-	authMaxMind
-)
+// keyScheme reads the key that a request to a keyed route names, in its
+// shape's way (shape.key): ipatlas's is requestKey. It returns the key and
+// the account the request names beside it, if any (0: none), which must
+// then be the key's account. Its error is a *failure that refuses the
+// request at once, or one that wraps errNoKey: the request names no key
+// that can be looked up, which the handler answers after the request's
+// own checks (admit), and which a shape's renderer may tell apart by what
+// else it wraps (failure.why).
+type keyScheme func(w *exchange, r *http.Request) (key string, accountID int64, err error)
 
 // authenticate looks up the API key of a request to a route that takes
 // one, once per request (cached, compared in constant time, by
@@ -84,7 +80,7 @@ const (
 //     server recently still passes, so that a guesser sharing a
 //     customer's address cannot lock the customer out);
 //   - an accepted key spends a token of its bucket (Config.KeyRate).
-func (s *Server) authenticate(w *exchange, r *http.Request, scheme authScheme) (credential, error) {
+func (s *Server) authenticate(w *exchange, r *http.Request, scheme keyScheme) (credential, error) {
 	if len(r.Header["Authorization"]) > 1 {
 		// Which one would count is a guess that a proxy in front may make
 		// differently (like duplicate JSON keys): refuse both.
@@ -95,22 +91,12 @@ func (s *Server) authenticate(w *exchange, r *http.Request, scheme authScheme) (
 		}
 		return credential{}, apiFail(ipatlas.CodeInvalidAPIKey, detail)
 	}
-	var (
-		token   string
-		ok      bool
-		err     error
-		claimed int64 // MaxMind's account ID, which must be the key's account's
-	)
-	if scheme == authMaxMind {
-		if token, claimed, err = maxmindCredentials(r); err != nil {
-			return credential{err: err}, nil
-		}
-		ok = true
-	} else if token, ok, err = requestKey(w, r); err != nil {
+	token, claimed, err := scheme(w, r)
+	switch {
+	case errors.Is(err, errNoKey):
+		return credential{err: err}, nil
+	case err != nil:
 		return credential{}, err
-	}
-	if !ok {
-		return credential{err: errNoKey}, nil
 	}
 	if s.deps.Accounts == nil {
 		return credential{err: account.ErrUnavailable}, nil
@@ -131,10 +117,9 @@ func (s *Server) authenticate(w *exchange, r *http.Request, scheme authScheme) (
 	}
 
 	k, acct, err := s.deps.Accounts.Authenticate(r.Context(), token)
-	if scheme == authMaxMind && (err == nil && acct.ID != claimed || errors.Is(err, account.ErrBadKey)) {
-		// A key with another account's ID is refused as a wrong key, as
-		// MaxMind refuses a licence key with another account's ID.
-		err = &maxmindAuthError{code: maxmindAuthInvalid, err: account.ErrBadKey}
+	if err == nil && claimed != 0 && acct.ID != claimed {
+		// A key named with another account's ID is a wrong key.
+		err = account.ErrBadKey
 	}
 	if err != nil {
 		if errors.Is(err, account.ErrBadKey) && byAddr {
@@ -179,9 +164,7 @@ func (s *Server) keyError(w *exchange, r *http.Request, err error) error {
 	if errors.Is(err, errNoKey) || errors.Is(err, account.ErrBadKey) {
 		w.Header()["Www-Authenticate"] = hdrBearer
 		f := apiFail(ipatlas.CodeInvalidAPIKey, "")
-		if me, ok := errors.AsType[*maxmindAuthError](err); ok {
-			f.sub = me.code
-		}
+		f.why = err
 		return f
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelWarn, "authenticating", errAttr(err))
@@ -226,9 +209,9 @@ func basicKey(r *http.Request) (string, bool) {
 // cannot set a header: "key" (ip-api's name) and "token" (ipinfo's).
 var keyParams = [...]string{"key", "token"}
 
-// requestKey finds the key of a request to a route that takes one: the
-// bearer key of the Authorization header (or a key sent with Basic
-// authentication), or a key in the URL's query ("?key=" or "?token=").
+// requestKey is ipatlas's keyScheme: the bearer key of the Authorization
+// header (or a key sent with Basic authentication), or a key in the URL's
+// query ("?key=" or "?token=").
 // One request names one key: the same key given in several places is
 // accepted, different ones are refused (which one counts would be a guess
 // that a proxy in front may make differently).
@@ -239,13 +222,13 @@ var keyParams = [...]string{"key", "token"}
 // it (echo) and no redirect carries it (the router serves an unclean path
 // without redirecting); the answer is no-store, so that no cache keeps it
 // either.
-func requestKey(w *exchange, r *http.Request) (token string, ok bool, err error) {
-	token, ok = bearer(r)
+func requestKey(w *exchange, r *http.Request) (token string, _ int64, err error) {
+	token, ok := bearer(r)
 	if !ok {
 		token, ok = basicKey(r)
 	}
 	if r.URL.RawQuery == "" || !strings.Contains(r.URL.RawQuery, "key=") && !strings.Contains(r.URL.RawQuery, "token=") {
-		return token, ok, nil // the common case costs no parsing
+		return keyFound(token, ok) // the common case costs no parsing
 	}
 	// ParseQuery keeps the pairs it could read: a malformed pair
 	// elsewhere in the query does not hide a well-formed key.
@@ -266,7 +249,7 @@ func requestKey(w *exchange, r *http.Request) (token string, ok bool, err error)
 				if w.langOf(r) == ipatlas.Chinese {
 					detail = "只能发送一个 API 密钥：此请求（请求头或 URL 中）含有两个不同的密钥"
 				}
-				return "", false, apiFail(ipatlas.CodeInvalidAPIKey, detail)
+				return "", 0, apiFail(ipatlas.CodeInvalidAPIKey, detail)
 			default:
 				inURL = true
 			}
@@ -275,7 +258,15 @@ func requestKey(w *exchange, r *http.Request) (token string, ok bool, err error)
 	if inURL {
 		w.Header()["Cache-Control"] = hdrNoStore
 	}
-	return token, ok, nil
+	return keyFound(token, ok)
+}
+
+// keyFound is requestKey's answer: the key, or errNoKey.
+func keyFound(token string, ok bool) (string, int64, error) {
+	if !ok {
+		return "", 0, errNoKey
+	}
+	return token, 0, nil
 }
 
 // echo is a value of the request as an error text may repeat it: cut to

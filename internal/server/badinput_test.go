@@ -249,7 +249,7 @@ func TestBadInput(t *testing.T) {
 		{name: "revoked key", body: private, auth: bearer(revoked.Secret), status: unauth, code: keyErr, anon: true},
 		{name: "rotated key's old secret", body: private, auth: bearer(rotated.Secret), status: unauth, code: keyErr, anon: true},
 		// Decided: a key in the URL is accepted, for tools that cannot set
-		// a header (keyparam.go); in the body it is not.
+		// a header (auth.go's requestKey); in the body it is not.
 		{name: "key in the query string", path: "/api/ip-query?key=" + k.Secret, body: private, auth: []string{noAuth}, status: bad, code: prv},
 		{name: "token in the query string", path: "/api/ip-query?token=" + k.Secret, body: private, auth: []string{noAuth}, status: bad, code: prv},
 		{name: "two keys, header and query", path: "/api/ip-query?key=" + k.Secret, body: private, auth: bearer(rotated.Secret), status: unauth, code: keyErr, anon: true},

@@ -16,9 +16,9 @@ import (
 //   - renderAPI, the public API's envelope ({success, error, code, meta},
 //     ipatlas.Envelope), for the location query, Get my IP and the page's
 //     endpoints;
-//   - renderText, one line of text, for GET /api/lookup/{ip}/{field};
-//   - renderIPInfo and renderIPAPI, the bodies of those services' shapes
-//     (shape_ipinfo.go, shape_ipapi.go);
+//   - each shape's own (shape_*.go): renderText, one line of text, for
+//     GET /api/lookup/{ip}/{field}, and the error bodies of the shapes of
+//     other services;
 //   - renderCoded, the {code, error} body of the owners' portal and the
 //     operators' admin API (AdminError), whose codes are Code below.
 //
@@ -44,13 +44,11 @@ type failure struct {
 	status int          // the HTTP status when it is not the code's (421 of /ipv4 over IPv6)
 	text   string       // a plain-text endpoint's own body, whole ("error: …\n")
 	allow  []string     // 405: the methods the path takes, for Allow
-	// sub is a shape's own code where code is coarser than the shape's
-	// errors (MaxMind's ACCOUNT_ID_REQUIRED and LICENSE_KEY_REQUIRED
-	// under InvalidAPIKey); the other renderers ignore it.
-	sub string
-	// spent says a RateLimitExceeded is the monthly quota used up, not a
-	// burst limit that lifts in seconds.
-	spent bool
+	// why is the cause under code, for a renderer whose format tells
+	// apart what code does not (errQuotaSpent under RateLimitExceeded, a
+	// key scheme's own refusal under InvalidAPIKey); nil when code says
+	// all there is.
+	why error
 }
 
 func (e *failure) Error() string {

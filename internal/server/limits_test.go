@@ -627,12 +627,12 @@ func BenchmarkGuardKeyed(b *testing.B) {
 	_, k := e.customer(b, account.Pro, 0, 10)
 	r, _ := benchRequest("POST", "/api/ip-query", k.Secret)
 	x := &exchange{ResponseWriter: httptest.NewRecorder(), client: netip.MustParseAddr("203.0.113.7")}
-	if cr, err := e.srv.authenticate(x, r, authKey); err != nil || cr.c == nil {
+	if cr, err := e.srv.authenticate(x, r, requestKey); err != nil || cr.c == nil {
 		b.Fatal("refused", err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.srv.authenticate(x, r, authKey); err != nil {
+		if _, err := e.srv.authenticate(x, r, requestKey); err != nil {
 			b.Fatal("refused", err)
 		}
 	}

@@ -119,7 +119,7 @@ func TestPanicBecomes500(t *testing.T) {
 
 	// http.ErrAbortHandler still aborts (net/http relies on the panic).
 	rt := newRouter(srv)
-	rt.mount([]route{{pattern: "GET /", h: func(*exchange, *http.Request) error { panic(http.ErrAbortHandler) }}}, srv.renderAPI)
+	rt.mount(routeTable{routes: []route{{pattern: "GET /", h: func(*exchange, *http.Request) error { panic(http.ErrAbortHandler) }}}, render: srv.renderAPI})
 	rt.finish(area{match: anyPath, render: srv.renderAPI})
 	h := srv.instrument(rt, false)
 	func() {

@@ -20,12 +20,13 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// The metered query, written once. Every answer format (a shape: the
-// native JSON and text, ipinfo's, ip-api's) reads its own parameters, then
-// runs its items through this pipeline, then writes what it got back:
+// The metered query, written once. Every answer format (a shape,
+// shape.go) reads its own parameters and parses its items, then runs them
+// through this pipeline (one, batch), then writes what it got back:
 //
 //  1. admit: the router has accepted the key (auth.go) and the shape has
-//     read its parameters and body, all before anything is looked up;
+//     read its parameters and body, all before anything is looked up: the
+//     request's own refusal comes first, then the key's (auth.go's admit);
 //  2. parse: each item is an address or an AS (item), checked for free;
 //  3. bound: a batch looks nothing up past what the caller can pay, and
 //     refuses a caller who can pay for nothing before any lookup (so does
@@ -157,11 +158,15 @@ type resolver func(i int, it item) resolved
 // failed is the resolution of an item that failed its checks.
 func failed(it item) resolved { return resolved{fail: it.fail} }
 
-// one is the metered query of a single item. It returns the answer and
-// the meta to send with it; a failure is the error to render, free.
-func (s *api) one(w *exchange, r *http.Request, c *keyed, lang ipatlas.Lang, it item, resolve resolver) (resolved, ipatlas.Meta, error) {
+// one is the metered query of a single item, for the caller cr unless the
+// request's own checks refused it (f). It returns the answer and the meta
+// to send with it; a failure is the error to render, free.
+func (s *api) one(w *exchange, r *http.Request, cr credential, f *failure, lang ipatlas.Lang, it item, resolve resolver) (resolved, ipatlas.Meta, error) {
+	c, err := s.admit(w, r, cr, f)
+	if err != nil {
+		return resolved{}, ipatlas.Meta{}, err
+	}
 	ctx := r.Context()
-	w.metered = true
 	meta := c.meta()
 	head := r.Method == http.MethodHead
 	asks := 0 // the most lookups the item may ask of the resolver
@@ -288,7 +293,7 @@ func (s *api) refusal(w *exchange, deny account.Deny, st standing) *failure {
 	}
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(s.secondsUntil(st.reset), 10)}
 	return &failure{code: ipatlas.CodeRateLimitExceeded, en: quotaSpent(ipatlas.English, st.limit, st.reset),
-		zh: quotaSpent(ipatlas.Chinese, st.limit, st.reset), meta: meta, spent: true}
+		zh: quotaSpent(ipatlas.Chinese, st.limit, st.reset), meta: meta, why: errQuotaSpent}
 }
 
 // uncharged is a metered request's failure before its charge, with the
@@ -318,10 +323,15 @@ type batchResult struct {
 // lookup: 429 with Retry-After, or 402. Otherwise the answer has one
 // result per item: the distinct items past what the caller could pay are
 // refused with RateLimitExceeded or InsufficientCredits (and not looked
-// up), the first ones in order being answered.
-func (s *api) batch(w *exchange, r *http.Request, c *keyed, items []item, resolve resolver) (batchResult, error) {
+// up), the first ones in order being answered. As for one, cr is the
+// caller and f the request's own refusal.
+func (s *api) batch(w *exchange, r *http.Request, cr credential, f *failure, items []item, resolve resolver) (batchResult, error) {
+	c, err := s.admit(w, r, cr, f)
+	if err != nil {
+		return batchResult{}, err
+	}
 	ctx := r.Context()
-	w.metered, w.counted = true, true
+	w.counted = true
 	res := batchResult{items: make([]resolved, len(items)), meta: c.meta()}
 
 	seen := make(map[itemKey]bool, len(items))
@@ -411,7 +421,7 @@ func (s *api) batch(w *exchange, r *http.Request, c *keyed, items []item, resolv
 		code := deniedCode(out, k)
 		f := &failure{code: code}
 		if code == ipatlas.CodeRateLimitExceeded {
-			f.spent = true
+			f.why = errQuotaSpent
 			f.en, f.zh = quotaSpent(ipatlas.English, out.Limit, out.Reset), quotaSpent(ipatlas.Chinese, out.Limit, out.Reset)
 		}
 		return f
@@ -635,6 +645,10 @@ func unknownASDetail(n uint32, lang ipatlas.Lang) string {
 	}
 	return "the ASN data has no " + ipatlas.FormatAS(n)
 }
+
+// errQuotaSpent is the cause of a RateLimitExceeded that is the monthly
+// quota used up, not a burst limit that lifts in seconds.
+var errQuotaSpent = errors.New("the monthly quota is used up")
 
 // quotaSpent is the detail of a 429 for a spent monthly quota. It keeps
 // the code of the burst limit's 429 but says which limit it is and when it

@@ -30,17 +30,15 @@ func serveHTTP(h http.Handler) handler {
 	}
 }
 
-// route is one line of a route table (routes.go). A route has h, or k
-// when it takes a key.
+// route is one line of a route table (routes.go, and each shape's). A
+// route has h, or k when it takes a key, which its caller names as its
+// table says (keyScheme).
 type route struct {
 	pattern string     // a ServeMux pattern
 	limit   limitClass // the abuse limit of a route that takes no key (limits.go)
 	cors    bool       // answers CORS preflights (security.go)
 	h       handler
 	k       keyedHandler
-	// auth is how a keyed route's caller names its key: ipatlas's ways
-	// (authKey), or MaxMind's account ID and licence key (authMaxMind).
-	auth authScheme
 }
 
 // area is a part of a listener's paths: its renderer answers the failures
@@ -62,7 +60,7 @@ type endpoint struct {
 	limit  limitClass
 	h      handler
 	k      keyedHandler
-	auth   authScheme
+	key    keyScheme // how a keyed route's caller names its key
 	// wild are the pattern's wildcards, for the request's path values.
 	wild []wildcard
 }
@@ -131,10 +129,14 @@ func wildcards(path string) []wildcard {
 	return out
 }
 
-// mount registers a surface's routes, whose errors render answers.
-func (rt *router) mount(routes []route, render renderer) {
-	for _, rr := range routes {
-		e := &endpoint{render: render, limit: rr.limit, h: rr.h, k: rr.k, auth: rr.auth}
+// mount registers a table's routes, whose errors render answers and whose
+// keyed routes' callers name their key as key says (nil: requestKey).
+func (rt *router) mount(t routeTable) {
+	if t.key == nil {
+		t.key = requestKey
+	}
+	for _, rr := range t.routes {
+		e := &endpoint{render: t.render, limit: rr.limit, h: rr.h, k: rr.k, key: t.key}
 		method, path, ok := strings.Cut(rr.pattern, " ")
 		rt.handle(rr.pattern, e)
 		if !ok {
@@ -165,7 +167,7 @@ func (rt *router) run(e *endpoint, w *exchange, r *http.Request) {
 	switch {
 	case e.k != nil:
 		var cr credential
-		if cr, err = rt.srv.authenticate(w, r, e.auth); err == nil {
+		if cr, err = rt.srv.authenticate(w, r, e.key); err == nil {
 			err = e.k(w, r, cr)
 		}
 	default:

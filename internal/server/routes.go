@@ -14,15 +14,17 @@ import (
 // routeQuery is the metered location query.
 const routeQuery = "POST /api/ip-query"
 
-// The whole surface, one table per audience. A route with k takes an API
-// key: the router accepts it before anything else (auth.go) and hands the
-// caller to k; the others name their limit (limits.go): byAddress routes
-// share the free endpoints' per-address bucket. cors routes answer CORS
-// preflights. A "GET" pattern also answers HEAD; a pattern without a
-// method answers every method.
+// The whole surface, one table per audience: the public API's (its own,
+// and each shape's, listed by shapes below), the portal's and the admin
+// listener's. A route with k takes an API key: the router accepts it
+// before anything else (auth.go) and hands the caller to k; the others
+// name their limit (limits.go): byAddress routes share the free
+// endpoints' per-address bucket. cors routes answer CORS preflights. A
+// "GET" pattern also answers HEAD; a pattern without a method answers
+// every method.
 
-// routes is the public API: the location query, the AS query, Get my IP
-// and the web page.
+// routes are the public API's own: the location query, the AS query, Get
+// my IP and the web page (the native shape's, shape_native.go).
 func (s *api) routes() []route {
 	return []route{
 		{pattern: routeQuery, cors: true, k: s.handleQuery},                                 // metered location query (Bearer key)
@@ -39,99 +41,6 @@ func (s *api) routes() []route {
 		{pattern: "GET /api/lookup/{ip}", cors: true, k: s.handleLookup},                    // the metered query as a GET (?lang=&fields=)
 		{pattern: "GET /openapi.yaml", h: serveDoc(publicDoc)},                              // this API's OpenAPI 3 document
 	}
-}
-
-// textRoutes are the public API's plain-text routes: their failures are
-// a line of text (renderText).
-func (s *api) textRoutes() []route {
-	return []route{
-		{pattern: "GET /api/lookup/{ip}/{field}", cors: true, k: s.handleLookupField}, // one field of the metered query, as text
-	}
-}
-
-// ipinfoRoutes are the ipinfo shape (shape_ipinfo.go): ipinfo's paths under
-// /ipinfo/, its answers and its error body (renderIPInfo). "GET
-// /ipinfo/json" and "POST /ipinfo/batch" are fixed paths beside the
-// wildcard; the router gives them their own 405s.
-func (s *api) ipinfoRoutes() []route {
-	return []route{
-		{pattern: "GET /ipinfo", cors: true, k: s.handleIPInfoSelf},                 // the caller's own address
-		{pattern: "GET /ipinfo/{$}", cors: true, k: s.handleIPInfoSelf},             // the same
-		{pattern: "GET /ipinfo/json", cors: true, k: s.handleIPInfoSelf},            // the same
-		{pattern: "GET /ipinfo/{what}", cors: true, k: s.handleIPInfo},              // an address, or an AS ("AS15169")
-		{pattern: "GET /ipinfo/{what}/{field}", cors: true, k: s.handleIPInfoField}, // one field of an address ("8.8.8.8/city"), or "json"
-		{pattern: "POST /ipinfo/batch", cors: true, k: s.handleIPInfoBatch},         // up to 1,000 items, metered per item
-		// ipinfo's current API (shape_ipinfo_v2.go): Lite, and Core and Plus.
-		{pattern: "GET /ipinfo/lite/me", cors: true, k: s.handleIPInfoLiteSelf},      // Lite: the caller's own address
-		{pattern: "GET /ipinfo/lite/{ip}", cors: true, k: s.handleIPInfoLite},        // Lite: an address's country and AS
-		{pattern: "GET /ipinfo/lookup/{$}", cors: true, k: s.handleIPInfoLookupSelf}, // Core and Plus: the caller's own address
-		{pattern: "GET /ipinfo/lookup/me", cors: true, k: s.handleIPInfoLookupSelf},  // the same
-		{pattern: "GET /ipinfo/lookup/{ip}", cors: true, k: s.handleIPInfoLookup},    // Core and Plus: an address
-	}
-}
-
-// maxmindRoutes are the MaxMind shape (shape_maxmind.go): MaxMind's
-// GeoIP2 web services under /geoip/v2.1/, with MaxMind's authentication
-// (authMaxMind) and error body (renderMaxMind).
-func (s *api) maxmindRoutes() []route {
-	var out []route
-	for _, sv := range []struct {
-		name string
-		p    maxmindProduct
-	}{{"country", maxmindCountryService}, {"city", maxmindCityService}, {"insights", maxmindInsightsService}} {
-		prefix := "GET " + maxmindPrefix + sv.name + "/"
-		out = append(out,
-			route{pattern: prefix + "{$}", auth: authMaxMind, k: s.maxmindRequired},  // no address: IP_ADDRESS_REQUIRED
-			route{pattern: prefix + "me", auth: authMaxMind, k: s.maxmindSelf(sv.p)}, // the caller's own address
-			route{pattern: prefix + "{ip}", auth: authMaxMind, k: s.maxmind(sv.p)})   // an address
-	}
-	return out
-}
-
-// ipapiRoutes are the ip-api shape (ipapi.go): ip-api's paths under
-// /ip-api/, its answers and its failure body (renderIPAPI).
-func (s *api) ipapiRoutes() []route {
-	return []route{
-		{pattern: "GET /ip-api/json", cors: true, k: s.handleIPAPISelf},     // the caller's own address
-		{pattern: "GET /ip-api/json/{$}", cors: true, k: s.handleIPAPISelf}, // the same
-		{pattern: "GET /ip-api/json/{ip}", cors: true, k: s.handleIPAPI},    // one address (?fields=&lang=&key=)
-		{pattern: "POST /ip-api/batch", cors: true, k: s.handleIPAPIBatch},  // up to 100 queries, metered per address
-	}
-}
-
-// echoipRoutes are the echoip shape (shape_echoip.go): echoip's
-// (ifconfig.co's) paths under /echoip/. Each answers the caller's own
-// address free, limited per address, or ?ip= with a key, metered; the
-// route takes a key for the latter.
-func (s *api) echoipRoutes() []route {
-	return append([]route{
-		{pattern: "GET /echoip", cors: true, k: s.echoip(echoNegotiated)},     // the address as text, or the JSON for a JSON client
-		{pattern: "GET /echoip/{$}", cors: true, k: s.echoip(echoNegotiated)}, // the same
-	}, s.echoipPaths(echoipPrefix)...)
-}
-
-// echoipPaths are echoip's paths under prefix.
-func (s *api) echoipPaths(prefix string) []route {
-	return []route{
-		{pattern: "GET " + prefix + "ip", cors: true, k: s.echoip(echoAddr)},                 // the address (text)
-		{pattern: "GET " + prefix + "country", cors: true, k: s.echoip(echoCountry)},         // the country's name (text)
-		{pattern: "GET " + prefix + "country-iso", cors: true, k: s.echoip(echoCountryISO)},  // its ISO 3166-1 code (text)
-		{pattern: "GET " + prefix + "city", cors: true, k: s.echoip(echoCity)},               // the city (text)
-		{pattern: "GET " + prefix + "asn", cors: true, k: s.echoip(echoASN)},                 // "AS15169" (text)
-		{pattern: "GET " + prefix + "asn-org", cors: true, k: s.echoip(echoASNOrg)},          // the AS's organisation (text)
-		{pattern: "GET " + prefix + "coordinates", cors: true, k: s.echoip(echoCoordinates)}, // "lat,lon" (text)
-		{pattern: "GET " + prefix + "json", cors: true, k: s.echoip(echoJSON)},               // the whole answer (echoip's JSON)
-	}
-}
-
-// echoipRootRoutes are echoip's paths at the root, with Config.EchoIPRoot
-// ("GET /json" beside "GET /echoip/json"). GET / stays the server's own
-// (the web page; the address as text for curl, as echoip's "/").
-func (s *api) echoipRootRoutes() []route {
-	if !s.cfg.EchoIPRoot {
-		return nil
-	}
-	return s.echoipPaths("/")
 }
 
 // routes is the owners' portal on the public listener: its page, and its
@@ -216,64 +125,84 @@ func (s *admin) routes() []route {
 	}
 }
 
-// publicHandler is the public listener: the API and the portal. Requests
-// that match no route belong to the portal under /account/api/ and to the
-// API elsewhere.
+// shapes are the public API's answer formats, each one value made in its
+// own file (shape.go). The router is built from this list: each shape's
+// routes with its renderer and its key scheme; a failure outside a route
+// (an unknown path, a method a path does not take, a refused framing, a
+// panic) is answered by the first shape whose area holds the path, and
+// the native API, last, holds every path the others do not.
+func (s *api) shapes() []shape {
+	return []shape{
+		s.textShape(),    // GET /api/lookup/{ip}/{field}, as plain text (shape_native.go)
+		s.ipinfoShape(),  // ipinfo.io's, legacy and current, under /ipinfo/
+		s.ipapiShape(),   // ip-api.com's, under /ip-api/
+		s.maxmindShape(), // MaxMind's GeoIP2 web services, under /geoip/v2.1/
+		s.echoipShape(),  // echoip's (ifconfig.co), under /echoip/, and at the root with Config.EchoIPRoot
+		s.nativeShape(),  // ipatlas's own envelope, everywhere else
+	}
+}
+
+// publicHandler is the public listener: the API's shapes and the portal,
+// whose JSON API's failures are its own under /account/api/.
 func (s *Server) publicHandler() *router {
 	rt := newRouter(s)
 	for _, t := range s.publicTables() {
-		rt.mount(t.routes, t.render)
+		rt.mount(t)
 	}
-	rt.finish(
-		area{match: isPortalAPI, render: s.renderCoded},
-		area{match: isLookupField, render: s.renderText},
-		area{match: isIPInfo, render: s.renderIPInfo},
-		area{match: isIPAPI, render: s.renderIPAPI},
-		area{match: isMaxMind, render: s.renderMaxMind},
-		area{match: s.isEchoIP, render: s.renderEchoIP},
-		area{match: anyPath, render: s.renderAPI},
-	)
+	areas := []area{{match: isPortalAPI, render: s.renderCoded}}
+	for _, sh := range s.api.shapes() {
+		areas = append(areas, area{match: sh.holds, render: sh.render})
+	}
+	rt.finish(areas...)
 	return rt
 }
 
-// routeTable is a route table and the renderer of its failures.
+// routeTable is routes, the renderer of their failures and the key scheme
+// of their callers (nil: requestKey).
 type routeTable struct {
 	routes []route
 	render renderer
+	key    keyScheme
 }
 
-// publicTables are the public listener's route tables.
+// publicTables are the public listener's route tables: each shape's, its
+// routes at the root included, and the portal's.
 func (s *Server) publicTables() []routeTable {
-	return append(s.ownTables(), routeTable{s.api.echoipRootRoutes(), s.renderEchoIP})
+	var out []routeTable
+	for _, sh := range s.api.shapes() {
+		out = append(out, routeTable{append(sh.routes, sh.root...), sh.render, sh.key})
+	}
+	return append(out, routeTable{s.portal.routes(), s.renderCoded, nil})
 }
 
-// ownTables are the public listener's route tables but echoip's paths at
-// the root, which must take no path of theirs (checkEchoIPRoot).
+// ownTables are the public listener's route tables without the shapes'
+// routes at the root, which must take no path of theirs (checkRoots).
 func (s *Server) ownTables() []routeTable {
-	return []routeTable{
-		{s.api.routes(), s.renderAPI},
-		{s.api.textRoutes(), s.renderText},
-		{s.api.ipinfoRoutes(), s.renderIPInfo},
-		{s.api.ipapiRoutes(), s.renderIPAPI},
-		{s.api.maxmindRoutes(), s.renderMaxMind},
-		{s.api.echoipRoutes(), s.renderEchoIP},
-		{s.portal.routes(), s.renderCoded},
+	var out []routeTable
+	for _, sh := range s.api.shapes() {
+		out = append(out, routeTable{sh.routes, sh.render, sh.key})
 	}
+	return append(out, routeTable{s.portal.routes(), s.renderCoded, nil})
 }
 
-// checkEchoIPRoot refuses Config.EchoIPRoot when one of echoip's paths
-// at the root is a path the server already answers: the mux would panic
-// on the same pattern twice, or one route would silently shadow the
-// other.
-func (s *Server) checkEchoIPRoot() error {
-	if !s.cfg.EchoIPRoot {
-		return nil
-	}
+// checkRoots refuses the setting that serves a shape's paths at the root
+// (Config.EchoIPRoot) when one of them is a path the server already
+// answers: the mux would panic on the same pattern twice, or one route
+// would silently shadow the other.
+func (s *Server) checkRoots() error {
 	var others []route
 	for _, t := range s.ownTables() {
 		others = append(others, t.routes...)
 	}
-	return rootClash(s.api.echoipRootRoutes(), others)
+	for _, sh := range s.api.shapes() {
+		if len(sh.root) == 0 {
+			continue
+		}
+		if err := rootClash(sh.root, others); err != nil {
+			return fmt.Errorf("server: %s: %s's %w; serve them under %s only", sh.rootSetting, sh.name, err, sh.prefix)
+		}
+	}
+	return nil
 }
 
 // rootClash says which of mine another route would also match.
@@ -293,8 +222,7 @@ func rootClash(mine, others []route) error {
 		}
 	}
 	if len(clashes) > 0 {
-		return fmt.Errorf("server: Config.EchoIPRoot: echoip's paths at the root clash with the server's own: %s; serve them under %s only",
-			strings.Join(clashes, ", "), echoipPrefix)
+		return fmt.Errorf("paths at the root clash with the server's own: %s", strings.Join(clashes, ", "))
 	}
 	return nil
 }
@@ -304,7 +232,7 @@ func rootClash(mine, others []route) error {
 // nobody else can map the API.
 func (s *Server) adminHandler() *router {
 	rt := newRouter(s)
-	rt.mount(s.admin.routes(), s.renderCoded)
+	rt.mount(routeTable{s.admin.routes(), s.renderCoded, nil})
 	rt.finish(
 		area{match: protected, render: s.renderCoded, wrap: s.admin.require},
 		area{match: anyPath, render: s.renderCoded},

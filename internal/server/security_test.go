@@ -562,7 +562,7 @@ func TestQueryHeaderKeys(t *testing.T) {
 // oneRoute is a router that answers every request with h.
 func oneRoute(s *Server, h http.HandlerFunc) *router {
 	rt := newRouter(s)
-	rt.mount([]route{{pattern: "/", h: serveHTTP(h)}}, s.renderAPI)
+	rt.mount(routeTable{routes: []route{{pattern: "/", h: serveHTTP(h)}}, render: s.renderAPI})
 	rt.finish(area{match: anyPath, render: s.renderAPI})
 	return rt
 }

@@ -1,12 +1,14 @@
 // Package server is the HTTP face of ipatlas, one surface per audience on
 // shared plumbing: the public API for callers (the metered query, written
-// once in query.go, in the answer formats of shape_*.go; Get my IP, ping,
-// usage, the web page: public_*.go), the portal for account owners
-// (portal_api.go) on the same listener, and the admin API and console for
-// operators (admin_*.go) on their own. routes.go lists every route once,
-// with its limit; router.go, auth.go, errors.go, exchange.go and
-// middleware.go are the plumbing they share (routing, keys, error bodies,
-// request state, logging and metrics).
+// once in query.go, in the answer formats of shape_*.go, each one value
+// of shape.go; Get my IP, ping, usage, the web page: public_*.go), the
+// portal for account owners (portal_api.go) on the same listener, and the
+// admin API and console for operators (admin_*.go) on their own.
+// routes.go lists every route of the public API's own, the portal's and
+// the admin listener's, with its limit, and the shapes, which list
+// theirs; router.go, auth.go, errors.go, exchange.go and middleware.go
+// are the plumbing they share (routing, keys, error bodies, request
+// state, logging and metrics).
 package server
 
 import (
@@ -275,7 +277,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err := s.newSurfaces(); err != nil {
 		return nil, err
 	}
-	if err := s.checkEchoIPRoot(); err != nil {
+	if err := s.checkRoots(); err != nil {
 		return nil, err
 	}
 	s.public = s.instrument(s.publicHandler(), false)

@@ -37,6 +37,38 @@ import (
 // echoipPrefix is where the shape is mounted.
 const echoipPrefix = "/echoip/"
 
+// echoipShape is echoip's paths under /echoip/, and at the root with
+// Config.EchoIPRoot ("GET /json" beside "GET /echoip/json"; GET / stays
+// the server's own: the web page, and the address as text for curl, as
+// echoip's "/"). Each answers the caller's own address free, limited per
+// address, or ?ip= with a key, metered; the route takes a key for the
+// latter.
+func (s *api) echoipShape() shape {
+	sh := shape{name: "echoip", prefix: echoipPrefix, render: s.renderEchoIP, rootSetting: "Config.EchoIPRoot",
+		routes: append([]route{
+			{pattern: "GET /echoip", cors: true, k: s.echoip(echoNegotiated)},     // the address as text, or the JSON for a JSON client
+			{pattern: "GET /echoip/{$}", cors: true, k: s.echoip(echoNegotiated)}, // the same
+		}, s.echoipPaths(echoipPrefix)...)}
+	if s.cfg.EchoIPRoot {
+		sh.root = s.echoipPaths("/")
+	}
+	return sh
+}
+
+// echoipPaths are echoip's paths under prefix.
+func (s *api) echoipPaths(prefix string) []route {
+	return []route{
+		{pattern: "GET " + prefix + "ip", cors: true, k: s.echoip(echoAddr)},                 // the address (text)
+		{pattern: "GET " + prefix + "country", cors: true, k: s.echoip(echoCountry)},         // the country's name (text)
+		{pattern: "GET " + prefix + "country-iso", cors: true, k: s.echoip(echoCountryISO)},  // its ISO 3166-1 code (text)
+		{pattern: "GET " + prefix + "city", cors: true, k: s.echoip(echoCity)},               // the city (text)
+		{pattern: "GET " + prefix + "asn", cors: true, k: s.echoip(echoASN)},                 // "AS15169" (text)
+		{pattern: "GET " + prefix + "asn-org", cors: true, k: s.echoip(echoASNOrg)},          // the AS's organisation (text)
+		{pattern: "GET " + prefix + "coordinates", cors: true, k: s.echoip(echoCoordinates)}, // "lat,lon" (text)
+		{pattern: "GET " + prefix + "json", cors: true, k: s.echoip(echoJSON)},               // the whole answer (echoip's JSON)
+	}
+}
+
 // echoipWhat is what a path of the echoip shape answers.
 type echoipWhat uint8
 
@@ -218,13 +250,9 @@ func (s *api) echoip(what echoipWhat) keyedHandler {
 			}
 			return s.echoipSelf(w, r, &q, what)
 		}
-		c, err := s.admit(w, r, cr, f)
-		if err != nil {
-			return err
-		}
 		it := echoipItem(q.ip, q.lang)
 		it.host = what == echoJSON
-		res, _, err := s.one(w, r, c, q.lang, it, func(_ int, it item) resolved {
+		res, _, err := s.one(w, r, cr, f, q.lang, it, func(_ int, it item) resolved {
 			switch {
 			case it.fail != nil:
 				return failed(it)
@@ -344,16 +372,4 @@ func (s *Server) renderEchoIP(w *exchange, r *http.Request, err error) {
 		msg = errorText(f.code, f.detail(lang), lang)
 	}
 	writeEchoIPJSON(w, f.httpStatus(), &echoipError{Status: f.httpStatus(), Error: msg, Code: f.code})
-}
-
-// echoipRootPaths are echoip's paths as Config.EchoIPRoot serves them at
-// the root.
-var echoipRootPaths = map[string]bool{
-	"/ip": true, "/country": true, "/country-iso": true, "/city": true, "/asn": true, "/asn-org": true,
-	"/coordinates": true, "/json": true,
-}
-
-// isEchoIP reports whether a path is the echoip shape's.
-func (s *Server) isEchoIP(path string) bool {
-	return strings.HasPrefix(path, echoipPrefix) || path == "/echoip" || (s.cfg.EchoIPRoot && echoipRootPaths[path])
 }

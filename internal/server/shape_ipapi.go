@@ -22,6 +22,17 @@ import (
 // credits keep ipatlas's statuses (401, 429, 402), so that a client
 // notices them.
 
+// ipapiShape is ip-api's paths under /ip-api/, its answers and its
+// failure body (renderIPAPI).
+func (s *api) ipapiShape() shape {
+	return shape{name: "ip-api", prefix: "/ip-api/", render: s.renderIPAPI, routes: []route{
+		{pattern: "GET /ip-api/json", cors: true, k: s.handleIPAPISelf},     // the caller's own address
+		{pattern: "GET /ip-api/json/{$}", cors: true, k: s.handleIPAPISelf}, // the same
+		{pattern: "GET /ip-api/json/{ip}", cors: true, k: s.handleIPAPI},    // one address (?fields=&lang=&key=)
+		{pattern: "POST /ip-api/batch", cors: true, k: s.handleIPAPIBatch},  // up to 100 queries, metered per address
+	}}
+}
+
 // ipapiField is one field of ip-api's answer and its bit in the numeric
 // fields mask, as ip-api documents them.
 type ipapiField struct {
@@ -249,11 +260,7 @@ func (s *api) handleIPAPI(w *exchange, r *http.Request, cr credential) error {
 
 func (s *api) ipapiOne(w *exchange, r *http.Request, cr credential, query string) error {
 	q := ipapiParams(w, r)
-	c, err := s.admit(w, r, cr, nil)
-	if err != nil {
-		return err
-	}
-	res, _, err := s.one(w, r, c, q.lang, ipapiItem(query, q), s.ipapiResolver(r.Context(), r.Context(), []ipapiQuery{q}))
+	res, _, err := s.one(w, r, cr, nil, q.lang, ipapiItem(query, q), s.ipapiResolver(r.Context(), r.Context(), []ipapiQuery{q}))
 	if err != nil {
 		return err
 	}
@@ -366,10 +373,6 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request, cr credential) erro
 	if f == nil {
 		f = batchNoun{"the batch", "批量请求", "queries", "个查询", "个"}.check(len(raws), maxIPAPIBatch)
 	}
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
 	items := make([]item, len(raws))
 	qs := make([]ipapiQuery, len(raws))
 	for i, it := range raws {
@@ -385,7 +388,7 @@ func (s *api) handleIPAPIBatch(w *exchange, r *http.Request, cr credential) erro
 	}
 	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
 	defer cancel()
-	res, err := s.batch(w, r, c, items, s.ipapiResolver(r.Context(), dns, qs))
+	res, err := s.batch(w, r, cr, f, items, s.ipapiResolver(r.Context(), dns, qs))
 	if err != nil {
 		return err
 	}
@@ -411,6 +414,3 @@ func (s *Server) renderIPAPI(w *exchange, r *http.Request, err error) {
 	ipapiRateHeaders(w.Header())
 	writeJSON(w, f.httpStatus(), ipapiFail(errorText(f.code, f.detail(lang), lang), "", f.code))
 }
-
-// isIPAPI reports whether a path is the ip-api shape's.
-func isIPAPI(path string) bool { return strings.HasPrefix(path, "/ip-api/") || path == "/ip-api" }

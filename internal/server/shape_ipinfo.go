@@ -22,6 +22,26 @@ import (
 // anycast, company, carrier, abuse contacts, domains) is left out rather
 // than guessed. docs/migrating.md lists the differences.
 
+// ipinfoShape is ipinfo's paths under /ipinfo/, its answers and its error
+// body (renderIPInfo). "GET /ipinfo/json" and "POST /ipinfo/batch" are
+// fixed paths beside the wildcard; the router gives them their own 405s.
+func (s *api) ipinfoShape() shape {
+	return shape{name: "ipinfo", prefix: "/ipinfo/", render: s.renderIPInfo, routes: []route{
+		{pattern: "GET /ipinfo", cors: true, k: s.handleIPInfoSelf},                 // the caller's own address
+		{pattern: "GET /ipinfo/{$}", cors: true, k: s.handleIPInfoSelf},             // the same
+		{pattern: "GET /ipinfo/json", cors: true, k: s.handleIPInfoSelf},            // the same
+		{pattern: "GET /ipinfo/{what}", cors: true, k: s.handleIPInfo},              // an address, or an AS ("AS15169")
+		{pattern: "GET /ipinfo/{what}/{field}", cors: true, k: s.handleIPInfoField}, // one field of an address ("8.8.8.8/city"), or "json"
+		{pattern: "POST /ipinfo/batch", cors: true, k: s.handleIPInfoBatch},         // up to 1,000 items, metered per item
+		// ipinfo's current API (shape_ipinfo_v2.go): Lite, and Core and Plus.
+		{pattern: "GET /ipinfo/lite/me", cors: true, k: s.handleIPInfoLiteSelf},      // Lite: the caller's own address
+		{pattern: "GET /ipinfo/lite/{ip}", cors: true, k: s.handleIPInfoLite},        // Lite: an address's country and AS
+		{pattern: "GET /ipinfo/lookup/{$}", cors: true, k: s.handleIPInfoLookupSelf}, // Core and Plus: the caller's own address
+		{pattern: "GET /ipinfo/lookup/me", cors: true, k: s.handleIPInfoLookupSelf},  // the same
+		{pattern: "GET /ipinfo/lookup/{ip}", cors: true, k: s.handleIPInfoLookup},    // Core and Plus: an address
+	}}
+}
+
 // ipinfoCore is ipinfo's answer for one address. Absent values are left
 // out, as ipinfo leaves them out.
 type ipinfoCore struct {
@@ -297,13 +317,9 @@ func (s *api) handleIPInfoField(w *exchange, r *http.Request, cr credential) err
 // ipinfoOne answers one item, charged as one location query.
 func (s *api) ipinfoOne(w *exchange, r *http.Request, cr credential, raw string) error {
 	q, f := ipinfoParams(w, r)
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
 	it, field := ipinfoItem(raw, q.lang, pathItem)
 	it.host = !it.isAS && (field == "" || field == "hostname")
-	res, _, err := s.one(w, r, c, q.lang, it, s.ipinfoResolver(r.Context(), r.Context(), &q, []string{field}, true))
+	res, _, err := s.one(w, r, cr, f, q.lang, it, s.ipinfoResolver(r.Context(), r.Context(), &q, []string{field}, true))
 	if err != nil {
 		return err
 	}
@@ -382,13 +398,9 @@ func (s *api) handleIPInfoBatch(w *exchange, r *http.Request, cr credential) err
 				strconv.Itoa(nHost)+" 个 hostname 项，单个批量请求上限为 "+strconv.Itoa(maxRequestLookups)+" 个（其余请分批查询）")
 		}
 	}
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
 	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
 	defer cancel()
-	res, err := s.batch(w, r, c, items, s.ipinfoResolver(r.Context(), dns, &q, fields, false))
+	res, err := s.batch(w, r, cr, f, items, s.ipinfoResolver(r.Context(), dns, &q, fields, false))
 	if err != nil {
 		return err
 	}
@@ -424,6 +436,3 @@ func (s *Server) renderIPInfo(w *exchange, r *http.Request, err error) {
 	w.code = f.code
 	writeJSON(w, f.httpStatus(), ipinfoErrorOf(f, w.langOf(r)))
 }
-
-// isIPInfo reports whether a path is the ipinfo shape's.
-func isIPInfo(path string) bool { return strings.HasPrefix(path, "/ipinfo/") || path == "/ipinfo" }

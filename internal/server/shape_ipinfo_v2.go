@@ -193,13 +193,9 @@ func (s *api) ipinfoProductSelf(w *exchange, r *http.Request, cr credential, p i
 // legacy path's (/ipinfo/AS15169).
 func (s *api) ipinfoProductOne(w *exchange, r *http.Request, cr credential, p ipinfoProduct, raw string) error {
 	q, f := ipinfoParams(w, r)
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
 	it := pathItem(raw, q.lang)
 	it.host = p == ipinfoLookupProduct
-	res, _, err := s.one(w, r, c, q.lang, it, s.ipinfoProductResolver(r.Context(), &q, p))
+	res, _, err := s.one(w, r, cr, f, q.lang, it, s.ipinfoProductResolver(r.Context(), &q, p))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,7 +21,7 @@ import (
 //
 // Authentication is HTTP Basic, as the clients send it: the account ID
 // is the ID of the key's ipatlas account, the licence key is the ipatlas
-// key (authMaxMind). Metering is the location query's: each address
+// key (maxmindKey). Metering is the location query's: each address
 // answered is one query; a failure costs nothing.
 //
 // The answers are the GeoIP2 model of the engine's answer (package
@@ -46,6 +48,23 @@ const (
 // maxmindPrefix is the shape's paths' prefix.
 const maxmindPrefix = "/geoip/v2.1/"
 
+// maxmindShape is MaxMind's GeoIP2 web services under /geoip/v2.1/, with
+// MaxMind's authentication (maxmindKey) and error body (renderMaxMind).
+func (s *api) maxmindShape() shape {
+	sh := shape{name: "MaxMind", prefix: maxmindPrefix, render: s.renderMaxMind, key: maxmindKey}
+	for _, sv := range []struct {
+		name string
+		p    maxmindProduct
+	}{{"country", maxmindCountryService}, {"city", maxmindCityService}, {"insights", maxmindInsightsService}} {
+		prefix := "GET " + maxmindPrefix + sv.name + "/"
+		sh.routes = append(sh.routes,
+			route{pattern: prefix + "{$}", k: s.maxmindRequired},  // no address: IP_ADDRESS_REQUIRED
+			route{pattern: prefix + "me", k: s.maxmindSelf(sv.p)}, // the caller's own address
+			route{pattern: prefix + "{ip}", k: s.maxmind(sv.p)})   // an address
+	}
+	return sh
+}
+
 // maxmindResolver answers an address in a service's form, from the
 // engine's one lookup of it in both languages.
 func (s *api) maxmindResolver(ctx context.Context, p maxmindProduct) resolver {
@@ -59,7 +78,7 @@ func (s *api) maxmindResolver(ctx context.Context, p maxmindProduct) resolver {
 		}
 		m := geoip2.New(&a, p)
 		if m == nil {
-			return resolved{fail: &failure{code: ipatlas.CodeNotFound, sub: maxmindNotFound,
+			return resolved{fail: &failure{code: ipatlas.CodeNotFound, why: maxmindCode(maxmindNotFound),
 				en: "the data has no record of " + it.addr.String(), zh: "数据中没有 " + it.addr.String() + " 的记录"}}
 		}
 		m.Traits.IPAddress = it.addr.WithZone("").String()
@@ -90,19 +109,15 @@ func (s *api) maxmindRequired(w *exchange, r *http.Request, cr credential) error
 	if w.langOf(r) == ipatlas.Chinese {
 		detail = "请给出地址，或以 me 表示本机地址：" + maxmindPrefix + "city/8.8.8.8"
 	}
-	_, err := s.admit(w, r, cr, &failure{code: ipatlas.CodeInvalidIP, sub: maxmindAddressRequired, en: detail, meta: apiMeta})
+	_, err := s.admit(w, r, cr, &failure{code: ipatlas.CodeInvalidIP, why: maxmindCode(maxmindAddressRequired), en: detail, meta: apiMeta})
 	return err
 }
 
 // maxmindOne answers one address in a service's form, charged as one
 // location query.
 func (s *api) maxmindOne(w *exchange, r *http.Request, cr credential, p maxmindProduct, raw string) error {
-	c, err := s.admit(w, r, cr, nil)
-	if err != nil {
-		return err
-	}
 	lang := w.langOf(r)
-	res, meta, err := s.one(w, r, c, lang, pathItem(raw, lang), s.maxmindResolver(r.Context(), p))
+	res, meta, err := s.one(w, r, cr, nil, lang, pathItem(raw, lang), s.maxmindResolver(r.Context(), p))
 	if err != nil {
 		return err
 	}
@@ -130,6 +145,12 @@ func (s *api) queriesRemaining(w *exchange, meta ipatlas.Meta) int64 {
 	return left
 }
 
+// maxmindCode is one of MaxMind's codes as a failure's why: the code the
+// failure answers with, where ipatlas's code is coarser.
+type maxmindCode string
+
+func (c maxmindCode) Error() string { return string(c) }
+
 // MaxMind's error codes (its web services' documentation, and its
 // clients, which map them to their exception types).
 const (
@@ -144,34 +165,31 @@ const (
 	maxmindOutOfQueries    = "OUT_OF_QUERIES"
 )
 
-// maxmindAuthError is a MaxMind credential refused, with MaxMind's code;
-// underneath it is errNoKey (a credential incomplete or malformed, no key
-// looked up) or account.ErrBadKey (a key not accepted, or not with the
-// account ID given).
-type maxmindAuthError struct {
-	code string
-	err  error
-}
+// The credentials that name no key to look up, with the code of each.
+var (
+	errMaxMindMalformed = fmt.Errorf("%w (%w)", maxmindCode(maxmindAuthInvalid), errNoKey)
+	errMaxMindAccount   = fmt.Errorf("%w (%w)", maxmindCode(maxmindAccountRequired), errNoKey)
+	errMaxMindLicense   = fmt.Errorf("%w (%w)", maxmindCode(maxmindLicenseRequired), errNoKey)
+)
 
-func (e *maxmindAuthError) Error() string { return e.code }
-func (e *maxmindAuthError) Unwrap() error { return e.err }
-
-// maxmindCredentials reads MaxMind's HTTP Basic credentials: the account
-// ID as the user name, a decimal number, and the licence key as the
+// maxmindKey is the MaxMind shape's keyScheme: HTTP Basic as MaxMind's
+// clients send it, the account ID as the user name (a decimal number,
+// which must be the key's account's, as MaxMind refuses a licence key
+// with another account's ID) and the licence key, the ipatlas key, as the
 // password.
-func maxmindCredentials(r *http.Request) (key string, accountID int64, err error) {
+func maxmindKey(_ *exchange, r *http.Request) (key string, accountID int64, err error) {
 	user, pass, ok := r.BasicAuth()
 	switch {
 	case !ok && r.Header.Get("Authorization") != "":
-		return "", 0, &maxmindAuthError{code: maxmindAuthInvalid, err: errNoKey}
+		return "", 0, errMaxMindMalformed
 	case !ok || strings.TrimSpace(user) == "":
-		return "", 0, &maxmindAuthError{code: maxmindAccountRequired, err: errNoKey}
+		return "", 0, errMaxMindAccount
 	case strings.TrimSpace(pass) == "":
-		return "", 0, &maxmindAuthError{code: maxmindLicenseRequired, err: errNoKey}
+		return "", 0, errMaxMindLicense
 	}
 	id, perr := strconv.ParseInt(strings.TrimSpace(user), 10, 64)
 	if perr != nil || id <= 0 {
-		return "", 0, &maxmindAuthError{code: maxmindAuthInvalid, err: errNoKey}
+		return "", 0, errMaxMindMalformed
 	}
 	return strings.TrimSpace(pass), id, nil
 }
@@ -182,18 +200,20 @@ type maxmindError struct {
 	Error string `json:"error"`
 }
 
-// maxmindCodeOf is a failure's MaxMind code and HTTP status. The failures
-// MaxMind has no code for keep ipatlas's status under an upper-case
-// spelling of ipatlas's code: the clients report any of them as an error
-// of the request (4xx) or of the server (5xx).
+// maxmindCodeOf is a failure's MaxMind code and HTTP status: the code
+// under it (failure.why) when it has one, else the one of ipatlas's code.
+// The failures MaxMind has no code for keep ipatlas's status under an
+// upper-case spelling of ipatlas's code: the clients report any of them
+// as an error of the request (4xx) or of the server (5xx).
 func maxmindCodeOf(f *failure) (string, int) {
-	switch {
-	case f.sub == maxmindNotFound:
-		return maxmindNotFound, http.StatusNotFound
-	case f.sub != "" && f.code == ipatlas.CodeInvalidAPIKey:
-		return f.sub, http.StatusUnauthorized
-	case f.sub != "":
-		return f.sub, http.StatusBadRequest
+	if c, ok := errors.AsType[maxmindCode](f.why); ok {
+		switch {
+		case c == maxmindNotFound:
+			return string(c), http.StatusNotFound
+		case f.code == ipatlas.CodeInvalidAPIKey:
+			return string(c), http.StatusUnauthorized
+		}
+		return string(c), http.StatusBadRequest
 	}
 	switch f.code {
 	case ipatlas.CodeInvalidIP:
@@ -205,7 +225,7 @@ func maxmindCodeOf(f *failure) (string, int) {
 	case ipatlas.CodeInsufficientCredits:
 		return maxmindFunds, http.StatusPaymentRequired
 	case ipatlas.CodeRateLimitExceeded:
-		if f.spent {
+		if errors.Is(f.why, errQuotaSpent) {
 			return maxmindOutOfQueries, http.StatusPaymentRequired
 		}
 		// A burst limit lifts in seconds: 429 with Retry-After.
@@ -258,9 +278,4 @@ func (s *Server) renderMaxMind(w *exchange, r *http.Request, err error) {
 		msg = "send your licence key (your ipatlas API key) as the password of HTTP Basic authentication"
 	}
 	writeJSON(w, status, &maxmindError{Code: code, Error: msg})
-}
-
-// isMaxMind reports whether a path is the MaxMind shape's.
-func isMaxMind(path string) bool {
-	return strings.HasPrefix(path, maxmindPrefix) || path == "/geoip/v2.1"
 }

@@ -34,6 +34,20 @@ import (
 // encoding/json writes, without reflection or allocation, for the GET as
 // for the POST.
 
+// nativeShape is ipatlas's own answers, as the envelope, at every path
+// no other shape holds: the public API's routes (routes.go).
+func (s *api) nativeShape() shape {
+	return shape{name: "native", routes: s.routes(), render: s.renderAPI}
+}
+
+// textShape is one field of the metered query as plain text, its failures
+// a line of text too (renderText).
+func (s *api) textShape() shape {
+	return shape{name: "text", area: isLookupField, render: s.renderText, routes: []route{
+		{pattern: "GET /api/lookup/{ip}/{field}", cors: true, k: s.handleLookupField}, // one field of the metered query, as text
+	}}
+}
+
 // queryFields are the keys of the query body this server reads.
 var queryFields = []string{"ip", "lang", "fields"}
 
@@ -72,21 +86,13 @@ func (s *api) handleQuery(w *exchange, r *http.Request, cr credential) error {
 		}
 		putBuf(buf)
 	}
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
-	return s.nativeOne(w, r, c, &q, addrItem(req.IP, q.lang))
+	return s.nativeOne(w, r, cr, f, &q, addrItem(req.IP, q.lang))
 }
 
 // handleLookup is GET /api/lookup/{ip}.
 func (s *api) handleLookup(w *exchange, r *http.Request, cr credential) error {
 	q, f := nativeParams(w, r)
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
-	return s.nativeOne(w, r, c, &q, pathItem(r.PathValue("ip"), q.lang))
+	return s.nativeOne(w, r, cr, f, &q, pathItem(r.PathValue("ip"), q.lang))
 }
 
 // nativeParams reads the lang and fields of a GET query: lang as the
@@ -123,8 +129,9 @@ func nativeParams(w *exchange, r *http.Request) (nativeQuery, *failure) {
 	return q, f
 }
 
-// nativeOne answers one address as the envelope.
-func (s *api) nativeOne(w *exchange, r *http.Request, c *keyed, q *nativeQuery, it item) error {
+// nativeOne answers one address as the envelope, unless the request's
+// own checks refused it (f).
+func (s *api) nativeOne(w *exchange, r *http.Request, cr credential, f *failure, q *nativeQuery, it item) error {
 	it.host = q.asksHost()
 	var ans *answerBuf
 	appender, encoded := s.deps.Geo.(recordAppender)
@@ -132,7 +139,7 @@ func (s *api) nativeOne(w *exchange, r *http.Request, c *keyed, q *nativeQuery, 
 		ans = answerPool.Get().(*answerBuf)
 		defer putAnswer(ans)
 	}
-	res, meta, err := s.one(w, r, c, q.lang, it, func(_ int, it item) resolved {
+	res, meta, err := s.one(w, r, cr, f, q.lang, it, func(_ int, it item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}
@@ -200,13 +207,9 @@ func (s *api) handleLookupField(w *exchange, r *http.Request, cr credential) err
 		// Before the parameters: a misspelt field is the likelier mistake.
 		f = bodyFail(ipatlas.CodeInvalidRequest, fieldNameText(name, ipatlas.English), fieldNameText(name, ipatlas.Chinese))
 	}
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
 	it := pathItem(r.PathValue("ip"), q.lang)
 	it.host = name == "hostname" || name == "hostname_confirmed"
-	res, _, err := s.one(w, r, c, q.lang, it, func(_ int, it item) resolved {
+	res, _, err := s.one(w, r, cr, f, q.lang, it, func(_ int, it item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}
@@ -299,18 +302,17 @@ func (s *api) handleBatch(w *exchange, r *http.Request, cr credential) error {
 	if f == nil {
 		f = checkBatchSize(len(req.IPs), req.IPs == nil)
 	}
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
-	items := make([]item, len(req.IPs))
-	for i, ip := range req.IPs {
-		items[i] = addrItem(ip, lang)
-		items[i].host = q.asksHost()
+	var items []item
+	if f == nil {
+		items = make([]item, len(req.IPs))
+		for i, ip := range req.IPs {
+			items[i] = addrItem(ip, lang)
+			items[i].host = q.asksHost()
+		}
 	}
 	dns, cancel := context.WithTimeout(r.Context(), batchDNSBudget)
 	defer cancel()
-	res, err := s.batch(w, r, c, items, func(_ int, it item) resolved {
+	res, err := s.batch(w, r, cr, f, items, func(_ int, it item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}
@@ -379,11 +381,7 @@ func (s *api) handleAS(w *exchange, r *http.Request, cr credential) error {
 	if f == nil {
 		page, f = pageParam(q)
 	}
-	c, err := s.admit(w, r, cr, f)
-	if err != nil {
-		return err
-	}
-	res, meta, err := s.one(w, r, c, lang, asItem(r.PathValue("asn"), lang), func(_ int, it item) resolved {
+	res, meta, err := s.one(w, r, cr, f, lang, asItem(r.PathValue("asn"), lang), func(_ int, it item) resolved {
 		if it.fail != nil {
 			return failed(it)
 		}

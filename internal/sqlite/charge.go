@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"crypto/subtle"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -140,13 +139,10 @@ func (cs *chargeStmts) close() {
 // chargeKey is a key of the batch as read in the transaction, with its
 // usage as the batch's grants raise it.
 type chargeKey struct {
-	accountID   int64
-	hash        []byte
-	revoked     bool
-	tier        account.Tier
-	limit, used int64
-	added       int64  // queries this batch adds to the counter
-	lastUsed    string // as stored, "" when never used
+	account.ChargedKey
+	used     int64
+	added    int64  // queries this batch adds to the counter
+	lastUsed string // as stored, "" when never used
 }
 
 // CheckCharge says whether a charge could be written now
@@ -316,7 +312,7 @@ func readCharge(ctx context.Context, read *sql.Stmt, ids any, period string) (ma
 			tail        account.LedgerEntry
 			tailAt      string
 		)
-		if err := rows.Scan(&id, &k.accountID, &k.hash, &k.revoked, &tier, &custom, &bal, &k.used, &k.lastUsed,
+		if err := rows.Scan(&id, &k.AccountID, &k.Hash, &k.Revoked, &tier, &custom, &bal, &k.used, &k.lastUsed,
 			&tail.ID, &tail.Reason, &tail.KeyID, &tail.Delta, &tail.Queries, &tailAt); err != nil {
 			return nil, nil, nil, fmt.Errorf("sqlite: charge: %w", err)
 		}
@@ -325,11 +321,11 @@ func readCharge(ctx context.Context, read *sql.Stmt, ids any, period string) (ma
 				return nil, nil, nil, err
 			}
 		}
-		k.tier = account.Tier(tier)
-		k.limit = account.Limit(k.tier, custom)
+		k.Tier = account.Tier(tier)
+		k.Limit = account.Limit(k.Tier, custom)
 		keys[id] = &k
-		balances[k.accountID] = bal
-		tails[k.accountID] = tail
+		balances[k.AccountID] = bal
+		tails[k.AccountID] = tail
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, nil, fmt.Errorf("sqlite: charge: %w", err)
@@ -340,23 +336,14 @@ func readCharge(ctx context.Context, read *sql.Stmt, ids any, period string) (ma
 // grant decides one request against the batch's running state and
 // updates that state.
 func grant(r account.ChargeRequest, k *chargeKey, balances map[int64]int64) account.Grant {
-	g := account.Grant{KeyID: r.KeyID}
-	if k == nil || k.revoked || subtle.ConstantTimeCompare(k.hash, r.Hash) != 1 {
-		g.Deny = account.DenyKey
-		return g
+	if k == nil {
+		return account.Decide(r, nil, 0, 0)
 	}
-	credits := balances[k.accountID]
-	g.AccountID, g.Tier, g.Limit, g.Used, g.Credits = k.accountID, k.tier, k.limit, k.used, credits
-
-	n, deny := account.Allow(r, k.limit, k.used, credits)
-	g.Deny = deny
-	if n == 0 {
-		return g
+	g := account.Decide(r, &k.ChargedKey, k.used, balances[k.AccountID])
+	if g.Granted > 0 {
+		k.used, k.added = g.Used, k.added+g.Granted
+		balances[k.AccountID] = g.Credits
 	}
-	k.used += n
-	k.added += n
-	balances[k.accountID] = credits - n*r.Cost
-	g.Granted, g.Used, g.Credits = n, k.used, balances[k.accountID]
 	return g
 }
 

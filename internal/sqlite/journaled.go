@@ -4,7 +4,6 @@ package sqlite
 
 import (
 	"context"
-	"crypto/subtle"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -50,13 +49,9 @@ type journaled struct {
 }
 
 type memKey struct {
-	accountID int64
-	hash      []byte
-	revoked   bool
-	tier      account.Tier
-	limit     int64
-	period    string
-	used      int64
+	account.ChargedKey
+	period string
+	used   int64
 }
 
 // Journal settings.
@@ -284,16 +279,16 @@ func (jm *journaled) loadKey(ctx context.Context, id, period string) (*memKey, e
 		credits int64
 		applied uint64
 	)
-	err := jm.load.QueryRowContext(ctx, id, period).Scan(&k.accountID, &k.hash, &k.revoked, &tier, &custom, &credits, &k.used, &applied)
+	err := jm.load.QueryRowContext(ctx, id, period).Scan(&k.AccountID, &k.Hash, &k.Revoked, &tier, &custom, &credits, &k.used, &applied)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: charge: %w", err)
 	}
-	k.tier, k.period = account.Tier(tier), period
-	k.limit = account.Limit(k.tier, custom)
-	_, held := jm.accounts[k.accountID]
+	k.Tier, k.period = account.Tier(tier), period
+	k.Limit = account.Limit(k.Tier, custom)
+	_, held := jm.accounts[k.AccountID]
 	for _, r := range jm.pending {
 		if r.seq <= applied {
 			continue
@@ -303,13 +298,13 @@ func (jm *journaled) loadKey(ctx context.Context, id, period string) (*memKey, e
 			if g.keyID == id && samePeriod {
 				k.used += g.n
 			}
-			if !held && g.accountID == k.accountID {
+			if !held && g.accountID == k.AccountID {
 				credits -= g.n * g.cost
 			}
 		}
 	}
 	if !held {
-		jm.accounts[k.accountID] = credits
+		jm.accounts[k.AccountID] = credits
 	}
 	jm.keys[id] = &k
 	return &k, nil
@@ -325,7 +320,6 @@ func (jm *journaled) charge(ctx context.Context, period string, at time.Time, re
 	var added map[string]int64
 	rec := jRecord{seq: jm.nextSeq, period: period, at: at}
 	for i, r := range reqs {
-		g := account.Grant{KeyID: r.KeyID}
 		k := jm.keys[r.KeyID]
 		if k == nil || k.period != period {
 			var err error
@@ -333,27 +327,21 @@ func (jm *journaled) charge(ctx context.Context, period string, at time.Time, re
 				return nil, err
 			}
 		}
-		if k == nil || k.revoked || subtle.ConstantTimeCompare(k.hash, r.Hash) != 1 {
-			g.Deny = account.DenyKey
-			grants[i] = g
+		if k == nil {
+			grants[i] = account.Decide(r, nil, 0, 0)
 			continue
 		}
-		credits := jm.accounts[k.accountID] - spent[k.accountID]
-		used := k.used + added[r.KeyID]
-		g.AccountID, g.Tier, g.Limit, g.Used, g.Credits = k.accountID, k.tier, k.limit, used, credits
-		n, deny := account.Allow(r, k.limit, used, credits)
-		g.Deny = deny
-		if n > 0 {
+		g := account.Decide(r, &k.ChargedKey, k.used+added[r.KeyID], jm.accounts[k.AccountID]-spent[k.AccountID])
+		if n := g.Granted; n > 0 {
 			if spent == nil {
 				spent, added = map[int64]int64{}, map[string]int64{}
 			}
-			spent[k.accountID] += n * r.Cost
+			spent[k.AccountID] += n * r.Cost
 			added[r.KeyID] += n
-			g.Granted, g.Used, g.Credits = n, used+n, credits-n*r.Cost
 			if l := len(rec.grants); l > 0 && rec.grants[l-1].keyID == r.KeyID && rec.grants[l-1].cost == r.Cost {
 				rec.grants[l-1].n += n
 			} else {
-				rec.grants = append(rec.grants, jGrant{keyID: r.KeyID, accountID: k.accountID, n: n, cost: r.Cost})
+				rec.grants = append(rec.grants, jGrant{keyID: r.KeyID, accountID: k.AccountID, n: n, cost: r.Cost})
 			}
 		}
 		grants[i] = g
@@ -480,7 +468,7 @@ func (s *Store) applyRecords(ctx context.Context, recs []jRecord, point string) 
 					k.lastUsed = fmtTime(r.at)
 					lastUsed[g.keyID] = true
 				}
-				acct := k.accountID
+				acct := k.AccountID
 				t := tails[acct]
 				e := tailRef[acct]
 				if first[acct] || !t.TakesUsage(g.keyID, g.cost, r.at) {

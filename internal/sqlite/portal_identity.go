@@ -358,7 +358,7 @@ func scanRequest(sc scanner) (account.TierRequest, error) {
 // owner of it, when OwnerID is set). The partial unique index on pending
 // requests makes a second one ErrConflict, whoever races to insert it.
 func (s *Store) CreateTierRequest(ctx context.Context, r account.TierRequest) (account.TierRequest, error) {
-	limit, err := account.TierLimit(r.Tier, r.MonthlyLimit)
+	r, err := r.Checked()
 	if err != nil {
 		return account.TierRequest{}, err
 	}
@@ -376,15 +376,15 @@ func (s *Store) CreateTierRequest(ctx context.Context, r account.TierRequest) (a
 			if err := dbErr(tx.QueryRowContext(ctx, "SELECT account_id FROM owners WHERE id = ?", r.OwnerID).Scan(&acct)); err != nil {
 				return err
 			}
-			if acct != r.AccountID {
-				return account.Invalidf("owner %d does not own account %d", r.OwnerID, r.AccountID)
+			if err := r.CheckOwner(acct); err != nil {
+				return err
 			}
 		}
 		var err error
 		out, err = scanRequest(tx.QueryRowContext(ctx,
 			`INSERT INTO tier_requests (account_id, owner_id, tier, monthly_limit, note, status, created_at)
-			 VALUES (?, ?, ?, ?, ?, 'pending', ?) RETURNING `+requestCols,
-			r.AccountID, owner, string(r.Tier), limit, r.Note, fmtTime(account.OrNow(r.CreatedAt))))
+			 VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING `+requestCols,
+			r.AccountID, owner, string(r.Tier), r.MonthlyLimit, r.Note, r.Status, fmtTime(r.CreatedAt)))
 		if err != nil {
 			return conflict("create tier request", "the account already has a pending request", err)
 		}
@@ -417,17 +417,14 @@ func (s *Store) TierRequests(ctx context.Context, accountID int64, status string
 	return queryAll(ctx, s.r, scanRequest, q+" ORDER BY id DESC", args...)
 }
 
-// DecideTierRequest decides a pending request in one transaction: the
-// request leaves pending and, when approved, the account takes its tier
-// and limit.
-func (s *Store) tablesDecideTierRequest(ctx context.Context, id int64, approve bool, at time.Time) (account.TierRequest, account.Account, error) {
-	status := account.RequestRefused
-	if approve {
-		status = account.RequestApproved
-	}
+// DecideTierRequest decides a pending request in one transaction, with no
+// charge in progress: the request leaves pending and, when approved, the
+// account takes its tier and limit.
+func (s *Store) DecideTierRequest(ctx context.Context, id int64, approve bool, at time.Time) (account.TierRequest, account.Account, error) {
+	status := account.Decision(approve)
 	var r account.TierRequest
 	var a account.Account
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.exclusiveTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		r, err = scanRequest(tx.QueryRowContext(ctx,
 			`UPDATE tier_requests SET status = ?, decided_at = ? WHERE id = ? AND status = 'pending'
@@ -437,7 +434,7 @@ func (s *Store) tablesDecideTierRequest(ctx context.Context, id int64, approve b
 			if err := dbErr(tx.QueryRowContext(ctx, "SELECT 1 FROM tier_requests WHERE id = ?", id).Scan(&one)); err != nil {
 				return err
 			}
-			return fmt.Errorf("%w: request %d is no longer pending", account.ErrConflict, id)
+			return account.NotPending(id)
 		}
 		if err != nil {
 			return err

@@ -10,14 +10,17 @@ import (
 )
 
 // SetKeyLabel changes a key's label.
-func (s *Store) tablesSetKeyLabel(ctx context.Context, id, label string) (account.Key, error) {
+func (s *Store) SetKeyLabel(ctx context.Context, id, label string) (account.Key, error) {
 	return scanKey(s.w.QueryRowContext(ctx,
 		"UPDATE api_keys SET label = ? WHERE id = ? RETURNING "+keyCols, label, id))
 }
 
 // KeyUsages maps each key of an account to its usage in period; keys
 // without usage are absent.
-func (s *Store) tablesKeyUsages(ctx context.Context, accountID int64, period string) (map[string]int64, error) {
+func (s *Store) KeyUsages(ctx context.Context, accountID int64, period string) (map[string]int64, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	if err := accountExists(ctx, s.r, accountID); err != nil {
 		return nil, err
 	}
@@ -42,7 +45,10 @@ func (s *Store) tablesKeyUsages(ctx context.Context, accountID int64, period str
 
 // DailyUsage lists an account's per-key daily counters for the days
 // from..to, ordered by day then key.
-func (s *Store) tablesDailyUsage(ctx context.Context, accountID int64, from, to string) ([]account.DayUsage, error) {
+func (s *Store) DailyUsage(ctx context.Context, accountID int64, from, to string) ([]account.DayUsage, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	if err := account.CheckDays(from, to); err != nil {
 		return nil, err
 	}
@@ -58,7 +64,10 @@ func (s *Store) tablesDailyUsage(ctx context.Context, accountID int64, from, to 
 
 // LedgerPage lists an account's entries with ID < before (0: from the
 // newest), newest first, at most limit.
-func (s *Store) tablesLedgerPage(ctx context.Context, accountID, before int64, limit int) ([]account.LedgerEntry, error) {
+func (s *Store) LedgerPage(ctx context.Context, accountID, before int64, limit int) ([]account.LedgerEntry, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	if err := account.CheckPage(before, limit); err != nil {
 		return nil, err
 	}
@@ -101,7 +110,10 @@ func (s summaryScanner) Scan(dest ...any) error {
 // SearchAccounts lists accounts whose name contains q (case-insensitive;
 // SQLite folds ASCII letters only) or whose ID or owner email equals q,
 // ordered by ID, with their usage in period; all when q is empty.
-func (s *Store) tablesSearchAccounts(ctx context.Context, q, period string, limit int) ([]account.AccountSummary, error) {
+func (s *Store) SearchAccounts(ctx context.Context, q, period string, limit int) ([]account.AccountSummary, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	if err := account.CheckListLimit(limit); err != nil {
 		return nil, err
 	}
@@ -124,7 +136,10 @@ func (s *Store) tablesSearchAccounts(ctx context.Context, q, period string, limi
 
 // TopConsumers lists the n accounts with the most queries in period, most
 // first, ties by ID; accounts without usage are absent.
-func (s *Store) tablesTopConsumers(ctx context.Context, period string, n int) ([]account.AccountSummary, error) {
+func (s *Store) TopConsumers(ctx context.Context, period string, n int) ([]account.AccountSummary, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	if err := account.CheckListLimit(n); err != nil {
 		return nil, err
 	}

@@ -122,6 +122,30 @@ func scanLedger(sc scanner) (account.LedgerEntry, error) {
 	return e, nil
 }
 
+// The charge journal and the tables: every read of balances and usage
+// first brings the tables up to date with the journal (settle), so that
+// what this process reports includes every charge it answered; another
+// process on the same file (the CLI) catches up with the server's
+// journal first (catchUpOutside), and so includes every charge the server
+// answered before the call too. A change of accounts or keys runs with
+// the journal applied and no charge in progress (journaled.exclusive),
+// and drops the state the charges decide from: the next charge of the
+// account reads the change.
+
+// settle brings the tables up to date with the journal before a read.
+func (s *Store) settle(ctx context.Context) error {
+	if s.jm == nil {
+		return s.catchUpOutside(ctx, false)
+	}
+	return s.jm.settle(ctx)
+}
+
+// exclusiveTx runs fn in a write transaction with no charge in progress
+// and the journal applied (journaled.exclusive).
+func (s *Store) exclusiveTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.jm.exclusive(ctx, func() error { return s.inTx(ctx, fn) })
+}
+
 // inTx runs fn in a write transaction (BEGIN IMMEDIATE, from the DSN):
 // the write lock is taken up front, so the reads fn makes cannot be
 // invalidated by another writer before fn writes.
@@ -197,25 +221,34 @@ func (s *Store) CreateAccount(ctx context.Context, na account.NewAccount) (accou
 }
 
 // Account returns one account.
-func (s *Store) tablesAccount(ctx context.Context, id int64) (account.Account, error) {
+func (s *Store) Account(ctx context.Context, id int64) (account.Account, error) {
+	if err := s.settle(ctx); err != nil {
+		return account.Account{}, err
+	}
 	return scanAccount(s.r.QueryRowContext(ctx, "SELECT "+accountCols+" FROM accounts WHERE id = ?", id))
 }
 
 // ListAccounts lists every account by ID.
-func (s *Store) tablesListAccounts(ctx context.Context) ([]account.Account, error) {
+func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	return queryAll(ctx, s.r, scanAccount, "SELECT "+accountCols+" FROM accounts ORDER BY id")
 }
 
 // SetTier changes an account's tier; customLimit counts for Enterprise
 // only and is stored as 0 for the others.
-func (s *Store) tablesSetTier(ctx context.Context, id int64, tier account.Tier, customLimit int64) (account.Account, error) {
-	customLimit, err := account.TierLimit(tier, customLimit)
-	if err != nil {
+func (s *Store) SetTier(ctx context.Context, id int64, tier account.Tier, customLimit int64) (a account.Account, err error) {
+	if customLimit, err = account.TierLimit(tier, customLimit); err != nil {
 		return account.Account{}, err
 	}
-	return scanAccount(s.w.QueryRowContext(ctx,
-		"UPDATE accounts SET tier = ?, custom_limit = ? WHERE id = ? RETURNING "+accountCols,
-		string(tier), customLimit, id))
+	err = s.jm.exclusive(ctx, func() error {
+		a, err = scanAccount(s.w.QueryRowContext(ctx,
+			"UPDATE accounts SET tier = ?, custom_limit = ? WHERE id = ? RETURNING "+accountCols,
+			string(tier), customLimit, id))
+		return err
+	})
+	return a, err
 }
 
 // CreateKey stores a new key of an existing account.
@@ -239,13 +272,19 @@ func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
 }
 
 // Key returns one key.
-func (s *Store) tablesKey(ctx context.Context, id string) (account.Key, error) {
+func (s *Store) Key(ctx context.Context, id string) (account.Key, error) {
+	if err := s.settle(ctx); err != nil {
+		return account.Key{}, err
+	}
 	return scanKey(s.r.QueryRowContext(ctx, "SELECT "+keyCols+" FROM api_keys WHERE id = ?", id))
 }
 
 // ListKeys lists an account's keys, oldest first; ErrNotFound if there is
 // no such account.
-func (s *Store) tablesListKeys(ctx context.Context, accountID int64) ([]account.Key, error) {
+func (s *Store) ListKeys(ctx context.Context, accountID int64) ([]account.Key, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	if err := accountExists(ctx, s.r, accountID); err != nil {
 		return nil, err
 	}
@@ -255,34 +294,52 @@ func (s *Store) tablesListKeys(ctx context.Context, accountID int64) ([]account.
 
 // RevokeKey marks a key revoked at at; a key already revoked keeps its
 // first revocation time.
-func (s *Store) tablesRevokeKey(ctx context.Context, id string, at time.Time) (account.Key, error) {
-	return scanKey(s.w.QueryRowContext(ctx,
-		"UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING "+keyCols,
-		fmtTime(at), id))
-}
-
-// RotateKey replaces a live key's hash; ErrRevoked for a revoked key.
-func (s *Store) tablesRotateKey(ctx context.Context, id string, hash []byte) (account.Key, error) {
-	if err := account.CheckHash(hash); err != nil {
-		return account.Key{}, err
-	}
-	k, err := scanKey(s.w.QueryRowContext(ctx,
-		"UPDATE api_keys SET hash = ? WHERE id = ? AND revoked_at IS NULL RETURNING "+keyCols,
-		hash, id))
-	if errors.Is(err, account.ErrNotFound) {
-		if _, err := s.tablesKey(ctx, id); err != nil {
-			return account.Key{}, err
-		}
-		return account.Key{}, account.ErrRevoked
-	}
+func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (k account.Key, err error) {
+	err = s.jm.exclusive(ctx, func() error {
+		k, err = scanKey(s.w.QueryRowContext(ctx,
+			"UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING "+keyCols,
+			fmtTime(at), id))
+		return err
+	})
 	return k, err
 }
 
+// RotateKey replaces a live key's hash; ErrRevoked for a revoked key.
+func (s *Store) RotateKey(ctx context.Context, id string, hash []byte) (k account.Key, err error) {
+	if err := account.CheckHash(hash); err != nil {
+		return account.Key{}, err
+	}
+	err = s.jm.exclusive(ctx, func() error {
+		k, err = scanKey(s.w.QueryRowContext(ctx,
+			"UPDATE api_keys SET hash = ? WHERE id = ? AND revoked_at IS NULL RETURNING "+keyCols,
+			hash, id))
+		if errors.Is(err, account.ErrNotFound) {
+			var one int
+			if err := dbErr(s.w.QueryRowContext(ctx, "SELECT 1 FROM api_keys WHERE id = ?", id).Scan(&one)); err != nil {
+				return err
+			}
+			return account.ErrRevoked
+		}
+		return err
+	})
+	if err != nil {
+		return account.Key{}, err
+	}
+	return k, nil
+}
+
 // AddCredits changes a balance and writes its ledger entry in one
-// transaction.
-func (s *Store) tablesAddCredits(ctx context.Context, accountID, delta int64, reason string, at time.Time) (account.LedgerEntry, error) {
+// transaction; a deduction is checked against the balance with every
+// answered charge in it, and the charges answered before it come before
+// it in the ledger, also when another process (the CLI) makes it.
+func (s *Store) AddCredits(ctx context.Context, accountID, delta int64, reason string, at time.Time) (account.LedgerEntry, error) {
+	if s.jm == nil {
+		if err := s.catchUpOutside(ctx, true); err != nil {
+			return account.LedgerEntry{}, err
+		}
+	}
 	e := account.LedgerEntry{AccountID: accountID, Delta: delta, Reason: reason, CreatedAt: at}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.exclusiveTx(ctx, func(tx *sql.Tx) error {
 		err := dbErr(tx.QueryRowContext(ctx,
 			`UPDATE accounts SET credits = credits + ?1
 			 WHERE id = ?2 AND credits + ?1 >= 0 RETURNING credits`,
@@ -306,7 +363,10 @@ func (s *Store) tablesAddCredits(ctx context.Context, accountID, delta int64, re
 }
 
 // Ledger lists an account's entries, newest first.
-func (s *Store) tablesLedger(ctx context.Context, accountID int64, limit int) ([]account.LedgerEntry, error) {
+func (s *Store) Ledger(ctx context.Context, accountID int64, limit int) ([]account.LedgerEntry, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	if err := accountExists(ctx, s.r, accountID); err != nil {
 		return nil, err
 	}
@@ -321,7 +381,10 @@ func (s *Store) tablesLedger(ctx context.Context, accountID int64, limit int) ([
 
 // Usage is a key's counter for a period: 0 when nothing was charged,
 // ErrNotFound when there is no such key.
-func (s *Store) tablesUsage(ctx context.Context, keyID, period string) (int64, error) {
+func (s *Store) Usage(ctx context.Context, keyID, period string) (int64, error) {
+	if err := s.settle(ctx); err != nil {
+		return 0, err
+	}
 	var used int64
 	err := s.r.QueryRowContext(ctx,
 		`SELECT COALESCE((SELECT used FROM key_usage WHERE key_id = ?1 AND period = ?2), 0)

@@ -1,7 +1,7 @@
 package e2e_test
 
 // LookupBatch and LookupFields against the real server (see
-// client_server_test.go for the service these tests start).
+// server_test.go for the service these tests start).
 
 import (
 	"context"
