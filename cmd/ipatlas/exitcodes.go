@@ -11,7 +11,7 @@ import (
 	"github.com/ipatlas/ipatlas/client"
 )
 
-// Exit codes, one per class of failure; documented in the README.
+// Exit codes, one per class of failure; documented in docs/clients.md.
 const (
 	exitOK       = 0
 	exitFailure  = 1 // anything not listed below

@@ -251,8 +251,8 @@ func tokenBits(tok string) float64 {
 }
 
 // serveSettings is the one table of serve's configuration: --help, the
-// environment, the config file and the README are all generated from or
-// checked against it.
+// environment, the config file and docs/ipatlas.conf.example are all
+// generated from or checked against it.
 var serveSettings = []setting{
 	{name: "listen", arg: "ADDR", def: ":8080", usage: "public API address; \"[::]:PORT\" or \":PORT\" listen on IPv4 and IPv6",
 		apply: func(c *serveConfig, v []string) error { c.Listen = v[0]; return checkAddr(v[0]) }},
