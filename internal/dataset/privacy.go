@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ipatlas/ipatlas/internal/outbound"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
@@ -80,7 +81,7 @@ type PrivacyOptions struct {
 	// Lists are the names of the lists to fetch; every list of
 	// privacy.Lists when empty.
 	Lists      []string
-	HTTPClient *http.Client // a client with sensible timeouts if nil
+	HTTPClient *http.Client // an outbound client with sensible timeouts if nil
 	// Progress receives one line per list for people; nil discards.
 	Progress     io.Writer
 	Logger       *slog.Logger
@@ -204,9 +205,7 @@ func FetchPrivacy(ctx context.Context, opts PrivacyOptions) (PrivacyReport, erro
 	}
 	client := opts.HTTPClient
 	if client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = time.Minute
-		client = &http.Client{Transport: t}
+		client = outbound.NewClient(outbound.Options{ResponseHeaderTimeout: time.Minute})
 	}
 	maxSize := opts.MaxSize
 	if maxSize <= 0 {
