@@ -25,6 +25,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geofeed"
 	"github.com/ipatlas/ipatlas/internal/names"
+	"github.com/ipatlas/ipatlas/internal/outbound"
 	"github.com/ipatlas/ipatlas/internal/postal"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 )
@@ -181,13 +182,31 @@ func newFetchFlags(fs *flag.FlagSet) fetchFlags {
 
 // privacyOptions resolves the privacy lists' mirrors by the same rule as
 // options.
-func (ff fetchFlags) privacyOptions(ls localSettings, getenv func(string) string) dataset.PrivacyOptions {
+func (ff fetchFlags) privacyOptions(ls localSettings, getenv func(string) string) (dataset.PrivacyOptions, error) {
 	pick := func(flagVal *string, name string) string { return ls.file.value(getenv, *flagVal, name, "") }
-	return dataset.PrivacyOptions{DataDir: ls.dataDir, Mirrors: withDefaultMirrors(privacy.Mirrors{
+	m := privacy.Mirrors{
 		X4BNet:   pick(ff.x4bnetURL, "x4bnet-url"),
 		IPRanges: pick(ff.iprangesURL, "ipranges-url"),
 		Tor:      pick(ff.torExitURL, "tor-exit-url"),
-	})}
+	}
+	if err := checkURLSettings("x4bnet-url", m.X4BNet, "ipranges-url", m.IPRanges, "tor-exit-url", m.Tor); err != nil {
+		return dataset.PrivacyOptions{}, err
+	}
+	return dataset.PrivacyOptions{DataDir: ls.dataDir, Mirrors: withDefaultMirrors(m)}, nil
+}
+
+// checkURLSettings checks the URLs to fetch from given by settings, as
+// pairs of the setting's name and its value; an empty value is the
+// default, and "off" (the postal codes') fetches nothing.
+func checkURLSettings(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if v := pairs[i+1]; v != "" && v != dataset.PostalOff {
+			if err := outbound.CheckURL(v); err != nil {
+				return fmt.Errorf("--%s: %w", pairs[i], err)
+			}
+		}
+	}
+	return nil
 }
 
 // options resolves each flag by the one precedence rule (flag, its
@@ -208,6 +227,9 @@ func (ff fetchFlags) options(ls localSettings, getenv func(string) string) (data
 	}
 	if !slices.Contains(dataset.Sources, o.Source) {
 		return o, fmt.Errorf("--source %q: want %s", o.Source, strings.Join(dataset.Sources, ", "))
+	}
+	if err := checkURLSettings("registry", o.Registry, "dbip-url", o.DBIPURL, "maxmind-url", o.MaxMindURL, "postal-url", o.PostalURL); err != nil {
+		return o, err
 	}
 	if o.Source == dataset.SourceMaxMind && (o.MaxMindAccountID == "" || o.MaxMindLicenseKey == "") {
 		return o, errors.New("--source maxmind needs --maxmind-account-id and --maxmind-license-key (or IPATLAS_MAXMIND_ACCOUNT_ID and IPATLAS_MAXMIND_LICENSE_KEY)")
@@ -253,6 +275,10 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError("db fetch: " + err.Error())
 	}
+	popts, err := ff.privacyOptions(ls, e.getenv)
+	if err != nil {
+		return usageError("db fetch: " + err.Error())
+	}
 	opts.Progress, opts.Terminal, opts.Force = e.stdout, isTerminal(e.stdout), *force
 	fmt.Fprintf(e.stdout, "fetching into %s from %s\n", *dir, where(opts))
 	start := time.Now()
@@ -269,7 +295,6 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	// with one warning that sums up the failures (each has had its line
 	// above) and says how to leave the lists out.
 	if *lists {
-		popts := ff.privacyOptions(ls, e.getenv)
 		popts.Progress = e.stdout
 		fmt.Fprintln(e.stdout, "fetching the privacy lists")
 		rep, err := dataset.FetchPrivacy(ctx, popts)

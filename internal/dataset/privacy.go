@@ -203,6 +203,9 @@ func FetchPrivacy(ctx context.Context, opts PrivacyOptions) (PrivacyReport, erro
 	if opts.DataDir == "" {
 		return rep, errors.New("dataset: no data dir")
 	}
+	if err := CheckMirrors(opts.Mirrors); err != nil {
+		return rep, err
+	}
 	client := opts.HTTPClient
 	if client == nil {
 		client = outbound.NewClient(outbound.Options{ResponseHeaderTimeout: time.Minute})
@@ -376,6 +379,20 @@ func FetchPrivacy(ctx context.Context, opts PrivacyOptions) (PrivacyReport, erro
 // isRefusal reports whether a list's download came whole but was refused
 // by its checks (its format, plausibility or sanity bounds), as opposed to
 // failing for want of the network or time.
+// CheckMirrors checks the privacy lists' mirror URLs (outbound.CheckURL):
+// a password in one would show in every failure's message.
+func CheckMirrors(m privacy.Mirrors) error {
+	for _, u := range []struct{ what, url string }{{"X4BNet", m.X4BNet}, {"ipranges", m.IPRanges}, {"Tor exit list", m.Tor}} {
+		if u.url == "" {
+			continue
+		}
+		if err := outbound.CheckURL(u.url); err != nil {
+			return fmt.Errorf("dataset: invalid %s mirror URL: %w", u.what, err)
+		}
+	}
+	return nil
+}
+
 func isRefusal(err error) bool {
 	return errors.Is(err, privacy.ErrMalformed) || errors.Is(err, privacy.ErrImplausible)
 }

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -182,4 +183,25 @@ func closeBody(req *http.Request) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
+}
+
+// ErrUserInfo is a URL to fetch from that holds a user name or password.
+var ErrUserInfo = errors.New(`a URL with a user name or password ("user:password@") would show wherever the URL does (logs, db info, errors): give the URL without it`)
+
+// CheckURL checks a URL that an operator gives ipatlas to fetch from (a
+// mirror, a download service, a feed): an http or https URL with a host,
+// and without user info (ErrUserInfo). The error never holds the URL,
+// whose password it may be.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if err == nil && u.User != nil {
+			return ErrUserInfo
+		}
+		return errors.New("want an http or https URL: http(s)://host[/path]")
+	}
+	if u.User != nil {
+		return ErrUserInfo
+	}
+	return nil
 }
