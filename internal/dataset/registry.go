@@ -17,6 +17,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/ipatlas/ipatlas/internal/outbound"
 )
 
 // maxMetadataSize bounds a registry metadata document; a package's latest
@@ -54,9 +56,12 @@ func (l latest) licenseString() string {
 // latestURL is where a registry serves the newest version of a package.
 // Scoped names keep their "@" and escape the slash, as npm does.
 func latestURL(registry, name string) (string, error) {
+	if err := outbound.CheckURL(registry); err != nil {
+		return "", fmt.Errorf("invalid registry URL: %w", err)
+	}
 	base, err := url.Parse(strings.TrimRight(registry, "/"))
-	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
-		return "", fmt.Errorf("invalid registry URL %q: want http(s)://host[/path]", registry)
+	if err != nil {
+		return "", fmt.Errorf("invalid registry URL: %w", err)
 	}
 	return base.String() + "/" + strings.Replace(name, "/", "%2f", 1) + "/latest", nil
 }
@@ -283,11 +288,14 @@ func isStatus(err error, code int) bool {
 	return errors.As(err, &e) && e.code == code
 }
 
-// checkBaseURL checks the base URL of a download service.
+// checkBaseURL checks the base URL of a download service. The error does
+// not repeat the URL, whose password it may hold.
 func checkBaseURL(base, what string) error {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
-		return fmt.Errorf("invalid %s URL %q: want http(s)://host[/path]", what, base)
+	if err := outbound.CheckURL(base); err != nil {
+		return fmt.Errorf("invalid %s URL: %w", what, err)
+	}
+	if u, _ := url.Parse(base); u.RawQuery != "" {
+		return fmt.Errorf("invalid %s URL %s: want http(s)://host[/path], without a query", what, u.Redacted())
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/renameio/v2"
+	"github.com/ipatlas/ipatlas/internal/outbound"
 )
 
 // Dir is the directory of the data dir that holds the fetched feeds: per
@@ -106,11 +107,11 @@ func Load(dataDir string, s Source) (*Copy, error) {
 // description), and returns it. A download that fails, holds no good
 // entry, or has fewer than half the entries of the copy in service leaves
 // that copy in place and is an error: a feed half-written by its
-// publisher must not unplace half its addresses. client nil means a
-// client with a 2-minute timeout.
+// publisher must not unplace half its addresses. client nil means an
+// outbound client with a 2-minute timeout.
 func Fetch(ctx context.Context, client *http.Client, dataDir string, s Source, now time.Time) (*Copy, error) {
 	if client == nil {
-		client = &http.Client{Timeout: 2 * time.Minute}
+		client = outbound.NewClient(outbound.Options{Timeout: 2 * time.Minute})
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	if err != nil {
