@@ -3,6 +3,7 @@ package geo_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -262,5 +263,26 @@ func TestCorrectionsPostalHook(t *testing.T) {
 	}
 	if !slices.Equal(asked, []string{"DE/DE-BY/Nuremberg"}) {
 		t.Errorf("hook asked %q", asked)
+	}
+}
+
+// A file of many bad lines is described by its first MaxProblems and a
+// count; the entries nested in others count the space they claim once.
+func TestCorrectionsManyProblems(t *testing.T) {
+	e := openCorrectable(t)
+	var b strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&b, "8.8.8.%d/32,ZZ,,,\n", i%256)
+	}
+	b.WriteString("8.8.8.0/24,US,US-CA,Mountain View\n8.8.8.8/32,US,US-CA,Mountain View\n")
+	e.SetFeeds([]geo.FeedInput{feedInput(t, "many", nil, b.String())})
+	info := e.Corrections()[0]
+	if info.Skipped != 1000 || len(info.Problems) != geo.MaxProblems || info.Entries != 2 || info.Applied != 2 {
+		t.Errorf("skipped %d, %d problems, %d entries, %d applied", info.Skipped, len(info.Problems), info.Entries, info.Applied)
+	}
+	e.SetFeeds([]geo.FeedInput{feedInput(t, "outer", nil, "8.8.8.0/24,US,US-CA,Mountain View\n")})
+	outer := e.Corrections()[0]
+	if outer.Share4 == 0 || outer.Share4 != info.Share4 {
+		t.Errorf("share of a /24: %v; with a /32 inside it: %v", outer.Share4, info.Share4)
 	}
 }
