@@ -424,6 +424,7 @@ func (e *Engine) buildTable(g *generation, list []layerFeed) *bart.Table[*localV
 			if v == nil {
 				q := queryOf(places[pi])
 				in, located := resolvePlace(q, found, e.opts.Places)
+				in.wholeCity = true
 				d := compose(in, &countries)
 				if cc, code, ok := strings.Cut(q.region, "-"); ok && strings.EqualFold(cc, q.cc) && code != "" {
 					// The region code the correction names is the record's,

@@ -266,6 +266,22 @@ func TestCorrectionsPostalHook(t *testing.T) {
 	}
 }
 
+// A correction's city keeps its spelling, brackets and all: it is no
+// "City (District)" of the dataset, and a formula is text until something
+// writes CSV.
+func TestCorrectionsWholeCity(t *testing.T) {
+	e := openCorrectable(t)
+	e.SetOverrides(&geo.Overrides{File: "o.csv", Feed: parseFeed(t, "o.csv", `8.8.8.1/32,US,US-CA,"=HYPERLINK(""http://evil.example/"",""x"")"
+8.8.8.2/32,DE,DE-BY,Nuremberg (Altstadt)
+`)})
+	if rec := lookup(t, e, "8.8.8.1", ipatlas.English); rec.City != `=HYPERLINK("http://evil.example/","x")` || rec.District != "" {
+		t.Errorf("a formula city: %s", show(rec))
+	}
+	if rec := lookup(t, e, "8.8.8.2", ipatlas.English); rec.City != "Nuremberg (Altstadt)" || rec.District != "" {
+		t.Errorf("a city with brackets: %s", show(rec))
+	}
+}
+
 // A file of many bad lines is described by its first MaxProblems and a
 // count; the entries nested in others count the space they claim once.
 func TestCorrectionsManyProblems(t *testing.T) {
