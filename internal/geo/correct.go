@@ -300,6 +300,7 @@ func (e *Engine) buildFeeds(g *generation, feeds []FeedInput) (*bart.Table[*loca
 		maxShare = MaxFeedShare
 	}
 	var list []layerFeed
+	var numbers [2]map[uintptr]uint32 // per family: the files may differ
 	for i, f := range feeds {
 		info := &infos[i]
 		*info = CorrectionInfo{Kind: "geofeed", Name: f.Source.Name, URL: f.Source.URL, ASes: f.Source.ASes, Error: f.Error,
@@ -326,7 +327,7 @@ func (e *Engine) buildFeeds(g *generation, feeds []FeedInput) (*bart.Table[*loca
 				info.Refused["too_broad"]++
 				continue
 			}
-			n, whole, ok := g.announcedBy(p, lf.ases)
+			n, whole, ok := g.announcedBy(p, lf.ases, &numbers)
 			switch {
 			case !ok:
 				info.Refused["no_asn_data"]++
@@ -453,10 +454,17 @@ func prefixSize(p netip.Prefix) float64 {
 // announcedBy is the number of addresses of p announced by one of ases
 // (any AS when empty) in the ASN data that answers p's family, and
 // whether all of p is; ok is false when no ASN data answers the family.
-func (g *generation) announcedBy(p netip.Prefix, ases []uint32) (n float64, whole, ok bool) {
-	list := g.asn6
+//
+// numbers caches the AS number of each ASN record by its offset: the
+// entries of a feed fall in few networks, and a record decoded once per
+// build is no garbage per entry.
+func (g *generation) announcedBy(p netip.Prefix, ases []uint32, numbers *[2]map[uintptr]uint32) (n float64, whole, ok bool) {
+	list, cache := g.asn6, &numbers[1]
 	if p.Addr().Is4() {
-		list = g.asn4
+		list, cache = g.asn4, &numbers[0]
+	}
+	if *cache == nil {
+		*cache = map[uintptr]uint32{}
 	}
 	if len(list) == 0 {
 		return 0, false, false
@@ -466,12 +474,21 @@ func (g *generation) announcedBy(p netip.Prefix, ases []uint32) (n float64, whol
 		if res.Err() != nil || !res.Found() {
 			continue
 		}
-		d, err := decodeASN(res)
-		if err != nil || d.number == 0 {
+		number, seen := (*cache)[res.Offset()]
+		if !seen {
+			var v struct {
+				Number uint64 `maxminddb:"autonomous_system_number"`
+			}
+			if res.Decode(&v) == nil && v.Number <= math.MaxUint32 {
+				number = uint32(v.Number)
+			}
+			(*cache)[res.Offset()] = number
+		}
+		if number == 0 {
 			continue
 		}
 		if len(ases) > 0 {
-			if _, in := slices.BinarySearch(ases, d.number); !in {
+			if _, in := slices.BinarySearch(ases, number); !in {
 				continue
 			}
 		}
