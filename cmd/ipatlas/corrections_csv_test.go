@@ -47,7 +47,7 @@ func TestExportCSVCorrectionCityWhole(t *testing.T) {
 func TestServeHelpFeedBounds(t *testing.T) {
 	r := runCLI(t, newCLIEnv(t), "", "serve", "--help")
 	help := strings.Join(strings.Fields(r.stdout+r.stderr), " ")
-	for _, want := range []string{"256 MB", "100 times", "1,000,000 entries", "first 100 skipped lines"} {
+	for _, want := range []string{"256 MB", "100 times", "1,000,000 entries", "100,000 distinct places", "first 100 skipped lines"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("serve --help does not say %q", want)
 		}

@@ -268,3 +268,18 @@ func TestLoadBounded(t *testing.T) {
 		t.Fatalf("%v %+v", err, c)
 	}
 }
+
+// A feed naming more than MaxPlaces distinct places is refused whole: each
+// place is resolved and composed, so a new place on every line would cost
+// far more than the entries.
+func TestParsePlacesBound(t *testing.T) {
+	in := &lines{n: MaxPlaces + 1, line: func(i int) string {
+		return host(i)[:len(host(i))-len("San Jose,95112\n")] + "City " + strconv.Itoa(i) + ",\n"
+	}}
+	if _, err := Parse(in, "f.csv"); !errors.Is(err, ErrTooManyPlaces) {
+		t.Fatalf("%d places: %v", MaxPlaces+1, err)
+	}
+	if in.i != in.n || len(in.buf) > 0 {
+		t.Errorf("refused after %d of %d lines", in.i, in.n)
+	}
+}

@@ -112,6 +112,12 @@ const MaxSize = 256 << 20
 // bound is refused whole, not cut at an arbitrary line.
 const MaxEntries = 1_000_000
 
+// MaxPlaces bounds the distinct places (country, region, city, postal
+// code) of a feed: each is resolved against the dataset and composed into
+// a record, so a feed naming a new place on every line would cost far
+// more than its entries. Published feeds name a few thousand.
+const MaxPlaces = 100_000
+
 // MaxProblems bounds the skipped lines a feed keeps (the first ones);
 // Feed.Skipped counts them all.
 const MaxProblems = 100
@@ -129,12 +135,15 @@ var ErrTooLarge = errors.New("geofeed: feed larger than 256 MB")
 // ErrTooManyEntries is a feed of more than MaxEntries good lines.
 var ErrTooManyEntries = fmt.Errorf("geofeed: more than %d entries", MaxEntries)
 
+// ErrTooManyPlaces is a feed that names more than MaxPlaces places.
+var ErrTooManyPlaces = fmt.Errorf("geofeed: more than %d distinct places", MaxPlaces)
+
 // Parse reads a feed as a stream: what it keeps is its good entries
 // (each place once) and its first MaxProblems bad lines, whatever the
 // feed's size. file names it in the problems. Every line that cannot be
 // used is skipped and counted; the rest still count. The error is only
 // for a feed that cannot be read at all (a read error, a feed over
-// MaxSize or with more than MaxEntries entries).
+// MaxSize, with more than MaxEntries entries or MaxPlaces places).
 //
 // The rules, from RFC 8805 and what publishers write: "#" starts a
 // comment line; blank lines are skipped; a UTF-8 byte order mark is
@@ -182,7 +191,11 @@ func Parse(r io.Reader, file string) (*Feed, error) {
 		if n == 1 {
 			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 		}
-		if e, ok, reason := p.parseLine(line); reason != "" {
+		e, ok, reason := p.parseLine(line)
+		if p.err != nil {
+			return nil, p.err
+		}
+		if reason != "" {
 			p.skip(n, reason)
 		} else if ok {
 			if p.f.entries.n >= MaxEntries {
@@ -210,6 +223,7 @@ type parser struct {
 	f      *Feed
 	text   map[string]string
 	places map[Place]uint32
+	err    error // what makes the whole feed unusable
 	// dups are the first repeated prefixes found by dedup, by line.
 	dups []dupLine
 }
@@ -318,6 +332,10 @@ func (p *parser) parseLine(raw []byte) (e entry, ok bool, reason string) {
 	place.Postal = p.intern(fields[4])
 	idx, ok := p.places[place]
 	if !ok {
+		if len(p.f.places) >= MaxPlaces {
+			p.err = ErrTooManyPlaces
+			return entry{}, false, ""
+		}
 		idx = uint32(len(p.f.places))
 		p.f.places = append(p.f.places, place)
 		p.places[place] = idx
