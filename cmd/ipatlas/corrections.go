@@ -95,7 +95,7 @@ func (c *corrections) readOverrides() {
 		return
 	}
 	c.engine.SetOverrides(&geo.Overrides{File: c.overrides, Feed: f, Loaded: c.now()})
-	c.log.Info("overrides in service", "file", c.overrides, "entries", len(f.Entries), "skipped_lines", len(f.Problems))
+	c.log.Info("overrides in service", "file", c.overrides, "entries", f.Len(), "skipped_lines", f.Skipped)
 }
 
 // run watches the overrides file and refreshes the feeds until ctx is

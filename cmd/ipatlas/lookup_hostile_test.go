@@ -71,7 +71,7 @@ func startHostileService(t *testing.T) string {
 func noControl(t *testing.T, what, s string) {
 	t.Helper()
 	for _, r := range s {
-		if (unicode.IsControl(r) && r != '\n' && r != '\t') || isBidiControl(r) {
+		if (unicode.IsControl(r) && r != '\n' && r != '\t') || isFormat(r) {
 			t.Errorf("%s holds %U:\n%q", what, r, s)
 			return
 		}

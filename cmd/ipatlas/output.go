@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
@@ -53,9 +54,11 @@ func plural[N ~int | ~int64](n N, one, many string) string {
 // show: escape sequences (CSI, OSC and the other strings of ECMA-48, in
 // their 7-bit and 8-bit forms) are dropped whole, every other C0 or C1
 // control and DEL is dropped, white space controls (tab, newline, CR,
-// vertical tab, form feed, NEL) become a space, and the bidirectional
-// overrides and isolates, which reorder what follows them on the line,
-// are dropped. Invalid UTF-8 becomes U+FFFD. A service or a dataset can
+// vertical tab, form feed, NEL, and the line and paragraph separators
+// U+2028 and U+2029) become a space, and the invisible formatting
+// characters (Unicode category Cf: the bidirectional overrides and
+// isolates, which reorder what follows them on the line, zero-width
+// spaces and marks, which make a name read as another) are dropped. Invalid UTF-8 becomes U+FFFD. A service or a dataset can
 // hold any text; what the CLI prints of it must not move the cursor,
 // retitle the window or fake a link.
 func printable(s string) string {
@@ -76,10 +79,10 @@ func printable(s string) string {
 		case r == 0x90 || r == 0x98 || r == 0x9d || r == 0x9e || r == 0x9f: // DCS, SOS, OSC, PM, APC
 			i += size + stringLen(s[i+size:])
 			continue
-		case r == '\t' || r == '\n' || r == '\v' || r == '\f' || r == '\r' || r == 0x85:
+		case r == '\t' || r == '\n' || r == '\v' || r == '\f' || r == '\r' || r == 0x85 || r == 0x2028 || r == 0x2029:
 			b.WriteByte(' ')
 		case r < 0x20 || (r >= 0x7f && r <= 0x9f):
-		case isBidiControl(r):
+		case isFormat(r):
 		case r == utf8.RuneError && size == 1:
 			b.WriteRune(utf8.RuneError)
 		default:
@@ -99,17 +102,18 @@ func isPlain(s string) bool {
 				return false
 			}
 			return utf8.ValidString(s) && !strings.ContainsFunc(s[i:], func(r rune) bool {
-				return r < 0x20 || (r >= 0x7f && r <= 0x9f) || isBidiControl(r)
+				return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029 || isFormat(r)
 			})
 		}
 	}
 	return true
 }
 
-// isBidiControl reports the explicit directional formatting characters:
-// embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069).
-func isBidiControl(r rune) bool {
-	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+// isFormat reports the invisible formatting characters (Unicode category
+// Cf): the bidirectional embeddings, overrides, isolates and marks, the
+// zero-width space, joiners and no-break space, the soft hyphen.
+func isFormat(r rune) bool {
+	return r >= 0xad && unicode.Is(unicode.Cf, r)
 }
 
 // escapeLen is the length of what follows an ESC and belongs to its
@@ -168,8 +172,8 @@ func stringLen(s string) int {
 }
 
 // jsonSafe escapes, in valid JSON, the characters that encoding/json
-// leaves raw but a terminal acts on: DEL, the C1 controls and the
-// bidirectional overrides and isolates. They can only be inside strings,
+// leaves raw but a terminal acts on or hides: DEL, the C1 controls and
+// the invisible formatting characters. They can only be inside strings,
 // where \uXXXX means the same character, so a program reading the line
 // gets exactly the value it had.
 func jsonSafe(b []byte) []byte {
@@ -179,7 +183,7 @@ func jsonSafe(b []byte) []byte {
 	out := make([]byte, 0, len(b)+16)
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || isFormat(r) || r == 0x2028 || r == 0x2029 {
 			out = fmt.Appendf(out, `\u%04x`, r)
 		} else {
 			out = append(out, b[i:i+size]...)

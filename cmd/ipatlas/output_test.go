@@ -36,6 +36,8 @@ func TestPrintable(t *testing.T) {
 		{"a\x00\x07\x08\x7fb", "ab"},                                         // NUL, BEL, BS, DEL
 		{"abc\u202edcba\u202c", "abcdcba"},                                   // bidi override
 		{"a\u2066b\u2069", "ab"},                                             // isolate
+		{"Pa\u200bris\u200e\ufeff", "Paris"},                                 // zero-width space, LRM, BOM
+		{"two\u2028lines\u2029", "two lines "},                               // line, paragraph separators
 		{"bad \xff byte", "bad \ufffd byte"},                                 // invalid UTF-8
 		{"unterminated \x1b]0;title", "unterminated "},                       // a string to the end
 		{"trailing ESC\x1b", "trailing ESC"},
@@ -58,7 +60,7 @@ func FuzzPrintable(f *testing.F) {
 			t.Fatalf("printable(%q) = %q: invalid UTF-8", s, out)
 		}
 		for _, r := range out {
-			if r < 0x20 || (r >= 0x7f && r <= 0x9f) || isBidiControl(r) {
+			if r < 0x20 || (r >= 0x7f && r <= 0x9f) || isFormat(r) {
 				t.Fatalf("printable(%q) = %q keeps %U", s, out, r)
 			}
 		}
@@ -77,7 +79,7 @@ func TestJSONSafe(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := jsonSafe(b)
-	if strings.ContainsFunc(string(out), func(r rune) bool { return r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) }) {
+	if strings.ContainsFunc(string(out), func(r rune) bool { return r == 0x7f || (r >= 0x80 && r <= 0x9f) || isFormat(r) }) {
 		t.Errorf("raw control left in %q", out)
 	}
 	var back map[string]string

@@ -31,6 +31,9 @@ type cityInput struct {
 	// gives it, when pointZoneKnown; see needsPointZone.
 	pointZone      string
 	pointZoneKnown bool
+	// wholeCity keeps city.EN whole: a correction's city is as it is
+	// written, never a "City (District)".
+	wholeCity bool
 }
 
 // place is the localized text of a record in one language, below the
@@ -142,7 +145,7 @@ func compose(in cityInput, countries *countryTable) cityData {
 	// the one in brackets.
 	prov := clean(in.province.EN)
 	city, dist := splitDistrict(in.city.EN)
-	if whole := clean(in.city.EN); names.WholeName(cc, whole) {
+	if whole := clean(in.city.EN); in.wholeCity || names.WholeName(cc, whole) {
 		city, dist = whole, ""
 	}
 	cityZH, distZH := splitDistrict(in.city.ZH)

@@ -17,6 +17,7 @@ package geo
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/netip"
 	"slices"
@@ -25,7 +26,6 @@ import (
 
 	"github.com/gaissmai/bart"
 	"github.com/ipatlas/ipatlas/internal/geofeed"
-	"go4.org/netipx"
 )
 
 // Bounds on what a published feed may claim. An entry broader than /8 or
@@ -117,7 +117,7 @@ type CorrectionInfo struct {
 
 // MaxProblems bounds the problems a CorrectionInfo lists; Skipped counts
 // them all.
-const MaxProblems = 100
+const MaxProblems = geofeed.MaxProblems
 
 // localValue is what a correction answers for its prefix.
 type localValue struct {
@@ -247,37 +247,46 @@ func size(t *bart.Table[*localValue]) int {
 	return t.Size()
 }
 
-// placed is an entry accepted into a layer, and its place.
-type placed struct {
-	prefix netip.Prefix
-	q      placeQuery
+// layerFeed is a parsed file's entries accepted into a layer: every one,
+// or those of accept.
+type layerFeed struct {
+	feed   *geofeed.Feed
+	accept []uint64 // a bit per entry; nil: all
 	source string
 	ases   []uint32
-	feed   bool
+	isFeed bool
 	info   *CorrectionInfo
+}
+
+func (lf *layerFeed) accepted(i int) bool {
+	return lf.accept == nil || lf.accept[i>>6]&(1<<(i&63)) != 0
 }
 
 func (e *Engine) buildOverrides(g *generation, o *Overrides) (*bart.Table[*localValue], []CorrectionInfo) {
 	if o == nil {
 		return nil, nil
 	}
-	info := CorrectionInfo{Kind: "override", Name: o.File, File: o.File, FetchedAt: o.Loaded}
-	var list []placed
+	infos := []CorrectionInfo{{Kind: "override", Name: o.File, File: o.File, FetchedAt: o.Loaded}}
+	var list []layerFeed
 	if o.Feed != nil {
-		info.Lines, info.Entries = o.Feed.Lines, len(o.Feed.Entries)
-		info.Skipped, info.Problems = len(o.Feed.Problems), firstProblems(o.Feed.Problems)
-		for _, p := range o.Feed.Problems {
-			e.log.Warn("overrides: skipped a line", "problem", p.String())
-		}
-		for _, en := range o.Feed.Entries {
-			list = append(list, placed{prefix: en.Prefix, q: queryOf(en), source: SourceOverride})
-		}
-	}
-	infos := []CorrectionInfo{info}
-	for i := range list {
-		list[i].info = &infos[0]
+		info := &infos[0]
+		info.Lines, info.Entries = o.Feed.Lines, o.Feed.Len()
+		info.Skipped, info.Problems = o.Feed.Skipped, firstProblems(o.Feed.Problems)
+		logProblems(e.log, "overrides: skipped a line", o.Feed)
+		list = append(list, layerFeed{feed: o.Feed, source: SourceOverride, info: info})
 	}
 	return e.buildTable(g, list), infos
+}
+
+// logProblems logs a file's first skipped lines, and how many more there
+// are.
+func logProblems(log *slog.Logger, msg string, f *geofeed.Feed) {
+	for _, p := range f.Problems {
+		log.Warn(msg, "problem", p.String())
+	}
+	if more := f.Skipped - len(f.Problems); more > 0 {
+		log.Warn(msg, "more_skipped_lines", more)
+	}
 }
 
 func (e *Engine) buildFeeds(g *generation, feeds []FeedInput) (*bart.Table[*localValue], []CorrectionInfo) {
@@ -290,7 +299,8 @@ func (e *Engine) buildFeeds(g *generation, feeds []FeedInput) (*bart.Table[*loca
 	if maxShare <= 0 {
 		maxShare = MaxFeedShare
 	}
-	var list []placed
+	var list []layerFeed
+	var numbers [2]map[uintptr]uint32 // per family: the files may differ
 	for i, f := range feeds {
 		info := &infos[i]
 		*info = CorrectionInfo{Kind: "geofeed", Name: f.Source.Name, URL: f.Source.URL, ASes: f.Source.ASes, Error: f.Error,
@@ -300,50 +310,62 @@ func (e *Engine) buildFeeds(g *generation, feeds []FeedInput) (*bart.Table[*loca
 		}
 		c := f.Copy
 		info.File, info.FetchedAt = c.File, c.FetchedAt
-		info.Lines, info.Entries = c.Feed.Lines, len(c.Feed.Entries)
-		info.Skipped, info.Problems = len(c.Feed.Problems), firstProblems(c.Feed.Problems)
-		var claim netipx.IPSetBuilder
-		var accepted []placed
-		source := SourceFeedPrefix + f.Source.Name
-		ases := sortedUnique(f.Source.ASes)
-		for _, en := range c.Feed.Entries {
-			p := en.Prefix
+		info.Lines, info.Entries = c.Feed.Lines, c.Feed.Len()
+		info.Skipped, info.Problems = c.Feed.Skipped, firstProblems(c.Feed.Problems)
+		lf := layerFeed{feed: c.Feed, accept: make([]uint64, (c.Feed.Len()+63)/64), source: SourceFeedPrefix + f.Source.Name,
+			ases: sortedUnique(f.Source.ASes), isFeed: true, info: info}
+		// The entries come in address order, a prefix before those it
+		// contains: what an entry within an earlier one claims, the
+		// earlier one claimed already (the same ASes announce it), so the
+		// space claimed is the sum over the outermost entries.
+		var claimed [2]float64
+		var outer netip.Prefix
+		accepted := 0
+		for i := range c.Feed.Len() {
+			p, _ := c.Feed.At(i)
 			if p.Addr().Is4() && p.Bits() < MinFeedBits4 || p.Addr().Is6() && p.Bits() < MinFeedBits6 {
 				info.Refused["too_broad"]++
 				continue
 			}
-			covered, whole, ok := g.announcedBy(p, ases, &claim)
+			n, whole, ok := g.announcedBy(p, lf.ases, &numbers)
 			switch {
 			case !ok:
 				info.Refused["no_asn_data"]++
 				continue
-			case !covered:
+			case n == 0:
 				info.Refused["not_announced"]++
 				continue
 			case !whole:
 				info.Partial++
 			}
-			accepted = append(accepted, placed{prefix: p, q: queryOf(en), source: source, ases: ases, feed: true, info: info})
+			if !outer.IsValid() || outer.Bits() > p.Bits() || !outer.Contains(p.Addr()) {
+				outer = p
+				if p.Addr().Is4() {
+					claimed[0] += n
+				} else {
+					claimed[1] += n
+				}
+			}
+			lf.accept[i>>6] |= 1 << (i & 63)
+			accepted++
 		}
-		set, _ := claim.IPSet()
-		s4, s6 := setSizes(set)
 		if ann[0] > 0 {
-			info.Share4 = s4 / ann[0]
+			info.Share4 = claimed[0] / ann[0]
 		}
 		if ann[1] > 0 {
-			info.Share6 = s6 / ann[1]
+			info.Share6 = claimed[1] / ann[1]
 		}
 		if info.Share4 > maxShare || info.Share6 > maxShare {
 			info.FeedRefused = fmt.Sprintf("it places %.2f%% of the announced IPv4 space and %.2f%% of the IPv6 space: more than the %.2f%% a single operator may plausibly hold",
 				100*info.Share4, 100*info.Share6, 100*maxShare)
-			info.Refused["feed_refused"] += len(accepted)
+			info.Refused["feed_refused"] += accepted
 			e.log.Warn("refusing a geofeed", "feed", f.Source.Name, "url", f.Source.URL, "reason", info.FeedRefused)
 			continue
 		}
 		for k, n := range info.Refused {
 			e.log.Warn("geofeed entries refused", "feed", f.Source.Name, "reason", k, "entries", n)
 		}
-		list = append(list, accepted...)
+		list = append(list, lf)
 	}
 	for i := range infos {
 		if len(infos[i].Refused) == 0 {
@@ -357,105 +379,116 @@ func firstProblems(ps []geofeed.Problem) []geofeed.Problem {
 	return slices.Clone(ps[:min(len(ps), MaxProblems)])
 }
 
-// buildTable resolves and composes the places of list and puts them in a
-// prefix table. Of two entries for one prefix the first wins; each
-// distinct place is composed once.
-func (e *Engine) buildTable(g *generation, list []placed) *bart.Table[*localValue] {
-	if len(list) == 0 {
-		return nil
+// buildTable resolves and composes the places of the accepted entries
+// and puts them in a prefix table. Of two entries for one prefix the
+// first wins; each distinct place of a file is resolved and composed once,
+// and an entry costs the table nothing more than its prefix.
+func (e *Engine) buildTable(g *generation, list []layerFeed) *bart.Table[*localValue] {
+	used := make([][]bool, len(list))
+	var qs []placeQuery
+	any := false
+	for k := range list {
+		lf := &list[k]
+		places := lf.feed.Places()
+		used[k] = make([]bool, len(places))
+		for i := range lf.feed.Len() {
+			if lf.accepted(i) {
+				_, pi := lf.feed.At(i)
+				if !used[k][pi] {
+					used[k][pi] = true
+					qs = append(qs, queryOf(places[pi]))
+				}
+				any = true
+			}
+		}
 	}
-	qs := make([]placeQuery, len(list))
-	for i, p := range list {
-		qs[i] = p.q
+	if !any {
+		return nil
 	}
 	found := g.datasetPlaces(qs, e.log)
 	var countries countryTable
-	type valueKey struct {
-		q      placeQuery
-		source string
-	}
-	values := map[valueKey]*localValue{}
 	t := new(bart.Table[*localValue])
-	for _, p := range list {
-		if _, dup := t.Get(p.prefix); dup {
-			continue
-		}
-		k := valueKey{p.q, p.source}
-		v := values[k]
-		if v == nil {
-			in, located := resolvePlace(p.q, found, e.opts.Places)
-			d := compose(in, &countries)
-			if cc, code, ok := strings.Cut(p.q.region, "-"); ok && strings.EqualFold(cc, p.q.cc) && code != "" {
-				// The region code the correction names is the record's,
-				// whatever level it is (IT-RM, a province, where the
-				// dataset names the region, IT-62).
-				d.provinceCode = strings.ToUpper(code)
+	for k := range list {
+		lf := &list[k]
+		places := lf.feed.Places()
+		values := make([]*localValue, len(places))
+		unlocated := make([]bool, len(places))
+		for i := range lf.feed.Len() {
+			if !lf.accepted(i) {
+				continue
 			}
-			v = &localValue{city: &d, source: p.source, region: p.q.region, ases: p.ases, feed: p.feed}
-			if p.q.city != "" && !located {
-				p.info.Unlocated++
+			p, pi := lf.feed.At(i)
+			if _, dup := t.Get(p); dup {
+				continue
 			}
-			values[k] = v
+			v := values[pi]
+			if v == nil {
+				q := queryOf(places[pi])
+				in, located := resolvePlace(q, found, e.opts.Places)
+				in.wholeCity = true
+				d := compose(in, &countries)
+				if cc, code, ok := strings.Cut(q.region, "-"); ok && strings.EqualFold(cc, q.cc) && code != "" {
+					// The region code the correction names is the record's,
+					// whatever level it is (IT-RM, a province, where the
+					// dataset names the region, IT-62).
+					d.provinceCode = strings.ToUpper(code)
+				}
+				v = &localValue{city: &d, source: lf.source, region: q.region, ases: lf.ases, feed: lf.isFeed}
+				values[pi] = v
+				unlocated[pi] = q.city != "" && !located
+			}
+			t.Insert(p, v)
+			lf.info.Applied++
+			if unlocated[pi] {
+				lf.info.Unlocated++
+			}
 		}
-		t.Insert(p.prefix, v)
-		p.info.Applied++
 	}
 	return t
-}
-
-// setSizes is the number of IPv4 and IPv6 addresses of s.
-func setSizes(s *netipx.IPSet) (v4, v6 float64) {
-	if s == nil {
-		return 0, 0
-	}
-	for _, r := range s.Ranges() {
-		n := rangeSize(r.From(), r.To())
-		if r.From().Is4() {
-			v4 += n
-		} else {
-			v6 += n
-		}
-	}
-	return v4, v6
-}
-
-func rangeSize(from, to netip.Addr) float64 {
-	a, b := from.As16(), to.As16()
-	var d float64
-	for i := range 16 {
-		d = d*256 + float64(int(b[i])-int(a[i]))
-	}
-	return d + 1
 }
 
 func prefixSize(p netip.Prefix) float64 {
 	return math.Ldexp(1, p.Addr().BitLen()-p.Bits())
 }
 
-// announcedBy reports whether any address of p is announced, by one of
-// ases (any AS when empty), in the ASN data that answers p's family, and
-// whether all of p is; it adds the announced part to claim. ok is false
-// when no ASN data answers the family.
-func (g *generation) announcedBy(p netip.Prefix, ases []uint32, claim *netipx.IPSetBuilder) (covered, whole, ok bool) {
-	list := g.asn6
+// announcedBy is the number of addresses of p announced by one of ases
+// (any AS when empty) in the ASN data that answers p's family, and
+// whether all of p is; ok is false when no ASN data answers the family.
+//
+// numbers caches the AS number of each ASN record by its offset: the
+// entries of a feed fall in few networks, and a record decoded once per
+// build is no garbage per entry.
+func (g *generation) announcedBy(p netip.Prefix, ases []uint32, numbers *[2]map[uintptr]uint32) (n float64, whole, ok bool) {
+	list, cache := g.asn6, &numbers[1]
 	if p.Addr().Is4() {
-		list = g.asn4
+		list, cache = g.asn4, &numbers[0]
+	}
+	if *cache == nil {
+		*cache = map[uintptr]uint32{}
 	}
 	if len(list) == 0 {
-		return false, false, false
+		return 0, false, false
 	}
 	s := list[0]
-	var n float64
 	for res := range s.r.NetworksWithin(p) {
 		if res.Err() != nil || !res.Found() {
 			continue
 		}
-		d, err := decodeASN(res)
-		if err != nil || d.number == 0 {
+		number, seen := (*cache)[res.Offset()]
+		if !seen {
+			var v struct {
+				Number uint64 `maxminddb:"autonomous_system_number"`
+			}
+			if res.Decode(&v) == nil && v.Number <= math.MaxUint32 {
+				number = uint32(v.Number)
+			}
+			(*cache)[res.Offset()] = number
+		}
+		if number == 0 {
 			continue
 		}
 		if len(ases) > 0 {
-			if _, in := slices.BinarySearch(ases, d.number); !in {
+			if _, in := slices.BinarySearch(ases, number); !in {
 				continue
 			}
 		}
@@ -463,10 +496,9 @@ func (g *generation) announcedBy(p netip.Prefix, ases []uint32, claim *netipx.IP
 		if part.Bits() < p.Bits() {
 			part = p // p lies inside one announced network
 		}
-		claim.AddPrefix(part)
 		n += prefixSize(part)
 	}
-	return n > 0, n >= prefixSize(p), true
+	return n, n >= prefixSize(p), true
 }
 
 // announced is the number of announced IPv4 and IPv6 addresses in the
@@ -506,9 +538,9 @@ func (g *generation) announced() [2]float64 {
 	return g.local.ann
 }
 
-// queryOf is the place an entry names.
-func queryOf(en geofeed.Entry) placeQuery {
-	return placeQuery{cc: en.Country, region: en.Region, city: en.City, postal: en.Postal}
+// queryOf is the place a correction names.
+func queryOf(p geofeed.Place) placeQuery {
+	return placeQuery{cc: p.Country, region: p.Region, city: p.City, postal: p.Postal}
 }
 
 // sortedUnique sorts and compacts ASes.

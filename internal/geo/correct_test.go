@@ -3,6 +3,7 @@ package geo_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -262,5 +263,64 @@ func TestCorrectionsPostalHook(t *testing.T) {
 	}
 	if !slices.Equal(asked, []string{"DE/DE-BY/Nuremberg"}) {
 		t.Errorf("hook asked %q", asked)
+	}
+}
+
+// A correction's city keeps its spelling, brackets and all: it is no
+// "City (District)" of the dataset, and a formula is text until something
+// writes CSV.
+func TestCorrectionsWholeCity(t *testing.T) {
+	e := openCorrectable(t)
+	e.SetOverrides(&geo.Overrides{File: "o.csv", Feed: parseFeed(t, "o.csv", `8.8.8.1/32,US,US-CA,"=HYPERLINK(""http://evil.example/"",""x"")"
+8.8.8.2/32,DE,DE-BY,Nuremberg (Altstadt)
+`)})
+	if rec := lookup(t, e, "8.8.8.1", ipatlas.English); rec.City != `=HYPERLINK("http://evil.example/","x")` || rec.District != "" {
+		t.Errorf("a formula city: %s", show(rec))
+	}
+	if rec := lookup(t, e, "8.8.8.2", ipatlas.English); rec.City != "Nuremberg (Altstadt)" || rec.District != "" {
+		t.Errorf("a city with brackets: %s", show(rec))
+	}
+}
+
+// A file of many bad lines is described by its first MaxProblems and a
+// count; the entries nested in others count the space they claim once.
+func TestCorrectionsManyProblems(t *testing.T) {
+	e := openCorrectable(t)
+	var b strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&b, "8.8.8.%d/32,ZZ,,,\n", i%256)
+	}
+	b.WriteString("8.8.8.0/24,US,US-CA,Mountain View\n8.8.8.8/32,US,US-CA,Mountain View\n")
+	e.SetFeeds([]geo.FeedInput{feedInput(t, "many", nil, b.String())})
+	info := e.Corrections()[0]
+	if info.Skipped != 1000 || len(info.Problems) != geo.MaxProblems || info.Entries != 2 || info.Applied != 2 {
+		t.Errorf("skipped %d, %d problems, %d entries, %d applied", info.Skipped, len(info.Problems), info.Entries, info.Applied)
+	}
+	e.SetFeeds([]geo.FeedInput{feedInput(t, "outer", nil, "8.8.8.0/24,US,US-CA,Mountain View\n")})
+	outer := e.Corrections()[0]
+	if outer.Share4 == 0 || outer.Share4 != info.Share4 {
+		t.Errorf("share of a /24: %v; with a /32 inside it: %v", outer.Share4, info.Share4)
+	}
+}
+
+// Building the layer costs an entry its place in the table and no
+// garbage: each place is resolved once, each ASN record decoded once.
+func TestCorrectionsBuildAllocations(t *testing.T) {
+	e := openCorrectable(t)
+	build := func(n int) float64 {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "2a01:4f8::%x/128,DE,DE-BY,Nuremberg\n", i)
+		}
+		in := feedInput(t, "many", nil, b.String())
+		allocs := testing.AllocsPerRun(1, func() { e.SetFeeds([]geo.FeedInput{in}) })
+		if c := e.Corrections()[0]; c.Applied != n {
+			t.Fatalf("applied %d of %d: %+v", c.Applied, n, c)
+		}
+		return allocs
+	}
+	const n = 2000
+	if per := (build(2*n) - build(n)) / n; per > 3 {
+		t.Errorf("%.1f allocations per entry", per)
 	}
 }

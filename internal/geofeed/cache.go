@@ -1,7 +1,7 @@
 package geofeed
 
 import (
-	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -69,8 +69,31 @@ func baseName(s Source) string {
 }
 
 // Load reads s's copy from the data dir; nil and no error when there is
-// none.
+// none. The copy is parsed with the bounds of a download (MaxSize,
+// MaxEntries): a copy stored by a hostile feed costs no more than the
+// feed did.
 func Load(dataDir string, s Source) (*Copy, error) {
+	c, err := loadMeta(dataDir, s)
+	if c == nil || err != nil {
+		return nil, err
+	}
+	f, err := os.Open(c.File)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if c.Feed, err = Parse(f, c.File); err != nil {
+		return nil, fmt.Errorf("geofeed: %s: %w", c.File, err)
+	}
+	return c, nil
+}
+
+// loadMeta reads the description of s's copy, without the copy; nil and
+// no error when there is none.
+func loadMeta(dataDir string, s Source) (*Copy, error) {
 	dir := filepath.Join(dataDir, Dir)
 	base := baseName(s)
 	b, err := os.ReadFile(filepath.Join(dir, base+".json"))
@@ -85,30 +108,33 @@ func Load(dataDir string, s Source) (*Copy, error) {
 		return nil, fmt.Errorf("geofeed: %s: %w", filepath.Join(dir, base+".json"), err)
 	}
 	c.File = filepath.Join(dir, base+".csv")
-	f, err := os.Open(c.File)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if c.Feed, err = Parse(f, c.File); err != nil {
-		return nil, fmt.Errorf("geofeed: %s: %w", c.File, err)
-	}
 	// The copy's own source is the one configured now (its ASes may have
 	// changed since it was fetched); the URL is what made the file name.
 	c.Source = s
 	return &c, nil
 }
 
-// Fetch downloads s, parses it and, when it is good, replaces the copy in
-// the data dir (written under a temporary name and renamed, then its
-// description), and returns it. A download that fails, holds no good
-// entry, or has fewer than half the entries of the copy in service leaves
-// that copy in place and is an error: a feed half-written by its
-// publisher must not unplace half its addresses. client nil means an
-// outbound client with a 2-minute timeout.
+// MaxRatio bounds how much a compressed body may inflate: CSV feeds
+// compress five to twenty times; a body that inflates a thousand times
+// is built to exhaust memory or disk.
+const MaxRatio = 100
+
+// ratioSlack is what a compressed body may inflate to before MaxRatio
+// applies: the first block of a small body may inflate more.
+const ratioSlack = 1 << 20
+
+// ErrCompressionRatio is a compressed body that inflates past MaxRatio.
+var ErrCompressionRatio = fmt.Errorf("geofeed: the compressed body inflates more than %d times", MaxRatio)
+
+// Fetch downloads s, parses it as it arrives while writing it beside the
+// copy in the data dir, and, when it is good, renames it over the copy,
+// writes its description, and returns it. A download that fails, holds no
+// good entry, or has fewer than half the entries of the copy in service
+// leaves that copy in place and is an error: a feed half-written by its
+// publisher must not unplace half its addresses. The body is bounded as
+// read from the network (MaxSize) and as decompressed (MaxSize, and
+// MaxRatio times what was read). client nil means an outbound client
+// with a 2-minute timeout.
 func Fetch(ctx context.Context, client *http.Client, dataDir string, s Source, now time.Time) (*Copy, error) {
 	if client == nil {
 		client = outbound.NewClient(outbound.Options{Timeout: 2 * time.Minute})
@@ -118,6 +144,9 @@ func Fetch(ctx context.Context, client *http.Client, dataDir string, s Source, n
 		return nil, err
 	}
 	req.Header.Set("User-Agent", "ipatlas (geofeed)")
+	// Asked for by name, a gzip body is not decoded by the transport:
+	// Fetch decodes it, bounded.
+	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
@@ -126,36 +155,53 @@ func Fetch(ctx context.Context, client *http.Client, dataDir string, s Source, n
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("geofeed %s: %s", s.URL, resp.Status)
 	}
-	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, io.LimitReader(resp.Body, MaxSize+1)); err != nil {
-		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
+	wire := &countingReader{r: io.LimitReader(resp.Body, MaxSize+1)}
+	var body io.Reader = wire
+	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(wire)
+		if err != nil {
+			return nil, fmt.Errorf("geofeed %s: gzip body: %w", s.URL, err)
+		}
+		body = &ratioReader{r: zr, wire: wire}
+	default:
+		return nil, fmt.Errorf("geofeed %s: unsupported Content-Encoding %q (gzip or none)", s.URL, short(enc))
 	}
-	if buf.Len() > MaxSize {
-		return nil, fmt.Errorf("geofeed %s: %w", s.URL, ErrTooLarge)
-	}
+
 	dir := filepath.Join(dataDir, Dir)
 	base := baseName(s)
-	feed, err := Parse(bytes.NewReader(buf.Bytes()), filepath.Join(dir, base+".csv"))
-	if err != nil {
-		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
-	}
-	if len(feed.Entries) == 0 {
-		return nil, fmt.Errorf("geofeed %s: no usable entry in %d lines (%d skipped): keeping the copy in service", s.URL, feed.Lines, len(feed.Problems))
-	}
-	prev, err := Load(dataDir, s)
-	if err == nil && prev != nil && len(feed.Entries) < len(prev.Feed.Entries)/2 {
-		return nil, fmt.Errorf("geofeed %s: %d usable entries, fewer than half the %d of the copy in service: keeping that copy", s.URL, len(feed.Entries), len(prev.Feed.Entries))
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	c := &Copy{Source: s, FetchedAt: now.UTC(), Size: int64(buf.Len()), SHA256: hex.EncodeToString(sum[:]),
-		Entries: len(feed.Entries), Problems: len(feed.Problems), File: filepath.Join(dir, base+".csv"), Feed: feed}
-	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
-		c.Modified = t.UTC()
-	}
+	file := filepath.Join(dir, base+".csv")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeFile(dir, base+".csv", buf.Bytes()); err != nil {
+	pending, err := renameio.NewPendingFile(file, renameio.WithPermissions(0o644))
+	if err != nil {
+		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
+	}
+	defer pending.Cleanup()
+	sum := sha256.New()
+	kept := &countingReader{r: io.TeeReader(body, io.MultiWriter(pending, sum))}
+	feed, err := Parse(kept, file)
+	if wire.n > MaxSize {
+		err = ErrTooLarge
+	}
+	if err != nil {
+		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
+	}
+	if feed.Len() == 0 {
+		return nil, fmt.Errorf("geofeed %s: no usable entry in %d lines (%d skipped): keeping the copy in service", s.URL, feed.Lines, feed.Skipped)
+	}
+	prev, err := loadMeta(dataDir, s)
+	if err == nil && prev != nil && feed.Len() < prev.Entries/2 {
+		return nil, fmt.Errorf("geofeed %s: %d usable entries, fewer than half the %d of the copy in service: keeping that copy", s.URL, feed.Len(), prev.Entries)
+	}
+	c := &Copy{Source: s, FetchedAt: now.UTC(), Size: kept.n, SHA256: hex.EncodeToString(sum.Sum(nil)),
+		Entries: feed.Len(), Problems: feed.Skipped, File: file, Feed: feed}
+	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+		c.Modified = t.UTC()
+	}
+	if err := pending.CloseAtomicallyReplace(); err != nil {
 		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
 	}
 	meta, err := json.MarshalIndent(c, "", "  ")
@@ -166,6 +212,38 @@ func Fetch(ctx context.Context, client *http.Client, dataDir string, s Source, n
 		return nil, fmt.Errorf("geofeed %s: %w", s.URL, err)
 	}
 	return c, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ratioReader is a decompressed body that fails once it is more than
+// MaxRatio times what was read from the network (past ratioSlack).
+type ratioReader struct {
+	r    io.Reader
+	wire *countingReader
+	n    int64
+}
+
+func (z *ratioReader) Read(p []byte) (int, error) {
+	n, err := z.r.Read(p)
+	z.n += int64(n)
+	if z.n > ratioSlack && z.n > MaxRatio*z.wire.n {
+		return n, ErrCompressionRatio
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) && z.wire.n > MaxSize {
+		return n, ErrTooLarge
+	}
+	return n, err
 }
 
 // writeFile replaces dir/name with data: a temporary file, synced and

@@ -37,15 +37,19 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// In address order.
 	want := []Entry{
-		{Prefix: netip.MustParsePrefix("192.0.2.0/24"), Country: "US", Region: "US-CA", City: "San Jose", Postal: "95112", Line: 3},
-		{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Country: "DE", Region: "DE-BE", City: "Berlin", Line: 4},
-		{Prefix: netip.MustParsePrefix("2001:db8::/32"), Country: "GB", Region: "GB-ENG", City: "London, City of", Line: 5},
-		{Prefix: netip.MustParsePrefix("203.0.113.7/32"), Country: "FR", Line: 6},
-		{Prefix: netip.MustParsePrefix("10.0.0.0/8"), Country: "CN", Region: "CN-BJ", City: "Beijing", Postal: "100000", Line: 18},
+		{Prefix: netip.MustParsePrefix("10.0.0.0/8"), Place: Place{Country: "CN", Region: "CN-BJ", City: "Beijing", Postal: "100000"}, Line: 18},
+		{Prefix: netip.MustParsePrefix("192.0.2.0/24"), Place: Place{Country: "US", Region: "US-CA", City: "San Jose", Postal: "95112"}, Line: 3},
+		{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Place: Place{Country: "DE", Region: "DE-BE", City: "Berlin"}, Line: 4},
+		{Prefix: netip.MustParsePrefix("203.0.113.7/32"), Place: Place{Country: "FR"}, Line: 6},
+		{Prefix: netip.MustParsePrefix("2001:db8::/32"), Place: Place{Country: "GB", Region: "GB-ENG", City: "London, City of"}, Line: 5},
 	}
-	if !slices.Equal(f.Entries, want) {
-		t.Errorf("entries:\n got %+v\nwant %+v", f.Entries, want)
+	if got := slices.Collect(f.All()); !slices.Equal(got, want) {
+		t.Errorf("entries:\n got %+v\nwant %+v", got, want)
+	}
+	if f.Skipped != len(f.Problems) {
+		t.Errorf("skipped %d, problems %d", f.Skipped, len(f.Problems))
 	}
 	var lines []int
 	for _, p := range f.Problems {
@@ -77,8 +81,8 @@ func TestParseLongLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Entries) != 2 || f.Entries[1].Line != 3 || len(f.Problems) != 1 || f.Problems[0].Line != 2 {
-		t.Errorf("entries %+v problems %+v", f.Entries, f.Problems)
+	if f.Len() != 2 || f.Entry(1).Line != 3 || len(f.Problems) != 1 || f.Problems[0].Line != 2 {
+		t.Errorf("entries %+v problems %+v", slices.Collect(f.All()), f.Problems)
 	}
 }
 
@@ -96,8 +100,8 @@ func TestBuiltinFormats(t *testing.T) {
 		}
 		feed, err := Parse(f, file)
 		f.Close()
-		if err != nil || len(feed.Problems) > 0 || len(feed.Entries) < 4 {
-			t.Errorf("%s: %v, %d entries, problems %q", file, err, len(feed.Entries), feed.Problems)
+		if err != nil || len(feed.Problems) > 0 || feed.Len() < 4 {
+			t.Errorf("%s: %v, %d entries, problems %q", file, err, feed.Len(), feed.Problems)
 		}
 	}
 }
@@ -161,11 +165,11 @@ func TestFetchAndLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Entries != 4 || c.Problems != 1 || !c.FetchedAt.Equal(now) || c.Modified.IsZero() || len(c.Feed.Entries) != 4 {
+	if c.Entries != 4 || c.Problems != 1 || !c.FetchedAt.Equal(now) || c.Modified.IsZero() || c.Feed.Len() != 4 {
 		t.Errorf("copy %+v", c)
 	}
 	loaded, err := Load(dir, s)
-	if err != nil || loaded == nil || loaded.SHA256 != c.SHA256 || len(loaded.Feed.Entries) != 4 || loaded.Feed.Problems[0].File != loaded.File {
+	if err != nil || loaded == nil || loaded.SHA256 != c.SHA256 || loaded.Feed.Len() != 4 || loaded.Feed.Problems[0].File != loaded.File {
 		t.Fatalf("loaded %+v %v", loaded, err)
 	}
 
@@ -200,7 +204,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatal(err)
 		}
 		seen := map[netip.Prefix]bool{}
-		for _, e := range feed.Entries {
+		for e := range feed.All() {
 			if !e.Prefix.IsValid() || e.Prefix.Masked() != e.Prefix || len(e.Country) != 2 || seen[e.Prefix] {
 				t.Fatalf("bad entry %+v", e)
 			}
