@@ -55,13 +55,6 @@ func newCorrections(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *cor
 		interval: cfg.GeofeedInterval, client: outbound.NewClient(outbound.Options{Timeout: 2 * time.Minute}), now: time.Now}
 }
 
-// load puts the overrides file in service, before the first request.
-func (c *corrections) load() {
-	if c.overrides != "" {
-		c.readOverrides()
-	}
-}
-
 // loadCopies puts the feeds' copies in the data dir in service: a restart
 // without the network still has them.
 func (c *corrections) loadCopies() {
@@ -98,12 +91,21 @@ func (c *corrections) readOverrides() {
 	c.log.Info("overrides in service", "file", c.overrides, "entries", f.Len(), "skipped_lines", f.Skipped)
 }
 
-// run watches the overrides file and refreshes the feeds until ctx is
-// done.
+// run puts the overrides file and the feeds' copies in service, then
+// watches the file and refreshes the feeds until ctx is done. The server
+// answers from the dataset meanwhile: building the corrections takes
+// seconds on a large dataset, and waiting for it would delay every answer,
+// not only the corrected ones. Each layer logs when it is in service.
 func (c *corrections) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	if c.overrides != "" {
-		wg.Go(func() { c.watchOverrides(ctx) })
+		wg.Go(func() {
+			// The version read is the one the watch starts from: an edit
+			// made while it is read is read again.
+			last, _ := sigOf(c.overrides)
+			c.readOverrides()
+			c.watchOverrides(ctx, last)
+		})
 	}
 	if len(c.sources) > 0 {
 		wg.Go(func() {
@@ -141,8 +143,7 @@ func (a fileSig) same(b fileSig) bool {
 // write, create, rename or removal in its directory (editors and
 // configuration tools replace files by renaming), and at the latest at the
 // next poll.
-func (c *corrections) watchOverrides(ctx context.Context) {
-	last, _ := sigOf(c.overrides)
+func (c *corrections) watchOverrides(ctx context.Context, last fileSig) {
 	var events <-chan fsnotify.Event
 	if w, err := fsnotify.NewWatcher(); err == nil {
 		defer w.Close()

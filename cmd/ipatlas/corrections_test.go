@@ -55,9 +55,19 @@ func TestServeOverridesReload(t *testing.T) {
 		"--trusted-proxy", "127.0.0.1", "--me-rate", "0", "--admin-token", token)...)
 	base := "http://" + s.public
 	c := &http.Client{Timeout: 10 * time.Second}
-	rec, err := meRecord(c, base, geotest.MountainView.IP)
-	if err != nil || rec.CountryCode != "DE" || rec.City != "Nuremberg" || rec.LocationSource != "override" || rec.TimeZone != "Europe/Berlin" {
+	// The server answers from the dataset while it builds the overrides,
+	// and puts them in service soon after, saying so.
+	var rec ipatlas.Record
+	var err error
+	waitUntil(t, "the overrides in service at start", func() bool {
+		rec, err = meRecord(c, base, geotest.MountainView.IP)
+		return err == nil && rec.LocationSource == "override"
+	})
+	if rec.CountryCode != "DE" || rec.City != "Nuremberg" || rec.TimeZone != "Europe/Berlin" {
 		t.Fatalf("override at start: %+v %v\n%s", rec, err, s.stderr)
+	}
+	if !strings.Contains(s.stderr.String(), "overrides in service") {
+		t.Errorf("the log does not say the overrides are in service:\n%s", s.stderr)
 	}
 
 	var stop atomic.Bool

@@ -77,7 +77,6 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 	fresh := newFreshness(cfg, engine, log)
 	fresh.warnOld()
 	corr := newCorrections(cfg, engine, log)
-	corr.load()
 	defer func() {
 		if cerr := engine.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing dataset: %w", cerr))
