@@ -339,7 +339,7 @@ func printCorrections(w io.Writer, infos []geo.CorrectionInfo) {
 	fmt.Fprintf(w, "\ncorrections (they win over the dataset: the overrides file, then each feed; within each the most specific prefix)\n")
 	for _, c := range infos {
 		if c.Kind == "override" {
-			fmt.Fprintf(w, "  overrides %s: %d entries in service, %d lines skipped\n", c.File, c.Applied, c.Skipped)
+			fmt.Fprintf(w, "  overrides %s: %s in service, %s skipped\n", c.File, plural(c.Applied, "entry", "entries"), plural(c.Skipped, "line", "lines"))
 		} else {
 			ases := "any announced address"
 			if len(c.ASes) > 0 {
@@ -357,7 +357,7 @@ func printCorrections(w io.Writer, infos []geo.CorrectionInfo) {
 			case c.File == "":
 				fmt.Fprintf(w, "      not fetched yet ('ipatlas db fetch' or a running server fetches it)\n")
 			default:
-				fmt.Fprintf(w, "      fetched %s: %d entries, %d in service, %d lines skipped\n", c.FetchedAt.UTC().Format(time.RFC3339), c.Entries, c.Applied, c.Skipped)
+				fmt.Fprintf(w, "      fetched %s: %s, %d in service, %s skipped\n", c.FetchedAt.UTC().Format(time.RFC3339), plural(c.Entries, "entry", "entries"), c.Applied, plural(c.Skipped, "line", "lines"))
 			}
 			if len(c.Refused) > 0 {
 				keys := make([]string, 0, len(c.Refused))
@@ -372,7 +372,7 @@ func printCorrections(w io.Writer, infos []geo.CorrectionInfo) {
 				fmt.Fprintf(w, "      refused entries: %s\n", strings.Join(parts, ", "))
 			}
 			if c.Partial > 0 {
-				fmt.Fprintf(w, "      %d entries only partly announced by its ASes: only that part is placed\n", c.Partial)
+				fmt.Fprintf(w, "      %s only partly announced by its ASes: only that part is placed\n", plural(c.Partial, "entry", "entries"))
 			}
 			if c.FeedRefused != "" {
 				fmt.Fprintf(w, "      REFUSED: %s\n", c.FeedRefused)
@@ -382,13 +382,13 @@ func printCorrections(w io.Writer, infos []geo.CorrectionInfo) {
 			}
 		}
 		if c.Unlocated > 0 {
-			fmt.Fprintf(w, "      %d entries name a city no data places: they answer without coordinates\n", c.Unlocated)
+			fmt.Fprintf(w, "      %s a city no data places: they answer without coordinates\n", plural(c.Unlocated, "entry names", "entries name"))
 		}
 		for _, p := range c.Problems {
 			fmt.Fprintf(w, "      %s\n", p)
 		}
 		if c.Skipped > len(c.Problems) {
-			fmt.Fprintf(w, "      ... and %d more skipped lines\n", c.Skipped-len(c.Problems))
+			fmt.Fprintf(w, "      ... and %s\n", plural(c.Skipped-len(c.Problems), "more skipped line", "more skipped lines"))
 		}
 	}
 }

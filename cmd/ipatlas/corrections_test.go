@@ -208,7 +208,7 @@ func TestDBInfoCorrections(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("db info: %v\n%s", r.err, r.stderr)
 	}
-	for _, want := range []string{overrides + ":2: unknown country code \"ZZ\"", "overrides " + overrides + ": 1 entries in service, 1 lines skipped",
+	for _, want := range []string{overrides + ":2: unknown country code \"ZZ\"", "overrides " + overrides + ": 1 entry in service, 1 line skipped",
 		"geofeed 127.0.0.1", "for AS15169", "3 entries, 1 in service", "refused entries: not_announced 1, too_broad 1"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("db info lacks %q:\n%s", want, r.stdout)
@@ -245,7 +245,7 @@ func TestDBFetchGeofeedFailureWarns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("db fetch with one feed down: %v\n%s\n%s", err, out, errOut)
 	}
-	if !strings.Contains(out, "geofeeds: 1 of 2 fetched, 1 entries") {
+	if !strings.Contains(out, "geofeeds: 1 of 2 fetched, 1 entry") {
 		t.Errorf("the good feed was not fetched:\n%s", out)
 	}
 	if n := strings.Count(errOut, "warning"); n != 1 || !strings.Contains(errOut, "1 of 2 geofeeds could not be fetched") || !strings.Contains(errOut, "--geofeed none") {

@@ -584,7 +584,7 @@ func printDBInfo(w io.Writer, info dbInfo, now time.Time) error {
 		tw.Flush()
 		for _, s := range info.Privacy {
 			if r := s.RefusedEntries; r != nil {
-				fmt.Fprintf(w, "  %s: %d entries refused by its bounds, not in service: %s\n", s.DatabaseType, r.Count, strings.Join(r.Examples, "; "))
+				fmt.Fprintf(w, "  %s: %s refused by its bounds, not in service: %s\n", s.DatabaseType, plural(r.Count, "entry", "entries"), strings.Join(r.Examples, "; "))
 			}
 		}
 	}
@@ -684,12 +684,12 @@ func fetchFeedsReport(ctx context.Context, e env, dir string, feeds []geofeed.So
 			fetched++
 			entries += r.cp.Entries
 			if verbose {
-				fmt.Fprintf(e.stdout, "geofeed %s: %d entries, %d lines skipped, from %s\n", s.Name, r.cp.Entries, r.cp.Problems, s.URL)
+				fmt.Fprintf(e.stdout, "geofeed %s: %s, %s skipped, from %s\n", s.Name, plural(r.cp.Entries, "entry", "entries"), plural(r.cp.Problems, "line", "lines"), s.URL)
 			}
 		}
 	}
 	if !verbose && fetched > 0 {
-		fmt.Fprintf(e.stdout, "geofeeds: %d of %d fetched, %d entries\n", fetched, len(feeds), entries)
+		fmt.Fprintf(e.stdout, "geofeeds: %d of %d fetched, %s\n", fetched, len(feeds), plural(entries, "entry", "entries"))
 	}
 	if len(failed) > 0 {
 		feedsNoun := "geofeeds"
