@@ -326,6 +326,12 @@ func describeCorrections(dir, overrides string, sources []geofeed.Source) ([]geo
 			feeds[i].Error = err.Error()
 		}
 		feeds[i].Copy = cp
+		// The last try of a server or of db fetch, when it failed.
+		if f, err := geofeed.LastFailure(dir, s); err != nil && feeds[i].Error == "" {
+			feeds[i].Error = err.Error()
+		} else if f != nil && feeds[i].Error == "" {
+			feeds[i].Error = f.At.Format(time.RFC3339) + ": " + f.Error
+		}
 	}
 	e.SetFeeds(feeds)
 	return e.Corrections(), nil
@@ -354,6 +360,8 @@ func printCorrections(w io.Writer, infos []geo.CorrectionInfo) {
 			}
 			fmt.Fprintf(w, "  geofeed %s (%s) for %s\n", c.Name, c.URL, ases)
 			switch {
+			case c.File == "" && c.Error != "":
+				fmt.Fprintf(w, "      no copy: every try failed ('ipatlas db fetch' or a running server tries again)\n")
 			case c.File == "":
 				fmt.Fprintf(w, "      not fetched yet ('ipatlas db fetch' or a running server fetches it)\n")
 			default:

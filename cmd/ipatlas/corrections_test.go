@@ -234,7 +234,12 @@ func TestDBFetchGeofeedFailureWarns(t *testing.T) {
 		fmt.Fprint(w, "8.8.8.0/24,DE,DE-BY,Nuremberg,\n")
 	}))
 	defer good.Close()
+	var back atomic.Bool // the feed that is down comes back
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if back.Load() {
+			fmt.Fprint(w, "202.106.0.0/20,CN,CN-BJ,Beijing,\n")
+			return
+		}
 		http.Error(w, "gone", http.StatusServiceUnavailable)
 	}))
 	defer down.Close()
@@ -250,5 +255,34 @@ func TestDBFetchGeofeedFailureWarns(t *testing.T) {
 	}
 	if n := strings.Count(errOut, "warning"); n != 1 || !strings.Contains(errOut, "1 of 2 geofeeds could not be fetched") || !strings.Contains(errOut, "--geofeed none") {
 		t.Errorf("want one warning naming the failure and --geofeed none, got:\n%s", errOut)
+	}
+	// db info tells the feed whose tries failed from one never tried, with
+	// the last failure's time and reason.
+	info := func() string {
+		t.Helper()
+		r := runCLI(t, newCLIEnv(t), "", "db", "info", "--data-dir", dir, "--geofeed", "none",
+			"--geofeed", down.URL+"/feed.csv", "--geofeed", good.URL+"/feed.csv")
+		if r.err != nil {
+			t.Fatalf("db info: %v\n%s", r.err, r.stderr)
+		}
+		return r.stdout
+	}
+	out = info()
+	for _, want := range []string{"no copy: every try failed", "last fetch failed: 20", "503 Service Unavailable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("db info after a failed fetch lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "not fetched yet ('ipatlas db fetch'") {
+		t.Errorf("db info calls a feed whose fetch failed not fetched yet:\n%s", out)
+	}
+	// A good fetch clears the failure.
+	back.Store(true)
+	if _, _, err := runDBTest(t, nil, "db", "fetch", "--data-dir", dir, "--registry", reg.URL, "--privacy-lists=false",
+		"--geofeed", "none", "--geofeed", down.URL+"/feed.csv", "--geofeed", good.URL+"/feed.csv"); err != nil {
+		t.Fatal(err)
+	}
+	if out = info(); strings.Contains(out, "last fetch failed") || strings.Contains(out, "every try failed") {
+		t.Errorf("db info after a good fetch still shows the failure:\n%s", out)
 	}
 }

@@ -218,8 +218,16 @@ func TestFetchCompressed(t *testing.T) {
 	if l, err := Load(dir, s); err != nil || l.SHA256 != c.SHA256 {
 		t.Errorf("the copy after a bomb: %v %+v", err, l)
 	}
-	if files, _ := os.ReadDir(filepath.Join(dir, Dir)); len(files) != 2 {
+	// Nothing is left behind but the record of the failure.
+	files, _ := os.ReadDir(filepath.Join(dir, Dir))
+	if len(files) != 3 {
 		t.Errorf("files left: %v", files)
+	}
+	if f, err := LastFailure(dir, bs); err != nil || f == nil || !strings.Contains(f.Error, "inflates more than") || !f.At.Equal(now.UTC()) {
+		t.Errorf("the bomb's failure as recorded: %+v %v", f, err)
+	}
+	if f, err := LastFailure(dir, s); err != nil || f != nil {
+		t.Errorf("a feed whose fetch succeeded has a failure recorded: %+v %v", f, err)
 	}
 
 	// An encoding Fetch cannot bound is refused.

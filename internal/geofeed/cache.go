@@ -135,7 +135,53 @@ var ErrCompressionRatio = fmt.Errorf("geofeed: the compressed body inflates more
 // read from the network (MaxSize) and as decompressed (MaxSize, and
 // MaxRatio times what was read). client nil means an outbound client
 // with a 2-minute timeout.
+//
+// A failure is recorded beside the copy (LastFailure), until a fetch
+// succeeds: db info tells a feed that was never tried from one whose
+// tries fail. A fetch cut short by ctx records nothing.
 func Fetch(ctx context.Context, client *http.Client, dataDir string, s Source, now time.Time) (*Copy, error) {
+	c, err := fetch(ctx, client, dataDir, s, now)
+	failed := filepath.Join(dataDir, Dir, baseName(s)+".failed.json")
+	switch {
+	case err == nil:
+		if rerr := os.Remove(failed); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return c, fmt.Errorf("geofeed %s: %w", s.URL, rerr)
+		}
+	case ctx.Err() == nil:
+		b, merr := json.MarshalIndent(Failure{At: now.UTC(), Error: err.Error()}, "", "  ")
+		if merr == nil && os.MkdirAll(filepath.Dir(failed), 0o755) == nil {
+			// The record is a help to the operator; failing to write it
+			// changes nothing of the fetch's outcome.
+			_ = writeFile(filepath.Dir(failed), filepath.Base(failed), append(b, '\n'))
+		}
+	}
+	return c, err
+}
+
+// Failure is the last failed fetch of a feed.
+type Failure struct {
+	At    time.Time `json:"at"`
+	Error string    `json:"error"`
+}
+
+// LastFailure is the last failed fetch of s since its last good one; nil
+// when there is none.
+func LastFailure(dataDir string, s Source) (*Failure, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, Dir, baseName(s)+".failed.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var f Failure
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("geofeed: %s: %w", baseName(s)+".failed.json", err)
+	}
+	return &f, nil
+}
+
+func fetch(ctx context.Context, client *http.Client, dataDir string, s Source, now time.Time) (*Copy, error) {
 	if client == nil {
 		client = outbound.NewClient(outbound.Options{Timeout: 2 * time.Minute})
 	}
