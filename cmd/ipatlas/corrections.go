@@ -389,6 +389,19 @@ func printCorrections(w io.Writer, infos []geo.CorrectionInfo) {
 				fmt.Fprintf(w, "      last fetch failed: %s\n", c.Error)
 			}
 		}
+		if c.RegionsDropped > 0 {
+			parts := make([]string, len(c.DroppedRegions))
+			listed := 0
+			for i, d := range c.DroppedRegions {
+				parts[i] = fmt.Sprintf("%s (%s, first line %d)", d.Region, plural(d.Lines, "line", "lines"), d.FirstLine)
+				listed += d.Lines
+			}
+			if more := c.RegionsDropped - listed; more > 0 {
+				parts = append(parts, plural(more, "more line", "more lines")+" of other regions")
+			}
+			fmt.Fprintf(w, "      %s read without its region, no ISO 3166-2 code of the country: %s\n",
+				plural(c.RegionsDropped, "line", "lines"), strings.Join(parts, ", "))
+		}
 		if c.Unlocated > 0 {
 			fmt.Fprintf(w, "      %s a city no data places: they answer without coordinates\n", plural(c.Unlocated, "entry names", "entries name"))
 		}

@@ -187,7 +187,7 @@ func TestDBInfoCorrections(t *testing.T) {
 	feedShareBound = 1
 	defer func() { feedShareBound = 0 }()
 	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, "8.8.8.0/24,DE,DE-BY,Nuremberg,\n202.106.0.0/20,US,US-CA,Mountain View,\n2.0.0.0/7,US,,,\n")
+		fmt.Fprint(w, "8.8.8.0/24,DE,DE-BY,Nuremberg,\n202.106.0.0/20,US,US-CA,Mountain View,\n2.0.0.0/7,US,,,\n8.8.4.0/24,US,US-ZZ,Nowhere,\n")
 	}))
 	defer feed.Close()
 	overrides := filepath.Join(t.TempDir(), "o.csv")
@@ -196,7 +196,7 @@ func TestDBInfoCorrections(t *testing.T) {
 	reg := datasettest.NewRegistry(t, datasettest.DefaultPackages(t, "2.3.2026052009")...)
 	fetched := t.TempDir()
 	out, _, err := runDBTest(t, nil, "db", "fetch", "-v", "--data-dir", fetched, "--registry", reg.URL, "--privacy-lists=false", "--geofeed", "none", "--geofeed", src)
-	if err != nil || !strings.Contains(out, "geofeed 127.0.0.1: 3 entries, 0 lines skipped") {
+	if err != nil || !strings.Contains(out, "geofeed 127.0.0.1: 4 entries, 0 lines skipped") {
 		t.Fatalf("db fetch: %v\n%s", err, out)
 	}
 	// The feed's copy, described against the geotest dataset (whose ASN
@@ -209,7 +209,8 @@ func TestDBInfoCorrections(t *testing.T) {
 		t.Fatalf("db info: %v\n%s", r.err, r.stderr)
 	}
 	for _, want := range []string{overrides + ":2: unknown country code \"ZZ\"", "overrides " + overrides + ": 1 entry in service, 1 line skipped",
-		"geofeed 127.0.0.1", "for AS15169", "3 entries, 1 in service", "refused entries: not_announced 1, too_broad 1"} {
+		"geofeed 127.0.0.1", "for AS15169", "4 entries, 1 in service", "refused entries: not_announced 2, too_broad 1",
+		"1 line read without its region, no ISO 3166-2 code of the country: US-ZZ (1 line, first line 4)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("db info lacks %q:\n%s", want, r.stdout)
 		}
@@ -284,5 +285,72 @@ func TestDBFetchGeofeedFailureWarns(t *testing.T) {
 	}
 	if out = info(); strings.Contains(out, "last fetch failed") || strings.Contains(out, "every try failed") {
 		t.Errorf("db info after a good fetch still shows the failure:\n%s", out)
+	}
+}
+
+// db info reads the corrections' settings as serve does: from the config
+// file named by --config or IPATLAS_CONFIG (here the repository's example
+// with three of its lines filled in), or from the environment alone. The
+// overrides file and the feed given there show in db info, with the
+// overrides' refused region, and are the ones serve would put in service.
+func TestDBInfoReadsServeSettings(t *testing.T) {
+	fx := newServeFixture(t)
+	overrides := filepath.Join(t.TempDir(), "overrides.csv")
+	if err := os.WriteFile(overrides, []byte("8.8.4.0/24,US,US-ZZ,Nowhere\n8.8.8.0/24,GB,GB-BST,Bristol\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const feed = "https://feeds.example.net/geo.csv AS64500"
+	example, err := os.ReadFile(configExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(example)
+	for _, r := range [][2]string{
+		{"\n#data_dir = /var/lib/ipatlas\n", "\ndata_dir = " + fx.dir + "\n"},
+		{"\n#overrides = /etc/ipatlas/overrides.csv\n", "\noverrides = " + overrides + "\n"},
+		{"\n#geofeed = \"https://example.net/geofeed.csv AS64500\"\n", "\ngeofeed = \"" + feed + "\"\n"},
+	} {
+		if !strings.Contains(conf, r[0]) {
+			t.Fatalf("%s lacks %q", configExample, r[0])
+		}
+		conf = strings.Replace(conf, r[0], r[1], 1)
+	}
+	confFile := writeConfig(t, conf)
+
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"--config", nil, []string{"--config", confFile}},
+		{"IPATLAS_CONFIG", []string{"IPATLAS_CONFIG", confFile}, nil},
+		{"environment", []string{"IPATLAS_DATA_DIR", fx.dir, "IPATLAS_OVERRIDES", overrides, "IPATLAS_GEOFEED", feed}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newCLIEnv(t, tc.env...)
+			c, err := parseServeConfig(tc.args, testEnv(e.getenv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.DataDir != fx.dir || c.Overrides != overrides || len(c.Geofeeds) != len(geofeed.Builtin)+1 {
+				t.Fatalf("serve reads data dir %q, overrides %q, %d feeds", c.DataDir, c.Overrides, len(c.Geofeeds))
+			}
+			r := runCLI(t, e, "", append([]string{"db", "info"}, tc.args...)...)
+			if r.err != nil {
+				t.Fatalf("db info: %v\n%s", r.err, r.stderr)
+			}
+			want := []string{
+				"overrides " + overrides + ": 1 entry in service, 1 line skipped",
+				overrides + `:1: region "US-ZZ" is not an ISO 3166-2 code of US`,
+			}
+			for _, s := range c.Geofeeds {
+				want = append(want, fmt.Sprintf("geofeed %s (%s)", s.Name, s.URL))
+			}
+			for _, w := range want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("db info lacks %q:\n%s", w, r.stdout)
+				}
+			}
+		})
 	}
 }

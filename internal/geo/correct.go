@@ -95,6 +95,11 @@ type CorrectionInfo struct {
 	// the first MaxProblems of them.
 	Skipped  int               `json:"skipped"`
 	Problems []geofeed.Problem `json:"problems,omitempty"`
+	// RegionsDropped counts a feed's lines applied without their region,
+	// one that is no ISO 3166-2 code of the country; DroppedRegions are
+	// the first MaxProblems such regions.
+	RegionsDropped int                     `json:"regions_dropped,omitempty"`
+	DroppedRegions []geofeed.DroppedRegion `json:"dropped_regions,omitempty"`
 	// Refused counts good entries that were not applied, by reason:
 	// "too_broad" (broader than /8 or /24), "not_announced" (no address
 	// of it announced by the feed's ASes), "no_asn_data", "feed_refused".
@@ -312,6 +317,7 @@ func (e *Engine) buildFeeds(g *generation, feeds []FeedInput) (*bart.Table[*loca
 		info.File, info.FetchedAt = c.File, c.FetchedAt
 		info.Lines, info.Entries = c.Feed.Lines, c.Feed.Len()
 		info.Skipped, info.Problems = c.Feed.Skipped, firstProblems(c.Feed.Problems)
+		info.RegionsDropped, info.DroppedRegions = c.Feed.RegionsDropped, slices.Clone(c.Feed.DroppedRegions)
 		lf := layerFeed{feed: c.Feed, accept: make([]uint64, (c.Feed.Len()+63)/64), source: SourceFeedPrefix + f.Source.Name,
 			ases: sortedUnique(f.Source.ASes), isFeed: true, info: info}
 		// The entries come in address order, a prefix before those it

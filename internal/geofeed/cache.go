@@ -85,7 +85,7 @@ func Load(dataDir string, s Source) (*Copy, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if c.Feed, err = Parse(f, c.File); err != nil {
+	if c.Feed, err = ParseFeed(f, c.File); err != nil {
 		return nil, fmt.Errorf("geofeed: %s: %w", c.File, err)
 	}
 	return c, nil
@@ -228,7 +228,7 @@ func fetch(ctx context.Context, client *http.Client, dataDir string, s Source, n
 	defer pending.Cleanup()
 	sum := sha256.New()
 	kept := &countingReader{r: io.TeeReader(body, io.MultiWriter(pending, sum))}
-	feed, err := Parse(kept, file)
+	feed, err := ParseFeed(kept, file)
 	if wire.n > MaxSize {
 		err = ErrTooLarge
 	}

@@ -59,6 +59,15 @@ func (p Problem) String() string {
 	return p.File + ":" + strconv.Itoa(p.Line) + ": " + p.Reason
 }
 
+// DroppedRegion is a region a published feed names that is no ISO 3166-2
+// code of its country ("GB-EN" where ISO writes GB-ENG), and the lines
+// that name it.
+type DroppedRegion struct {
+	Region    string `json:"region"`
+	Lines     int    `json:"lines"`
+	FirstLine int    `json:"first_line"`
+}
+
 // Feed is a parsed feed: its good entries, in address order, and the
 // first of its bad lines.
 type Feed struct {
@@ -67,6 +76,12 @@ type Feed struct {
 	Problems []Problem
 	Skipped  int
 	Lines    int // lines read, comments and blank lines included
+	// DroppedRegions are the first MaxProblems distinct regions a
+	// published feed names that are no ISO 3166-2 code of their country,
+	// in the order first met: their lines apply without them (see
+	// ParseFeed). RegionsDropped counts those lines.
+	DroppedRegions []DroppedRegion
+	RegionsDropped int
 
 	places  []Place
 	entries entries
@@ -151,12 +166,28 @@ var ErrTooManyPlaces = fmt.Errorf("geofeed: more than %d distinct places", MaxPl
 // trimmed; trailing empty fields may be left out ("98.97.32.0/24,US,US-WA,
 // Seattle") and fields after the fifth are ignored. A line is refused for
 // an unreadable prefix, a prefix with host bits set, an unknown country
-// code, a region that is not an ISO 3166-2 code of that country, or a
-// city or postal code with control or invisible formatting characters or
+// code, a region that is not an ISO 3166-2 code of that country (of any
+// level, current or withdrawn: names.IsISO3166_2), or a city or postal code with control or invisible formatting characters or
 // past a sane length. A prefix repeated in one feed keeps its first line.
-func Parse(r io.Reader, file string) (*Feed, error) {
+//
+// Parse is for the operator's own file (overrides), whose lines it refuses
+// whole; ParseFeed for a published one.
+func Parse(r io.Reader, file string) (*Feed, error) { return parse(r, file, false) }
+
+// ParseFeed reads a published feed as Parse does, but for a region of the
+// right shape and country that is no ISO 3166-2 code ("GB-EN", which
+// iCloud Private Relay writes for England, where ISO writes GB-ENG): the
+// line applies without its region, as a lookup without one would, since
+// its country and city still place the addresses, and the region is
+// counted in Feed.DroppedRegions. The operator who publishes the feed is
+// not there to fix it, and dropping every such line would drop a
+// country's whole share of the feed. A region of another country (US,
+// DE-BE) still refuses the line: the line contradicts itself.
+func ParseFeed(r io.Reader, file string) (*Feed, error) { return parse(r, file, true) }
+
+func parse(r io.Reader, file string, dropRegions bool) (*Feed, error) {
 	br := bufio.NewReaderSize(io.LimitReader(r, MaxSize+1), 64<<10)
-	p := &parser{file: file, f: &Feed{}, text: map[string]string{}, places: map[Place]uint32{}}
+	p := &parser{file: file, f: &Feed{}, text: map[string]string{}, places: map[Place]uint32{}, dropRegions: dropRegions}
 	var total int64
 	for n := 1; ; n++ {
 		line, err := br.ReadSlice('\n')
@@ -191,6 +222,7 @@ func Parse(r io.Reader, file string) (*Feed, error) {
 		if n == 1 {
 			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 		}
+		p.line = n
 		e, ok, reason := p.parseLine(line)
 		if p.err != nil {
 			return nil, p.err
@@ -226,6 +258,11 @@ type parser struct {
 	err    error // what makes the whole feed unusable
 	// dups are the first repeated prefixes found by dedup, by line.
 	dups []dupLine
+	// dropRegions says a region that is no ISO 3166-2 code is dropped,
+	// not its line; dropped indexes f.DroppedRegions by region.
+	dropRegions bool
+	dropped     map[string]int
+	line        int // the line being read
 }
 
 // skip counts a bad line, and keeps it among the first MaxProblems.
@@ -317,10 +354,16 @@ func (p *parser) parseLine(raw []byte) (e entry, ok bool, reason string) {
 		var rb [8]byte
 		region := upper(rb[:0], fields[2])
 		sub, ok := bytes.CutPrefix(region, []byte{cc[0], cc[1], '-'})
-		if len(region) > 6 || !ok || len(sub) < 1 || len(sub) > 3 || !isAlnum(sub) {
+		switch {
+		case len(region) > 6 || !ok || len(sub) < 1 || len(sub) > 3 || !isAlnum(sub):
+			return entry{}, false, p.why("region %q is not an ISO 3166-2 code of "+country, fields[2])
+		case names.IsISO3166_2(string(region)):
+			place.Region = p.intern(region)
+		case p.dropRegions:
+			p.dropRegion(region)
+		default:
 			return entry{}, false, p.why("region %q is not an ISO 3166-2 code of "+country, fields[2])
 		}
-		place.Region = p.intern(region)
 	}
 	if reason := checkText(fields[3], maxCity, "city", p.detail()); reason != "" {
 		return entry{}, false, reason
@@ -341,6 +384,23 @@ func (p *parser) parseLine(raw []byte) (e entry, ok bool, reason string) {
 		p.places[place] = idx
 	}
 	return newEntry(pfx, idx), true, ""
+}
+
+// dropRegion counts a line applied without its region.
+func (p *parser) dropRegion(region []byte) {
+	p.f.RegionsDropped++
+	if i, ok := p.dropped[string(region)]; ok {
+		p.f.DroppedRegions[i].Lines++
+		return
+	}
+	if len(p.f.DroppedRegions) >= MaxProblems {
+		return
+	}
+	if p.dropped == nil {
+		p.dropped = map[string]int{}
+	}
+	p.dropped[string(region)] = len(p.f.DroppedRegions)
+	p.f.DroppedRegions = append(p.f.DroppedRegions, DroppedRegion{Region: string(region), Lines: 1, FirstLine: p.line})
 }
 
 // why is a reason quoting a field, written only while reasons are kept.

@@ -87,7 +87,7 @@ func TestParseLongLine(t *testing.T) {
 }
 
 // The fixtures in the layout of each feed of the built-in list parse
-// without a problem.
+// without a skipped line.
 func TestBuiltinFormats(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.csv")
 	if len(files) < 4 {
@@ -98,10 +98,25 @@ func TestBuiltinFormats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		feed, err := Parse(f, file)
+		feed, err := ParseFeed(f, file)
 		f.Close()
 		if err != nil || len(feed.Problems) > 0 || feed.Len() < 4 {
 			t.Errorf("%s: %v, %d entries, problems %q", file, err, feed.Len(), feed.Problems)
+			continue
+		}
+		// iCloud Private Relay writes GB-EN for England (ISO: GB-ENG):
+		// its lines apply without the region.
+		var want []DroppedRegion
+		if filepath.Base(file) == "icloud-private-relay.csv" {
+			want = []DroppedRegion{{Region: "GB-EN", Lines: 2, FirstLine: 3}}
+		}
+		if !slices.Equal(feed.DroppedRegions, want) || feed.RegionsDropped != len(want)*2 {
+			t.Errorf("%s: dropped regions %+v (%d lines), want %+v", file, feed.DroppedRegions, feed.RegionsDropped, want)
+		}
+		for e := range feed.All() {
+			if want != nil && e.Country == "GB" && (e.Region != "" || e.City != "London") {
+				t.Errorf("%s: %+v", file, e)
+			}
 		}
 	}
 }
@@ -211,4 +226,104 @@ func FuzzParse(f *testing.F) {
 			seen[e.Prefix] = true
 		}
 	})
+}
+
+// A region is checked against ISO 3166-2 itself, not only its shape: a
+// code of no subdivision of the country skips the line with its reason;
+// the codes of every level are accepted (a London borough, an Italian
+// metropolitan city, an Indian state of 2014), and so are withdrawn ones.
+func TestParseRegionCodes(t *testing.T) {
+	in := "8.8.4.0/24,US,US-ZZ,Nowhere\n" + // 1
+		"192.0.2.0/24,GB,GB-BST,Bristol\n" + // 2: a unitary authority
+		"198.51.100.0/24,IT,it-rm,Rome\n" + // 3: a metropolitan city, in lower case
+		"203.0.113.0/24,IN,IN-TS,Hyderabad\n" + // 4: Telangana
+		"10.0.0.0/8,CN,CN-11,Beijing\n" + // 5: withdrawn in 2017 (now CN-BJ)
+		"11.0.0.0/8,DE,DE-CA,\n" + // 6: the shape of a code, of no German subdivision
+		"12.0.0.0/8,FR,FR-ZZZ,Paris\n" + // 7
+		"13.0.0.0/8,CI,CI-ZZ,\n" // 8: Zanzan, a real code ending in ZZ
+	f, err := Parse(strings.NewReader(in), "overrides.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for e := range f.All() {
+		got = append(got, e.Region)
+	}
+	slices.Sort(got)
+	if want := []string{"CI-ZZ", "CN-11", "GB-BST", "IN-TS", "IT-RM"}; !slices.Equal(got, want) {
+		t.Errorf("regions accepted: %q, want %q", got, want)
+	}
+	var problems []string
+	for _, p := range f.Problems {
+		problems = append(problems, p.String())
+	}
+	want := []string{
+		`overrides.csv:1: region "US-ZZ" is not an ISO 3166-2 code of US`,
+		`overrides.csv:6: region "DE-CA" is not an ISO 3166-2 code of DE`,
+		`overrides.csv:7: region "FR-ZZZ" is not an ISO 3166-2 code of FR`,
+	}
+	if !slices.Equal(problems, want) || f.Skipped != 3 {
+		t.Errorf("problems (%d skipped):\n%s\nwant:\n%s", f.Skipped, strings.Join(problems, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// In a published feed, a region of the right shape that is no ISO 3166-2
+// code is dropped, not its line, and counted; a malformed region or one
+// of another country still skips the line.
+func TestParseFeedDropsUnknownRegion(t *testing.T) {
+	in := "8.8.4.0/24,US,US-ZZ,Nowhere\n" + // 1
+		"8.8.5.0/24,US,US-ZZ,Elsewhere\n" + // 2
+		"8.8.6.0/24,GB,gb-en,London\n" + // 3
+		"8.8.7.0/24,US,DE-BE,Berlin\n" + // 4: another country's
+		"8.8.8.0/24,US,US-TOOLONG,\n" + // 5
+		"8.8.9.0/24,GB,GB-BST,Bristol\n" // 6
+	f, err := ParseFeed(strings.NewReader(in), "feed.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{
+		{Prefix: netip.MustParsePrefix("8.8.4.0/24"), Place: Place{Country: "US", City: "Nowhere"}, Line: 1},
+		{Prefix: netip.MustParsePrefix("8.8.5.0/24"), Place: Place{Country: "US", City: "Elsewhere"}, Line: 2},
+		{Prefix: netip.MustParsePrefix("8.8.6.0/24"), Place: Place{Country: "GB", City: "London"}, Line: 3},
+		{Prefix: netip.MustParsePrefix("8.8.9.0/24"), Place: Place{Country: "GB", Region: "GB-BST", City: "Bristol"}, Line: 6},
+	}
+	if got := slices.Collect(f.All()); !slices.Equal(got, want) {
+		t.Errorf("entries:\n got %+v\nwant %+v", got, want)
+	}
+	if want := []DroppedRegion{{"US-ZZ", 2, 1}, {"GB-EN", 1, 3}}; !slices.Equal(f.DroppedRegions, want) || f.RegionsDropped != 3 {
+		t.Errorf("dropped %+v (%d lines), want %+v", f.DroppedRegions, f.RegionsDropped, want)
+	}
+	if f.Skipped != 2 || len(f.Problems) != 2 || f.Problems[0].Line != 4 || f.Problems[1].Line != 5 {
+		t.Errorf("skipped %d: %q", f.Skipped, f.Problems)
+	}
+}
+
+// netflixFeed is Netflix's published feed, beside the repository.
+const netflixFeed = "../../../shared/data/geofeeds/netflix-geofeed.csv"
+
+// Every region code of a real published feed is an ISO 3166-2 code: a
+// check stricter than ISO's own list would refuse an operator's good
+// lines. 45 lines of Netflix's feed name a code that is not a first-level
+// subdivision of package names' tables (GB-BST, GB-WSM, IT-RM, IN-TS: 9
+// codes).
+func TestRealFeedRegionsAccepted(t *testing.T) {
+	in, err := os.Open(netflixFeed)
+	if err != nil {
+		t.Skipf("no Netflix feed beside the repository (../shared/data/geofeeds, laid by CI): %v", err)
+	}
+	defer in.Close()
+	f, err := Parse(in, netflixFeed) // as strict as an overrides file
+	if err != nil {
+		t.Fatal(err)
+	}
+	regions := 0
+	for e := range f.All() {
+		if e.Region != "" {
+			regions++
+		}
+	}
+	if f.Skipped != 0 || f.Len() < 600 || regions < 590 {
+		t.Errorf("%d entries, %d with a region, %d lines skipped: %q", f.Len(), regions, f.Skipped, f.Problems)
+	}
+	t.Logf("%d entries, %d with a region code, none skipped", f.Len(), regions)
 }

@@ -15,6 +15,10 @@
 // packages iso3166-2-db (MIT) and cldr-subdivisions-full (Unicode-3.0) and
 // the hand-written table of subdivisions_hand.go (see subdivisions.go).
 //
+// isocodes_gen.go: every ISO 3166-2 code of every level, current or
+// withdrawn, from CLDR's supplemental subdivision data in the npm package
+// cldr-core (Unicode-3.0) (see isocodes.go).
+//
 // currency_gen.go: each region's tender currency on a fixed date, from
 // CLDR's supplemental currencyData in the npm package cldr-core
 // (Unicode-3.0) (see currency.go).
@@ -105,6 +109,14 @@ func run(args []string) error {
 		for _, c := range s.codeClashes {
 			fmt.Fprintln(os.Stderr, "gen: CLDR and iso3166-2-db name a code differently (CLDR's name not used):", c)
 		}
+		codes, err := loadISOCodes(*npmDir, *registry)
+		if err != nil {
+			return err
+		}
+		if err := writeGo(filepath.Join(*out, "isocodes_gen.go"), emitISOCodes(codes)); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "gen: %d ISO 3166-2 codes, %d of them withdrawn\n", len(codes.codes), codes.deprecated)
 	}
 	if want("currency") {
 		ts, source, err := loadCurrencies(*npmDir, *registry)
