@@ -77,7 +77,7 @@ var sources = []Source{
 	},
 	{
 		Name:     "Unicode CLDR",
-		Provides: "continent and country names; Chinese names of subdivisions and cities; currencies",
+		Provides: "continent and country names; Chinese names of subdivisions and cities; currencies; the ISO 3166-2 codes a correction may name",
 		Licence:  "Unicode License v3", URL: "https://cldr.unicode.org", LicenceURL: unicodeV3,
 	},
 	{
