@@ -41,6 +41,8 @@ const (
 	fieldRoute
 	fieldPrivacy
 	fieldLocationSource
+	fieldAccuracyRadius
+	fieldConfidence
 	fieldHostname
 	fieldHostnameConfirmed
 
@@ -55,7 +57,7 @@ var recordKeys = []string{
 	"ip", "continent", "continent_code", "country", "country_code", "province",
 	"province_code", "city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
 	"currency", "zip_code", "area_code", "route", "privacy", "location_source",
-	"hostname", "hostname_confirmed",
+	"accuracy_radius", "confidence", "hostname", "hostname_confirmed",
 }
 
 // RecordFields returns the JSON names of a Record's fields in wire order:
@@ -155,6 +157,9 @@ func (s FieldSet) Apply(r Record) Record {
 	}
 	p := s.Partial(&r)
 	out := Record{IP: p.IP, Latitude: p.Latitude, Longitude: p.Longitude, Privacy: p.Privacy}
+	if p.AccuracyRadius != nil {
+		out.AccuracyRadius = *p.AccuracyRadius
+	}
 	if p.Route != nil {
 		out.Route = *p.Route
 	}
@@ -169,7 +174,7 @@ func (s FieldSet) Apply(r Record) Record {
 		{&out.CountryCode, p.CountryCode}, {&out.Province, p.Province}, {&out.ProvinceCode, p.ProvinceCode}, {&out.City, p.City},
 		{&out.District, p.District}, {&out.ISP, p.ISP}, {&out.ASN, p.ASN}, {&out.TimeZone, p.TimeZone},
 		{&out.Currency, p.Currency}, {&out.ZipCode, p.ZipCode}, {&out.AreaCode, p.AreaCode},
-		{&out.LocationSource, p.LocationSource},
+		{&out.LocationSource, p.LocationSource}, {&out.Confidence, p.Confidence},
 		{&out.Hostname, p.Hostname},
 	} {
 		if f.src != nil {
@@ -182,7 +187,8 @@ func (s FieldSet) Apply(r Record) Record {
 // PartialRecord is the JSON form of a Record restricted to a FieldSet, as
 // the server sends it when a query names "fields": a field outside the set
 // is left out of the object, a field inside it is written even when empty
-// (the coordinates and privacy, as in a full record, only when known).
+// (the coordinates, their radius and confidence and privacy, as in a full
+// record, only when known).
 // hostname_confirmed, which no full record has unless asked for, is
 // written whenever it is named: true or false, or null when it is unknown
 // (no host name, or no forward answer in time).
@@ -209,6 +215,10 @@ type PartialRecord struct {
 	Privacy       *Privacy      `json:"privacy,omitempty"` // absent, as in a full record, when unknown
 	// LocationSource is Record.LocationSource.
 	LocationSource *string `json:"location_source,omitempty"`
+	// AccuracyRadius and Confidence are written, as in a full record,
+	// only when the record has coordinates.
+	AccuracyRadius *int    `json:"accuracy_radius,omitempty"`
+	Confidence     *string `json:"confidence,omitempty"`
 	Hostname       *string `json:"hostname,omitempty"`
 	// HostnameConfirmed points at the record's when selected: written as
 	// null when that is nil (unknown), left out when not selected.
@@ -253,6 +263,12 @@ func (s FieldSet) Partial(r *Record) *PartialRecord {
 		p.Privacy = r.Privacy
 	}
 	p.LocationSource = str(fieldLocationSource, &r.LocationSource)
+	if s&fieldAccuracyRadius != 0 && r.AccuracyRadius != 0 {
+		p.AccuracyRadius = &r.AccuracyRadius
+	}
+	if s&fieldConfidence != 0 && r.Confidence != "" {
+		p.Confidence = &r.Confidence
+	}
 	p.Hostname = str(fieldHostname, &r.Hostname)
 	if s&fieldHostnameConfirmed != 0 {
 		p.HostnameConfirmed = &r.HostnameConfirmed
@@ -302,6 +318,12 @@ func (r *Record) Text(key string) string {
 		return r.AreaCode
 	case "location_source":
 		return r.LocationSource
+	case "accuracy_radius":
+		if r.AccuracyRadius != 0 {
+			return strconv.Itoa(r.AccuracyRadius)
+		}
+	case "confidence":
+		return r.Confidence
 	case "route":
 		if r.Route.IsValid() {
 			return r.Route.String()

@@ -22,8 +22,8 @@ func fullRecord() ipatlas.Record {
 		TimeZone: "America/Los_Angeles", Currency: "USD", ZipCode: "94043", AreaCode: "1",
 		Route:          netip.MustParsePrefix("8.8.8.0/24"),
 		Privacy:        &ipatlas.Privacy{Hosting: true, Tor: new(false), Service: "Google"},
-		LocationSource: "dataset",
-		Hostname:       "dns.google", HostnameConfirmed: new(true),
+		LocationSource: "dataset", AccuracyRadius: 20, Confidence: ipatlas.ConfidenceHigh,
+		Hostname: "dns.google", HostnameConfirmed: new(true),
 	}
 }
 
@@ -225,7 +225,7 @@ func TestRecordText(t *testing.T) {
 		CountryCode: "US", Province: "California", ProvinceCode: "CA", City: "Mountain View", District: "d", ISP: "Google LLC",
 		ASN: "AS15169", Latitude: &lat, Longitude: &lon, TimeZone: "America/Los_Angeles", Currency: "USD",
 		ZipCode: "94043", AreaCode: "1", Route: netip.MustParsePrefix("8.8.8.0/24"), Privacy: &ipatlas.Privacy{Hosting: true},
-		LocationSource: "dataset", Hostname: "dns.google", HostnameConfirmed: new(false)}
+		LocationSource: "dataset", AccuracyRadius: 20, Confidence: ipatlas.ConfidenceHigh, Hostname: "dns.google", HostnameConfirmed: new(false)}
 	for _, k := range ipatlas.RecordFields() {
 		got := r.Text(k)
 		if k == "privacy" {

@@ -94,6 +94,8 @@ type wireRecord struct {
 	Route          *string          `json:"route"`
 	Privacy        *ipatlas.Privacy `json:"privacy"`
 	LocationSource *string          `json:"location_source"`
+	AccuracyRadius *int             `json:"accuracy_radius"`
+	Confidence     *string          `json:"confidence"`
 
 	Hostname          *string `json:"hostname"`
 	HostnameConfirmed *bool   `json:"hostname_confirmed"`
@@ -145,6 +147,14 @@ func (r *LookupResult) setData(raw json.RawMessage) error {
 	if w.LocationSource != nil {
 		rec.LocationSource = *w.LocationSource
 		r.present |= 1 << slices.Index(recordKeys, "location_source")
+	}
+	if w.AccuracyRadius != nil {
+		rec.AccuracyRadius = *w.AccuracyRadius
+		r.present |= 1 << slices.Index(recordKeys, "accuracy_radius")
+	}
+	if w.Confidence != nil {
+		rec.Confidence = *w.Confidence
+		r.present |= 1 << slices.Index(recordKeys, "confidence")
 	}
 	if w.Hostname != nil {
 		rec.Hostname = *w.Hostname

@@ -86,8 +86,13 @@ func TestDBScore(t *testing.T) {
 	if o.MedianKm == nil || math.Abs(*o.MedianKm-55.6) > 0.1 {
 		t.Errorf("median %v, want Beijing's 55.6 km", o.MedianKm)
 	}
-	if c.TruthFile != truth || len(c.Sources) != 3 || len(c.Corrections) != 0 || c.Confidence != nil {
+	if c.TruthFile != truth || len(c.Sources) != 3 || len(c.Corrections) != 0 {
 		t.Errorf("what was scored: %+v", c)
+	}
+	// Every located answer states its confidence: the three points are
+	// cities of the dataset.
+	if len(c.Confidence) != 2 || c.Confidence[0].Name != "medium" || c.Confidence[0].Located != 3 || c.Confidence[1].Name != "none" {
+		t.Errorf("by confidence: %+v", c.Confidence)
 	}
 	if len(c.Kinds) != 2 || c.Kinds[0].Name != "anchor" || c.Kinds[0].Truths != 2 || c.Kinds[0].RightCountry != 0.5 {
 		t.Errorf("kinds: %+v", c.Kinds)

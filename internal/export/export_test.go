@@ -69,9 +69,10 @@ type mmdbRecord struct {
 		Code string `maxminddb:"code"`
 	} `maxminddb:"postal"`
 	Location struct {
-		Latitude  *float64 `maxminddb:"latitude"`
-		Longitude *float64 `maxminddb:"longitude"`
-		TimeZone  string   `maxminddb:"time_zone"`
+		AccuracyRadius uint16   `maxminddb:"accuracy_radius"`
+		Latitude       *float64 `maxminddb:"latitude"`
+		Longitude      *float64 `maxminddb:"longitude"`
+		TimeZone       string   `maxminddb:"time_zone"`
 	} `maxminddb:"location"`
 	ASN    uint32 `maxminddb:"autonomous_system_number"`
 	ASOrg  string `maxminddb:"autonomous_system_organization"`
@@ -91,6 +92,7 @@ type mmdbRecord struct {
 		Currency       string `maxminddb:"currency"`
 		AreaCode       string `maxminddb:"area_code"`
 		LocationSource string `maxminddb:"location_source"`
+		Confidence     string `maxminddb:"confidence"`
 		Privacy        *struct {
 			Hosting bool   `maxminddb:"hosting"`
 			VPN     bool   `maxminddb:"vpn"`
@@ -111,6 +113,7 @@ func (r *mmdbRecord) answer(t *testing.T) export.Answer {
 		District: r.Ipatlas.District.Names["en"], DistrictZH: r.Ipatlas.District.Names["zh-CN"],
 		Postal: r.Postal.Code, TimeZone: r.Location.TimeZone, Currency: r.Ipatlas.Currency, AreaCode: r.Ipatlas.AreaCode,
 		ASN: r.ASN, ISP: r.ASOrg, Source: r.Ipatlas.LocationSource,
+		AccuracyRadius: int(r.Location.AccuracyRadius), Confidence: r.Ipatlas.Confidence,
 	}
 	if len(r.Subdivisions) > 1 {
 		t.Errorf("%d subdivisions, want at most 1", len(r.Subdivisions))

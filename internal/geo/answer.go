@@ -66,6 +66,10 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 	// composed part may answer for the dataset and for a correction.
 	dst = append(dst, `,"location_source":`...)
 	dst = appendJSONString(dst, source)
+	if radius, confidence := accuracyOf(city, source); radius != 0 {
+		dst = strconv.AppendInt(append(dst, `,"accuracy_radius":`...), int64(radius), 10)
+		dst = appendMember(dst, `,"confidence":`, confidence)
+	}
 	return append(dst, '}'), nil
 }
 

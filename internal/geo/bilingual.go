@@ -38,6 +38,11 @@ type Answer struct {
 	Service                  string
 
 	Source string // Record.LocationSource
+
+	// AccuracyRadius and Confidence are Record's: 0 and "" without a
+	// location.
+	AccuracyRadius int
+	Confidence     string
 }
 
 // Empty reports whether a has nothing to say: no place (no continent,
@@ -65,7 +70,7 @@ func AnswerOf(en, zh ipatlas.Record) Answer {
 		ProvinceCode: en.ProvinceCode, Province: en.Province, ProvinceZH: zh.Province,
 		City: en.City, CityZH: zh.City, District: en.District, DistrictZH: zh.District,
 		Postal: en.ZipCode, TimeZone: en.TimeZone, Currency: en.Currency, AreaCode: en.AreaCode,
-		ISP: en.ISP, Source: en.LocationSource,
+		ISP: en.ISP, Source: en.LocationSource, AccuracyRadius: en.AccuracyRadius, Confidence: en.Confidence,
 	}
 	if en.Latitude != nil && en.Longitude != nil {
 		a.Latitude, a.Longitude, a.HasLocation = *en.Latitude, *en.Longitude, true
@@ -127,6 +132,7 @@ func (e *Engine) Answer(addr netip.Addr) (Answer, error) {
 	if city != nil {
 		city.answer(&a)
 	}
+	a.AccuracyRadius, a.Confidence = accuracyOf(city, source)
 	if as != nil {
 		a.ASN, a.ISP = as.number, as.isp
 	}

@@ -254,6 +254,7 @@ func (e *Engine) Lookup(addr netip.Addr, lang ipatlas.Lang) (ipatlas.Record, err
 		return ipatlas.Record{}, err
 	}
 	rec.LocationSource = source
+	rec.AccuracyRadius, rec.Confidence = accuracyOf(city, source)
 	pt := e.priv.Load()
 	// The coordinates and the privacy object share one allocation: a
 	// record owns them, so no caller can write into a shared table.

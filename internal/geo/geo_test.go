@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/accuracy"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/realdata"
@@ -294,6 +295,7 @@ func TestGeoIP2Schema(t *testing.T) {
 		Province: "Tokyo", ProvinceCode: "13", City: "Tokyo", District: "Chiyoda", ISP: "ARTERIA Networks", ASN: "AS2519",
 		Latitude: &lat, Longitude: &lon, TimeZone: "Asia/Tokyo", Currency: "JPY", ZipCode: "100-0001", AreaCode: "81",
 		Route: netip.MustParsePrefix("1.0.16.0/20"), LocationSource: "dataset",
+		AccuracyRadius: accuracy.CityRadius[accuracy.GroupAsia], Confidence: ipatlas.ConfidenceMedium,
 	}
 	sameRecord(t, lookup(t, e, "1.0.16.1", ipatlas.English), tokyo)
 	tokyo.Continent, tokyo.Country, tokyo.Province, tokyo.City, tokyo.District = "亚洲", "日本", "东京都", "东京", "千代田区"

@@ -14,8 +14,9 @@
 //   - subdivisions one entry, the province, its iso_code the ISO 3166-2
 //     part after the country's (alone where a correction names a region
 //     the data has no name for);
-//   - location.accuracy_radius a class, not a measurement (CityRadius,
-//     CoarseRadius);
+//   - location.accuracy_radius the answer's own (package accuracy: how far
+//     the truth lay for 85% of such answers), and its confidence level in
+//     ipatlas's keys;
 //   - traits: the AS's number and name (its name also as isp and
 //     organization, the data having no other ISP names), never network;
 //     the anonymizer and hosting flags from the privacy lists, present
@@ -45,6 +46,8 @@
 package geoip2
 
 import (
+	"math"
+
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/names"
 	"github.com/ipatlas/ipatlas/internal/privacy"
@@ -64,15 +67,6 @@ const (
 	// InsightsService adds the anonymizer and hosting flags. An export
 	// holds what Insights does.
 	InsightsService
-)
-
-// Accuracy radii, in kilometres: a class of the location, not a measured
-// radius. A location whose data names a city is within CityRadius; one
-// that does not (a region's or a country's point, or a town only the
-// names tables name, in Chinese) within CoarseRadius.
-const (
-	CityRadius   = 50
-	CoarseRadius = 1000
 )
 
 // Model is the GeoIP2 tree of an answer.
@@ -166,6 +160,8 @@ type Ipatlas struct {
 	Currency       string    `json:"currency,omitempty"`
 	AreaCode       string    `json:"area_code,omitempty"`
 	LocationSource string    `json:"location_source,omitempty"`
+	// Confidence is the level of location.accuracy_radius.
+	Confidence string `json:"confidence,omitempty"`
 }
 
 // Privacy is ipatlas's privacy object: tor is absent while the exit list
@@ -217,10 +213,7 @@ func New(a *geo.Answer, s Service) *Model {
 		if a.HasLocation {
 			lat, lon := a.Latitude, a.Longitude
 			l.Latitude, l.Longitude = &lat, &lon
-			l.AccuracyRadius = CoarseRadius
-			if a.City != "" {
-				l.AccuracyRadius = CityRadius
-			}
+			l.AccuracyRadius = uint16(min(a.AccuracyRadius, math.MaxUint16))
 		}
 		m.Location = l
 	}
@@ -240,7 +233,7 @@ func New(a *geo.Answer, s Service) *Model {
 
 // ipatlasOf is a's own keys, nil when it has none.
 func ipatlasOf(a *geo.Answer) *Ipatlas {
-	own := Ipatlas{Currency: a.Currency, AreaCode: a.AreaCode, LocationSource: a.Source}
+	own := Ipatlas{Currency: a.Currency, AreaCode: a.AreaCode, LocationSource: a.Source, Confidence: a.Confidence}
 	if a.PrivacyKnown {
 		own.Privacy = &Privacy{Hosting: a.Hosting, VPN: a.VPN, Relay: a.Relay, Service: a.Service}
 		if a.TorKnown {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/accuracy"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/geoip2"
@@ -57,7 +59,7 @@ func TestNew(t *testing.T) {
 	if len(m.Subdivisions) != 1 || m.Subdivisions[0] != (geoip2.Subdivision{ISOCode: "BY", Names: geoip2.Names{EN: "Bavaria", ZH: a.ProvinceZH}}) {
 		t.Errorf("subdivisions %+v", m.Subdivisions)
 	}
-	if l := m.Location; *l.Latitude != nb.Latitude || *l.Longitude != nb.Longitude || l.TimeZone != nb.TimeZone || l.AccuracyRadius != geoip2.CityRadius {
+	if l := m.Location; *l.Latitude != nb.Latitude || *l.Longitude != nb.Longitude || l.TimeZone != nb.TimeZone || int(l.AccuracyRadius) != a.AccuracyRadius || a.AccuracyRadius != accuracy.CityRadius[accuracy.GroupEurope] {
 		t.Errorf("location %+v", l)
 	}
 	if m.Traits != (geoip2.Traits{ASN: 24940, ASOrganization: nb.ISP, ISP: nb.ISP, Organization: nb.ISP}) || m.ASN != 24940 || m.ASOrganization != nb.ISP {
@@ -80,11 +82,11 @@ func TestNew(t *testing.T) {
 	if tr := in.Traits; !tr.IsAnonymous || !tr.IsHostingProvider || !tr.IsTorExitNode || tr.IsAnonymousVPN || tr.IsPublicProxy || tr.IsResidentialProxy {
 		t.Errorf("insights, 8.8.8.8: %+v", tr)
 	}
-	if in.Country.IsInEuropeanUnion || in.Location.AccuracyRadius != geoip2.CityRadius {
+	if in.Country.IsInEuropeanUnion || int(in.Location.AccuracyRadius) != accuracy.CityRadius[accuracy.GroupNorthAmerica] {
 		t.Errorf("insights, 8.8.8.8: %+v %+v", in.Country, in.Location)
 	}
 	if own := in.Ipatlas; own == nil || own.Privacy == nil || !own.Privacy.Hosting || own.Privacy.Tor == nil || !*own.Privacy.Tor ||
-		own.Currency != "USD" || own.AreaCode != "1" || own.LocationSource != geo.SourceDataset {
+		own.Currency != "USD" || own.AreaCode != "1" || own.LocationSource != geo.SourceDataset || own.Confidence != ipatlas.ConfidenceMedium {
 		t.Errorf("insights, 8.8.8.8, ipatlas: %+v", in.Ipatlas)
 	}
 	if city := geoip2.New(&g, geoip2.CityService); city.Traits.IsAnonymous || city.Traits.IsHostingProvider {
@@ -105,9 +107,10 @@ func TestNew(t *testing.T) {
 	}
 
 	// A coarse location; a region with a code and no name.
-	coarse := geo.Answer{CountryCode: "SG", HasLocation: true, Latitude: 1.3, Longitude: 103.8, ProvinceCode: "02"}
+	coarse := geo.Answer{CountryCode: "SG", HasLocation: true, Latitude: 1.3, Longitude: 103.8, ProvinceCode: "02",
+		AccuracyRadius: accuracy.CoarseRadius, Confidence: ipatlas.ConfidenceLow}
 	cm := geoip2.New(&coarse, geoip2.CityService)
-	if cm.Location.AccuracyRadius != geoip2.CoarseRadius || len(cm.Subdivisions) != 1 || cm.Subdivisions[0].ISOCode != "02" {
+	if cm.Location.AccuracyRadius != accuracy.CoarseRadius || len(cm.Subdivisions) != 1 || cm.Subdivisions[0].ISOCode != "02" {
 		t.Errorf("coarse: %+v %+v", cm.Location, cm.Subdivisions)
 	}
 }

@@ -84,4 +84,40 @@ func TestRealScore(t *testing.T) {
 	if len(rep.Networks) < 2 || rep.Networks[0].Name != score.NetworkHosting || rep.Networks[0].Truths < 100 {
 		t.Errorf("networks %+v, want a hosting group of 100 or more", rep.Networks)
 	}
+	calibrated(t, rep)
+}
+
+// calibrated holds the stated radii to what they claim: the truth lies
+// inside the radius for 80-90% of the answers that state one, overall,
+// within each confidence level and on each continent with 200 truths or
+// more; and says how sharp they are against one radius for every answer.
+func calibrated(t *testing.T, rep score.Report) {
+	t.Helper()
+	check := func(name string, f score.Figures) {
+		t.Helper()
+		if f.InsideRadius == nil {
+			t.Errorf("%s: no answer states a radius", name)
+			return
+		}
+		t.Logf("%s: %d with a radius, %.1f%% inside, mean radius %.0f km, the constant %.0f km",
+			name, f.WithRadius, 100**f.InsideRadius, *f.MeanRadiusKm, *f.ConstantRadiusKm)
+		if *f.InsideRadius < 0.8 || *f.InsideRadius > 0.9 {
+			t.Errorf("%s: the truth is inside the stated radius for %.1f%%, want 80-90%%", name, 100**f.InsideRadius)
+		}
+	}
+	o := rep.Overall
+	check("all", o)
+	if o.WithRadius != o.Located {
+		t.Errorf("%d located answers, %d with a radius: every located answer states one", o.Located, o.WithRadius)
+	}
+	for _, g := range rep.Confidence {
+		if g.Name != "none" && g.WithRadius >= 200 {
+			check("confidence "+g.Name, g.Figures)
+		}
+	}
+	for _, g := range rep.Continents {
+		if g.Truths >= 200 {
+			check("continent "+g.Name, g.Figures)
+		}
+	}
 }

@@ -45,6 +45,7 @@ func FromRecord(r ipatlas.Record) Answer {
 	a := Answer{Country: r.CountryCode, Network: NetworkUnknown}
 	if r.Latitude != nil && r.Longitude != nil {
 		a.Located, a.Lat, a.Lon = true, *r.Latitude, *r.Longitude
+		a.RadiusKm, a.Confidence = float64(r.AccuracyRadius), r.Confidence
 	}
 	if r.Privacy != nil {
 		a.Network = NetworkOther

@@ -187,10 +187,7 @@ func clientView(service string, en, zh ipatlas.Record) map[string]any {
 	}
 	var lat, lon, radius any
 	if en.Latitude != nil && en.Longitude != nil {
-		lat, lon, radius = *en.Latitude, *en.Longitude, float64(maxmindCoarseRadius)
-		if en.City != "" {
-			radius = float64(maxmindCityRadius)
-		}
+		lat, lon, radius = *en.Latitude, *en.Longitude, float64(en.AccuracyRadius)
 	}
 	var asn, aso any
 	if n, err := ipatlas.ParseAS(en.ASN); err == nil && en.ASN != "" {

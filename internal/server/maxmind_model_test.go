@@ -22,11 +22,6 @@ type (
 	maxmindAccount   = geoip2.MaxMind
 )
 
-const (
-	maxmindCityRadius   = geoip2.CityRadius
-	maxmindCoarseRadius = geoip2.CoarseRadius
-)
-
 // euMembers is names.InEU as a set of codes.
 var euMembers = func() map[string]bool {
 	m := map[string]bool{}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/accuracy"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 )
 
@@ -77,7 +78,7 @@ func TestMaxMindShape(t *testing.T) {
 		t.Errorf("subdivisions: %+v", city.Subdivisions)
 	}
 	if l := city.Location; l == nil || *l.Latitude != nb.Latitude || *l.Longitude != nb.Longitude || l.TimeZone != nb.TimeZone ||
-		l.AccuracyRadius != maxmindCityRadius {
+		int(l.AccuracyRadius) != accuracy.CityRadius[accuracy.GroupEurope] {
 		t.Errorf("location: %+v", city.Location)
 	}
 	if strings.Contains(r.Body.String(), `"network"`) || strings.Contains(r.Body.String(), "geoname_id") {

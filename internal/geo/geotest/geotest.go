@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/accuracy"
 	"github.com/ipatlas/ipatlas/internal/geo/mmdbgen"
 	"github.com/ipatlas/ipatlas/internal/names"
 	"github.com/ipatlas/ipatlas/internal/privacy"
@@ -187,6 +188,7 @@ func (k Known) Want(lang ipatlas.Lang) ipatlas.Record {
 	if k.HasLocation {
 		lat, lon := k.Latitude, k.Longitude
 		r.Latitude, r.Longitude = &lat, &lon
+		r.AccuracyRadius, r.Confidence = accuracy.Of(accuracy.Dataset, k.ContinentCode, k.City != "")
 	}
 	if lang == ipatlas.Chinese {
 		r.Continent, r.Country = k.ContinentZH, k.CountryZH
