@@ -132,7 +132,8 @@ func privacyText(p *ipatlas.Privacy) string {
 }
 
 // tablePrinter shows the fields a person reads first, or the selected
-// fields, aligned; "-" marks an unknown value.
+// fields, aligned; "-" marks an unknown value. The first shows the
+// location with its accuracy radius and confidence.
 type tablePrinter struct {
 	w      io.Writer
 	fields ipatlas.FieldSet
@@ -171,6 +172,13 @@ func (p *tablePrinter) print(o lookupOutcome) error {
 	loc := ""
 	if r.Latitude != nil && r.Longitude != nil {
 		loc = strconv.FormatFloat(*r.Latitude, 'f', 4, 64) + "," + strconv.FormatFloat(*r.Longitude, 'f', 4, 64)
+		// How far off the point may be, and the level: "±390km medium".
+		if r.AccuracyRadius > 0 {
+			loc += " ±" + strconv.Itoa(r.AccuracyRadius) + "km"
+			if r.Confidence != "" {
+				loc += " " + r.Confidence
+			}
+		}
 	}
 	country := r.Country
 	if r.CountryCode != "" && country != "" {

@@ -126,6 +126,10 @@ func TestLookupTSVAndTable(t *testing.T) {
 		}
 		return displayWidth(line[:i])
 	}
+	// The location with its radius and confidence, compactly.
+	if want := "39.9075,116.3970 ±" + strconv.Itoa(geotest.Beijing.Want(ipatlas.Chinese).AccuracyRadius) + "km medium"; !strings.Contains(lines[1], want) {
+		t.Errorf("Beijing's row lacks %q: %q", want, lines[1])
+	}
 	asnCol := col(lines[0], "ASN")
 	for i, k := range []geotest.Known{geotest.Beijing, geotest.MountainView, geotest.Singapore} {
 		if !strings.Contains(lines[i+1], k.Want(ipatlas.Chinese).Country) {

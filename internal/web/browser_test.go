@@ -34,6 +34,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/privacy"
@@ -353,6 +354,11 @@ type marker struct {
 	Lat    float64  `json:"lat"`
 	Lon    float64  `json:"lon"`
 	Inside []string `json:"inside"` // ids (ISO 3166 numeric) of the country shapes holding the marker's centre
+	// RadiusKm is the km of the accuracy circle drawn with the marker, 0
+	// without one; RadiusHolds says the circle's area holds the marker's
+	// centre.
+	RadiusKm    int  `json:"radiusKm"`
+	RadiusHolds bool `json:"radiusHolds"`
 }
 
 const readView = `(() => {
@@ -368,7 +374,9 @@ const readView = `(() => {
 		const cx = Number(m.getAttribute('cx')), cy = Number(m.getAttribute('cy'));
 		const inside = [...document.querySelectorAll('path.country')]
 			.filter((p) => p.isPointInFill(new DOMPoint(cx, cy))).map((p) => p.dataset.id);
-		return { cx, cy, lat: Number(m.dataset.lat), lon: Number(m.dataset.lon), inside };
+		const r = m.parentElement.querySelector('path.radius');
+		return { cx, cy, lat: Number(m.dataset.lat), lon: Number(m.dataset.lon), inside,
+			radiusKm: r ? Number(r.dataset.km) : 0, radiusHolds: r ? r.isPointInFill(new DOMPoint(cx, cy)) : false };
 	};
 	let stored = null;
 	try { stored = localStorage.getItem('ipatlas.apiKey'); } catch (e) {}
@@ -604,6 +612,15 @@ func TestBrowser(t *testing.T) {
 		case len(m.Inside) != 1 || m.Inside[0] != "156":
 			t.Errorf("the marker (%.1f, %.1f) lies in the shapes %v, want only China's (156)", m.CX, m.CY, m.Inside)
 		}
+		// How far off the location may be: as text in the record, and as
+		// the circle of that radius around the marker.
+		radius4 := visitor4.Want(ipatlas.English).AccuracyRadius
+		if want := fmt.Sprintf("within about %d km, medium confidence", radius4); v.MeRecord["accuracy"] != want {
+			t.Errorf("your record's accuracy is %q, want %q", v.MeRecord["accuracy"], want)
+		}
+		if m := v.MeMarker; m != nil && (m.RadiusKm != radius4 || !m.RadiusHolds) {
+			t.Errorf("your marker's radius circle: %d km, holds the marker %v; want %d km around it", m.RadiusKm, m.RadiusHolds, radius4)
+		}
 		if !strings.Contains(v.MapLabel, "Beijing") {
 			t.Errorf("the map's accessible name %q does not say where the marker is", v.MapLabel)
 		}
@@ -661,6 +678,13 @@ func TestBrowser(t *testing.T) {
 		if m := v.QMarker; m == nil || len(m.Inside) != 1 || m.Inside[0] != "840" {
 			t.Errorf("the looked-up address's marker %+v is not in the United States (840)", m)
 		}
+		radiusMV := geotest.MountainView.Want(ipatlas.English).AccuracyRadius
+		if want := fmt.Sprintf("within about %d km, medium confidence", radiusMV); v.QRecord["accuracy"] != want {
+			t.Errorf("looked-up accuracy is %q, want %q", v.QRecord["accuracy"], want)
+		}
+		if m := v.QMarker; m != nil && (m.RadiusKm != radiusMV || !m.RadiusHolds) {
+			t.Errorf("the looked-up marker's radius circle: %d km, holds the marker %v; want %d km around it", m.RadiusKm, m.RadiusHolds, radiusMV)
+		}
 		if v.Stored == nil || *v.Stored != s.secret {
 			t.Error("Remember is on but the key is not in localStorage")
 		}
@@ -677,6 +701,14 @@ func TestBrowser(t *testing.T) {
 		}
 		if v.Credits != "498" || !strings.HasPrefix(v.Usage, "2 of 1,000") {
 			t.Errorf("after two queries: credits %q, usage %q", v.Credits, v.Usage)
+		}
+		if want := fmt.Sprintf("约 %d 公里范围内，可信度中等", radius4); v.QRecord["accuracy"] != want {
+			t.Errorf("Chinese accuracy %q, want %q", v.QRecord["accuracy"], want)
+		}
+		// An answer without coordinates has no radius: neither text nor circle.
+		v = lookup(t, ctx, geotest.Singapore.IP, "en", s.secret, true, false)
+		if v.QError != "" || v.QRecord["accuracy"] != "unknown" || v.QMarker != nil {
+			t.Errorf("a record without coordinates: error %q, accuracy %q, marker %+v", v.QError, v.QRecord["accuracy"], v.QMarker)
 		}
 
 		// Dark theme: still readable.

@@ -5,7 +5,7 @@ import {
   MY_IP_TIMEOUT_MS, QUERY_TIMEOUT_MS, Failure, envelopeFailure, fetchAddress, fetchJSON,
 } from './net.js';
 import { WorldMap } from './map.js';
-import { hasLocation, placeName, renderRecord } from './record.js';
+import { hasLocation, hasRadius, placeName, renderRecord } from './record.js';
 import * as i18n from './i18n.js';
 import { t } from './i18n.js';
 import './msg-main.js';
@@ -145,7 +145,8 @@ async function showMe(map, myIP) {
     status.hidden = true;
     setHidden($('me-private'), true);
     if (hasLocation(rec)) {
-      map.mark('me', rec.latitude, rec.longitude, where ? t('main.mark.me.at', { where }) : t('main.mark.me'));
+      map.mark('me', rec.latitude, rec.longitude, where ? t('main.mark.me.at', { where }) : t('main.mark.me'),
+        hasRadius(rec) ? rec.accuracy_radius : 0);
       show(caption, where ? 'main.me.near' : 'main.me.plain', 'ok', { ip: rec.ip, where });
     } else {
       map.unmark('me');
@@ -282,7 +283,8 @@ function setupLookup(map) {
       setHidden(dl, false);
       if (hasLocation(rec)) {
         const where = placeName(rec, lang);
-        map.mark('query', rec.latitude, rec.longitude, where ? `${rec.ip}, ${where}` : rec.ip);
+        map.mark('query', rec.latitude, rec.longitude, where ? `${rec.ip}, ${where}` : rec.ip,
+          hasRadius(rec) ? rec.accuracy_radius : 0);
       } else {
         map.unmark('query');
       }

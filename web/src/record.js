@@ -6,7 +6,8 @@ const LABELS = {
     ip: 'IP address', continent: 'Continent', country: 'Country', province: 'Province or state',
     city: 'City', district: 'District', isp: 'ISP', asn: 'ASN', coords: 'Coordinates',
     time_zone: 'Time zone', currency: 'Currency', zip_code: 'Postal code', area_code: 'Phone area code',
-    route: 'Route', privacy: 'Network type', unknown: 'unknown',
+    route: 'Route', privacy: 'Network type', unknown: 'unknown', accuracy: 'Accuracy',
+    within: 'within about {km} km, {level} confidence', high: 'high', medium: 'medium', low: 'low',
     location_source: 'Location from', src_dataset: 'the dataset', src_override: 'this service\'s corrections',
     src_geofeed: 'the operator\'s geofeed',
     hosting: 'hosting or datacenter', vpn: 'VPN', tor: 'Tor exit', relay: 'anonymising relay',
@@ -16,6 +17,7 @@ const LABELS = {
     ip: 'IP 地址', continent: '大洲', country: '国家', province: '省份', city: '城市', district: '区县',
     isp: '运营商', asn: 'ASN', coords: '经纬度', time_zone: '时区', currency: '货币',
     zip_code: '邮政编码', area_code: '电话区号', route: '路由', privacy: '网络类型', unknown: '未知',
+    accuracy: '精度', within: '约 {km} 公里范围内，可信度{level}', high: '高', medium: '中等', low: '低',
     location_source: '位置来源', src_dataset: '数据集', src_override: '本服务的更正',
     src_geofeed: '运营商的地理位置源',
     hosting: '托管或数据中心', vpn: 'VPN', tor: 'Tor 出口节点', relay: '匿名中继',
@@ -64,6 +66,24 @@ export function hasLocation(rec) {
   return typeof rec.latitude === 'number' && typeof rec.longitude === 'number';
 }
 
+// hasRadius reports whether a located record states how far off its
+// coordinates may be: accuracy_radius (km) and its confidence level.
+export function hasRadius(rec) {
+  return hasLocation(rec) && Number.isFinite(rec.accuracy_radius) && rec.accuracy_radius > 0;
+}
+
+// radiusText says how far off the coordinates may be, in the record's
+// language: "within about 390 km, medium confidence". A level the page
+// does not know is shown as the record spells it.
+export function radiusText(rec, lang) {
+  if (!hasRadius(rec)) return '';
+  const L = LABELS[lang] || LABELS.en;
+  const km = new Intl.NumberFormat(lang === 'zh' ? 'zh-CN' : 'en').format(rec.accuracy_radius);
+  const c = rec.confidence;
+  const level = ['high', 'medium', 'low'].includes(c) ? L[c] : String(c || L.unknown);
+  return L.within.replace('{km}', km).replace('{level}', level);
+}
+
 export function formatCoords(rec) {
   const lat = rec.latitude, lon = rec.longitude;
   const ns = lat >= 0 ? 'N' : 'S', ew = lon >= 0 ? 'E' : 'W';
@@ -105,6 +125,7 @@ export function renderRecord(dl, rec, lang) {
     ['route', rec.route],
     ['privacy', privacyText(rec.privacy, lang)],
     ['coords', hasLocation(rec) ? formatCoords(rec) : ''],
+    ['accuracy', radiusText(rec, lang)],
     ['time_zone', rec.time_zone],
     ['currency', rec.currency],
     ['zip_code', rec.zip_code],
