@@ -301,12 +301,12 @@ func correctionSettings(ls localSettings, getenv func(string) string, overridesF
 
 // describeCorrections opens the data dir's dataset with the corrections
 // put in service as serve would (the overrides file, the feeds' copies)
-// and describes them.
-func describeCorrections(dir, overrides string, sources []geofeed.Source) ([]geo.CorrectionInfo, error) {
+// and describes them; maxShare is geo.Options.MaxFeedShare.
+func describeCorrections(dir, overrides string, sources []geofeed.Source, maxShare float64) ([]geo.CorrectionInfo, error) {
 	if overrides == "" && len(sources) == 0 {
 		return []geo.CorrectionInfo{}, nil
 	}
-	e, err := geo.Open(dir, geo.Options{MaxFeedShare: feedShareBound})
+	e, err := geo.Open(dir, geo.Options{MaxFeedShare: maxShare})
 	if err != nil {
 		return nil, err
 	}

@@ -32,11 +32,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// feedShareBound is geo.Options.MaxFeedShare; 0, the default. The tests
-// raise it: their small dataset announces little, so any feed is a large
-// share of it.
-var feedShareBound float64
-
 // adminTokenFile holds the generated admin token when none is configured,
 // so that it survives restarts and never has to be printed or logged.
 const adminTokenFile = "admin-token"
@@ -46,6 +41,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.MaxFeedShare = e.maxFeedShare
 	return serve(ctx, e, cfg, newLogger(cfg, e.stderr))
 }
 
@@ -69,7 +65,7 @@ func serve(ctx context.Context, e env, cfg *serveConfig, log *slog.Logger) (err 
 		return err
 	}
 	log.Info("ipatlas starting", "version", moduleVersion(), "data_dir", cfg.DataDir, "store", redactDSN(cfg.Store))
-	engine, err := geo.Open(cfg.DataDir, geo.Options{Logger: log, BuiltinPrivacy: true, MaxFeedShare: feedShareBound})
+	engine, err := geo.Open(cfg.DataDir, geo.Options{Logger: log, BuiltinPrivacy: true, MaxFeedShare: cfg.MaxFeedShare})
 	if err != nil {
 		return fmt.Errorf("dataset in %s: %w", cfg.DataDir, err)
 	}

@@ -123,6 +123,10 @@ type serveConfig struct {
 	// "" for the system's, or "off".
 	Resolver        string
 	ResolverTimeout time.Duration
+
+	// MaxFeedShare is geo.Options.MaxFeedShare; no setting sets it (see
+	// env.maxFeedShare).
+	MaxFeedShare float64
 }
 
 // setting is one configurable value of serve. Every setting has a flag
@@ -747,25 +751,7 @@ func (c *serveConfig) fetchOptions() dataset.FetchOptions {
 // privacyOptions is what the scheduled updates of the privacy lists
 // fetch.
 func (c *serveConfig) privacyOptions() dataset.PrivacyOptions {
-	return dataset.PrivacyOptions{DataDir: c.DataDir, Mirrors: withDefaultMirrors(c.PrivacyMirrors)}
-}
-
-// defaultMirrors are where the privacy lists are fetched from when no
-// setting names a mirror: the empty value, the upstreams. The command's
-// tests point it at a local server, so that no test reaches the internet.
-var defaultMirrors privacy.Mirrors
-
-func withDefaultMirrors(m privacy.Mirrors) privacy.Mirrors {
-	if m.X4BNet == "" {
-		m.X4BNet = defaultMirrors.X4BNet
-	}
-	if m.IPRanges == "" {
-		m.IPRanges = defaultMirrors.IPRanges
-	}
-	if m.Tor == "" {
-		m.Tor = defaultMirrors.Tor
-	}
-	return m
+	return dataset.PrivacyOptions{DataDir: c.DataDir, Mirrors: c.PrivacyMirrors}
 }
 
 func splitList(s string) []string {

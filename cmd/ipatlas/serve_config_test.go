@@ -16,8 +16,16 @@ import (
 	"github.com/ipatlas/ipatlas/internal/server"
 )
 
+// mapEnv is an environment of m's variables, and of the local mirrors
+// of the privacy lists (fixtureEnv) where m does not name them.
 func mapEnv(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
+	return func(k string) string {
+		if v, ok := m[k]; ok || k == "IPATLAS_POSTAL_URL" {
+			return v
+		}
+		v, _ := fixtureEnv(k)
+		return v
+	}
 }
 
 func writeConfig(t *testing.T, text string) string {

@@ -79,12 +79,20 @@ type serveRun struct {
 // listeners answer.
 func startServe(t *testing.T, env map[string]string, args ...string) *serveRun {
 	t.Helper()
+	return startServeIn(t, testEnv(withTestSource(env)), args...)
+}
+
+// startServeIn is startServe in e, whose output streams it replaces with
+// its own.
+func startServeIn(t *testing.T, e env, args ...string) *serveRun {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &serveRun{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	e.stdin, e.stdout, e.stderr = strings.NewReader(""), s.stdout, s.stderr
 	addrFile := filepath.Join(t.TempDir(), "addrs.json")
 	s.addrFile = addrFile
 	go func() {
-		s.done <- run(ctx, append([]string{"ipatlas", "serve", "--addr-file", addrFile}, args...), withTestSource(env), strings.NewReader(""), s.stdout, s.stderr)
+		s.done <- e.run(ctx, append([]string{"ipatlas", "serve", "--addr-file", addrFile}, args...))
 	}()
 	t.Cleanup(func() {
 		cancel()
