@@ -665,7 +665,7 @@ func fetchFeedsReport(ctx context.Context, e env, dir string, feeds []geofeed.So
 		err error
 	}
 	results := make([]result, len(feeds))
-	fetchEachFeed(ctx, nil, dir, feeds, time.Now, func(i int, cp *geofeed.Copy, err error) {
+	geofeed.FetchEach(ctx, nil, dir, feeds, time.Now, func(i int, cp *geofeed.Copy, err error) {
 		results[i] = result{cp, err}
 	})
 	var failed []error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ipatlas/ipatlas/internal/accountstore"
 	"github.com/ipatlas/ipatlas/internal/postgres"
 	"github.com/ipatlas/ipatlas/internal/sqlite"
 )
@@ -14,7 +15,7 @@ import (
 var dbMigrate = mgmtSub("migrate [--store DSN] [--json]", "apply the account store's schema migrations", func(c *mgmtCmd) mgmtOp[mgmtMigration] {
 	return mgmtOp[mgmtMigration]{
 		onDSN: func(ctx context.Context, dsn string) (mgmtMigration, error) {
-			kind, target, err := parseStoreDSN(dsn)
+			kind, target, err := accountstore.ParseDSN(dsn)
 			if err != nil {
 				return mgmtMigration{}, usageError(err.Error())
 			}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
+	"github.com/ipatlas/ipatlas/internal/accountstore"
 )
 
 // mgmtOp is a management subcommand as it declares itself.
@@ -226,7 +227,7 @@ func (c *mgmtCmd) service(ctx context.Context) (*account.Service, func(), error)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := openStore(ctx, dsn, storeOptions{})
+	st, err := accountstore.Open(ctx, dsn, accountstore.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -250,10 +251,10 @@ func mgmtError(err error) error {
 	switch {
 	case err == nil || errors.As(err, &ee):
 		return err
+	case errors.Is(err, accountstore.ErrDSN), errors.Is(err, account.ErrInvalid):
+		return &exitError{code: exitUsage, err: err}
 	case errors.Is(err, account.ErrNotFound):
 		return &exitError{code: exitNotFound, err: err}
-	case errors.Is(err, account.ErrInvalid):
-		return &exitError{code: exitUsage, err: err}
 	case errors.Is(err, account.ErrInsufficient):
 		return &exitError{code: exitQuota, err: err}
 	case errors.Is(err, account.ErrUnavailable):

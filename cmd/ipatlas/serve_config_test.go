@@ -324,16 +324,6 @@ func TestServeResolver(t *testing.T) {
 			t.Errorf("%v: no error", bad)
 		}
 	}
-	// off is no resolver; a setting rdns cannot use stops the start.
-	if r, err := newResolver(&serveConfig{Resolver: "off"}); r != nil || err != nil {
-		t.Errorf("off: %v %v", r, err)
-	}
-	if r, err := newResolver(&serveConfig{Resolver: "127.0.0.1:5353", ResolverTimeout: time.Second}); err != nil || r.Servers()[0] != "127.0.0.1:5353" {
-		t.Errorf("HOST:PORT: %v", err)
-	}
-	if _, err := newResolver(&serveConfig{Resolver: "127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "--resolver") {
-		t.Errorf("port 0: %v", err)
-	}
 }
 
 // --echoip-root is off by default and comes from the flag, the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ipatlas/ipatlas/internal/accountstore"
 	"github.com/ipatlas/ipatlas/internal/sqlite"
 )
 
@@ -23,7 +24,7 @@ var storeCommand = mgmtGroup("store", "back up and restore the SQLite account st
 // sqliteTarget is the path of the SQLite store dsn names; a PostgreSQL
 // store is refused with where to look instead.
 func sqliteTarget(cmd, dsn string) (string, error) {
-	kind, target, err := parseStoreDSN(dsn)
+	kind, target, err := accountstore.ParseDSN(dsn)
 	if err != nil {
 		return "", usageError(err.Error())
 	}
