@@ -62,7 +62,7 @@ func mgmtSub[T any](usage, summary string, declare func(c *mgmtCmd) mgmtOp[T]) m
 func runMgmt[T any](ctx context.Context, c *mgmtCmd, declare func(c *mgmtCmd) mgmtOp[T], args []string) error {
 	op := declare(c)
 	least, most := arity(c.usage)
-	pos, err := c.parseRange(args, least, most)
+	pos, err := c.parse(args, least, most)
 	if err != nil {
 		return err
 	}
@@ -135,14 +135,8 @@ func newMgmtCmd(e env, name, usage string) *mgmtCmd {
 }
 
 // parse reads the flags wherever they are among the arguments and checks
-// the number of positional arguments.
-func (c *mgmtCmd) parse(args []string, positionals int) ([]string, error) {
-	return c.parseRange(args, positionals, positionals)
-}
-
-// parseRange is parse for a command taking from least to most positional
-// arguments.
-func (c *mgmtCmd) parseRange(args []string, least, most int) ([]string, error) {
+// that there are from least to most positional arguments.
+func (c *mgmtCmd) parse(args []string, least, most int) ([]string, error) {
 	pos, err := parseArgs(c.e, c.fs, args, func(w io.Writer) {
 		group, _, _ := strings.Cut(c.fs.Name(), " ")
 		fmt.Fprintf(w, "usage: ipatlas %s %s\n\nFlags:\n", group, c.usage)

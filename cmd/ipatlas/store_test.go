@@ -98,18 +98,18 @@ func TestFlagsAfterArguments(t *testing.T) {
 		{"1", "-reason", "a b", "--", "-50"},
 	} {
 		*reason, c.json = "", false
-		pos, err := c.parse(args, 2)
+		pos, err := c.parse(args, 2, 2)
 		if err != nil || len(pos) != 2 || pos[0] != "1" || pos[1] != "-50" || *reason != "a b" {
 			t.Errorf("parse(%q) = %q, reason %q, %v; want [1 -50], reason \"a b\"", args, pos, *reason, err)
 		}
 	}
-	if _, err := c.parse([]string{"1", "2", "--nope"}, 2); exitCode(err) != exitUsage {
+	if _, err := c.parse([]string{"1", "2", "--nope"}, 2, 2); exitCode(err) != exitUsage {
 		t.Errorf("unknown flag: %v, want a usage error", err)
 	}
-	if _, err := c.parse([]string{"1"}, 2); exitCode(err) != exitUsage {
+	if _, err := c.parse([]string{"1"}, 2, 2); exitCode(err) != exitUsage {
 		t.Errorf("missing argument: %v, want a usage error", err)
 	}
-	if _, err := c.parse([]string{"-h"}, 2); !errors.Is(err, errHelp) {
+	if _, err := c.parse([]string{"-h"}, 2, 2); !errors.Is(err, errHelp) {
 		t.Errorf("-h: %v, want help", err)
 	}
 }
