@@ -115,6 +115,21 @@ func TestPositionals(t *testing.T) {
 			t.Errorf("positionals(%q) = %q, want %q", synopsis, got, want)
 		}
 	}
+	// The management runner counts a command's arguments from its
+	// synopsis: bracketed ones are optional.
+	for synopsis, want := range map[string][2]int{
+		usageAccountsShow:     {1, 1},
+		usageAccountsSetTier:  {2, 2},
+		usageAccountsCreate:   {0, 0},
+		usageAccountsAudit:    {0, 1},
+		usageCreditsHistory:   {1, 1},
+		usageAccountsRequests: {0, 0},
+		usageStoreBackup:      {1, 1},
+	} {
+		if least, most := arity(synopsis); least != want[0] || most != want[1] {
+			t.Errorf("arity(%q) = %d, %d, want %d, %d", synopsis, least, most, want[0], want[1])
+		}
+	}
 }
 
 // The line names the program once, however deep the client's error is.

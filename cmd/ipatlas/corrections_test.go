@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -146,8 +147,8 @@ func TestServeGeofeed(t *testing.T) {
 	// The fixture's ASN data announces little: the feed is a large share
 	// of it, so the bound on a feed's share is not what this test is
 	// about. Its AS list keeps it to Google's addresses.
-	feedShareBound = 1
-	defer func() { feedShareBound = 0 }()
+	e := testEnv(withTestSource(nil))
+	e.maxFeedShare = 1
 	args := serveArgs(fx.dir, store, "--geofeed", "none", "--geofeed", feed.URL+"/feed.csv AS15169", "--trusted-proxy", "127.0.0.1", "--me-rate", "0")
 	check := func(s *serveRun) {
 		t.Helper()
@@ -168,13 +169,13 @@ func TestServeGeofeed(t *testing.T) {
 			t.Errorf("an entry outside the feed's AS applied: %+v %v", rec, err)
 		}
 	}
-	s := startServe(t, nil, args...)
+	s := startServeIn(t, e, args...)
 	check(s)
 	if err := s.stop(t); err != nil {
 		t.Fatal(err)
 	}
 	up.Store(false)
-	s = startServe(t, nil, args...)
+	s = startServeIn(t, e, args...)
 	check(s)
 }
 
@@ -184,8 +185,6 @@ func TestServeGeofeed(t *testing.T) {
 // after the dataset.
 func TestDBInfoCorrections(t *testing.T) {
 	fx := newServeFixture(t)
-	feedShareBound = 1
-	defer func() { feedShareBound = 0 }()
 	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "8.8.8.0/24,DE,DE-BY,Nuremberg,\n202.106.0.0/20,US,US-CA,Mountain View,\n2.0.0.0/7,US,,,\n8.8.4.0/24,US,US-ZZ,Nowhere,\n")
 	}))
@@ -204,7 +203,12 @@ func TestDBInfoCorrections(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(fx.dir, geofeed.Dir), os.DirFS(filepath.Join(fetched, geofeed.Dir))); err != nil {
 		t.Fatal(err)
 	}
-	r := runCLI(t, newCLIEnv(t), "", "db", "info", "--data-dir", fx.dir, "--overrides", overrides, "--geofeed", "none", "--geofeed", src)
+	// As in the server's test above, the bound on a feed's share is
+	// raised for the small fixture.
+	var infoOut, infoErr bytes.Buffer
+	e := env{getenv: newCLIEnv(t).getenv, stdin: strings.NewReader(""), stdout: &infoOut, stderr: &infoErr, maxFeedShare: 1}
+	err = e.run(t.Context(), []string{"ipatlas", "db", "info", "--data-dir", fx.dir, "--overrides", overrides, "--geofeed", "none", "--geofeed", src})
+	r := cliResult{stdout: infoOut.String(), stderr: infoErr.String(), err: err}
 	if r.err != nil {
 		t.Fatalf("db info: %v\n%s", r.err, r.stderr)
 	}

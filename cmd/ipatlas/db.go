@@ -201,7 +201,7 @@ func (ff fetchFlags) privacyOptions(ls localSettings, getenv func(string) string
 	if err := checkURLSettings("x4bnet-url", m.X4BNet, "ipranges-url", m.IPRanges, "tor-exit-url", m.Tor); err != nil {
 		return dataset.PrivacyOptions{}, err
 	}
-	return dataset.PrivacyOptions{DataDir: ls.dataDir, Mirrors: withDefaultMirrors(m)}, nil
+	return dataset.PrivacyOptions{DataDir: ls.dataDir, Mirrors: m}, nil
 }
 
 // checkURLSettings checks the URLs to fetch from given by settings, as
@@ -422,7 +422,7 @@ func runDBInfo(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("db info: %w", err)
 	}
-	if info.Corrections, err = describeCorrections(*dir, overrides, feeds); err != nil {
+	if info.Corrections, err = describeCorrections(*dir, overrides, feeds, e.maxFeedShare); err != nil {
 		return fmt.Errorf("db info: %w", err)
 	}
 	if *jsonOut {
@@ -665,7 +665,7 @@ func fetchFeedsReport(ctx context.Context, e env, dir string, feeds []geofeed.So
 		err error
 	}
 	results := make([]result, len(feeds))
-	fetchEachFeed(ctx, nil, dir, feeds, time.Now, func(i int, cp *geofeed.Copy, err error) {
+	geofeed.FetchEach(ctx, nil, dir, feeds, time.Now, func(i int, cp *geofeed.Copy, err error) {
 		results[i] = result{cp, err}
 	})
 	var failed []error

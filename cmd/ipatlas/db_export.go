@@ -141,7 +141,7 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 // server with these settings answers from, and the built-in privacy
 // lists where none was fetched; opts sets the rest (the caches).
 func openConfiguredEngine(dir, overrides string, sources []geofeed.Source, opts geo.Options) (*geo.Engine, error) {
-	opts.BuiltinPrivacy, opts.MaxFeedShare = true, feedShareBound
+	opts.BuiltinPrivacy = true
 	e, err := geo.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w (fetch the datasets with 'ipatlas db fetch --data-dir %s')", err, dir)

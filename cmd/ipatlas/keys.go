@@ -24,10 +24,10 @@ const minKeyRef = 4
 // keysCommand manages API keys. A key's secret is printed once, when it
 // is created or rotated; the store keeps only its hash.
 var keysCommand = mgmtGroup("keys", "manage API keys",
-	mgmtSub(usageKeysCreate, "create a key for an account; its secret is printed once", runKeysCreate),
-	mgmtSub(usageKeysList, "list an account's keys and their usage", runKeysList),
-	mgmtSub(usageKeysRevoke, "revoke a key, named by its ID or prefix as 'keys list' shows it", runKeysRevoke),
-	mgmtSub(usageKeysRotate, "give a key a new secret, keeping its ID and usage", runKeysRotate),
+	mgmtSub(usageKeysCreate, "create a key for an account; its secret is printed once", keysCreate),
+	mgmtSub(usageKeysList, "list an account's keys and their usage", keysList),
+	mgmtSub(usageKeysRevoke, "revoke a key, named by its ID or prefix as 'keys list' shows it", keysRevoke),
+	mgmtSub(usageKeysRotate, "give a key a new secret, keeping its ID and usage", keysRotate),
 )
 
 func mgmtAccountFlag(c *mgmtCmd) *string {
@@ -48,108 +48,82 @@ func mgmtPrintSecret(w io.Writer, what string, nk account.NewKey) {
 	fmt.Fprintf(w, "Use it as: Authorization: Bearer <secret>\n")
 }
 
-func runKeysCreate(ctx context.Context, e env, args []string) error {
-	c := newMgmtCmd(e, "keys create", usageKeysCreate)
+func keysCreate(c *mgmtCmd) mgmtOp[account.NewKey] {
 	acct := mgmtAccountFlag(c)
-	if _, err := c.parse(args, 0); err != nil {
-		return err
+	var id int64
+	return mgmtOp[account.NewKey]{
+		check: func([]string) (err error) {
+			id, err = mgmtRequiredAccount(c, *acct)
+			return err
+		},
+		call: func(ctx context.Context, svc *account.Service) (account.NewKey, error) {
+			return svc.CreateKey(ctx, id)
+		},
+		text: func(c *mgmtCmd, nk account.NewKey) error {
+			mgmtPrintSecret(c.e.stdout, "Created", nk)
+			return nil
+		},
 	}
-	id, err := mgmtRequiredAccount(c, *acct)
-	if err != nil {
-		return err
-	}
-	svc, done, err := c.service(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	nk, err := svc.CreateKey(ctx, id)
-	if err != nil {
-		return err
-	}
-	if c.json {
-		return c.printJSON(nk)
-	}
-	mgmtPrintSecret(e.stdout, "Created", nk)
-	return nil
 }
 
-func runKeysList(ctx context.Context, e env, args []string) error {
-	c := newMgmtCmd(e, "keys list", usageKeysList)
+// mgmtKeysList is an account's keys and the limit they share.
+type mgmtKeysList struct {
+	keys  []mgmtKeyView
+	limit int64
+}
+
+func keysList(c *mgmtCmd) mgmtOp[mgmtKeysList] {
 	acct := mgmtAccountFlag(c)
-	if _, err := c.parse(args, 0); err != nil {
-		return err
+	var id int64
+	return mgmtOp[mgmtKeysList]{
+		check: func([]string) (err error) {
+			id, err = mgmtRequiredAccount(c, *acct)
+			return err
+		},
+		call: func(ctx context.Context, svc *account.Service) (mgmtKeysList, error) {
+			a, kv, err := mgmtAccountKeys(ctx, svc, id)
+			return mgmtKeysList{kv, a.MonthlyLimit}, err
+		},
+		json: func(l mgmtKeysList) any { return l.keys },
+		text: func(c *mgmtCmd, l mgmtKeysList) error { return mgmtPrintKeys(c, l.keys, l.limit) },
 	}
-	id, err := mgmtRequiredAccount(c, *acct)
-	if err != nil {
-		return err
-	}
-	svc, done, err := c.service(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	a, kv, err := mgmtAccountKeys(ctx, svc, id)
-	if err != nil {
-		return err
-	}
-	if c.json {
-		return c.printJSON(kv)
-	}
-	return mgmtPrintKeys(c, kv, a.MonthlyLimit)
 }
 
-func runKeysRevoke(ctx context.Context, e env, args []string) error {
-	c := newMgmtCmd(e, "keys revoke", usageKeysRevoke)
-	pos, err := c.parse(args, 1)
-	if err != nil {
-		return err
+func keysRevoke(c *mgmtCmd) mgmtOp[account.Key] {
+	var ref string
+	return mgmtOp[account.Key]{
+		check: func(pos []string) error { ref = pos[0]; return nil },
+		call: func(ctx context.Context, svc *account.Service) (account.Key, error) {
+			id, err := mgmtKeyID(ctx, svc, ref)
+			if err != nil {
+				return account.Key{}, err
+			}
+			return svc.RevokeKey(ctx, id)
+		},
+		text: func(c *mgmtCmd, k account.Key) error {
+			fmt.Fprintf(c.e.stdout, "Revoked key %s of account %d at %s. It no longer works.\n", k.ID, k.AccountID, mgmtTime(*k.RevokedAt))
+			return nil
+		},
 	}
-	svc, done, err := c.service(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	id, err := mgmtKeyID(ctx, svc, pos[0])
-	if err != nil {
-		return err
-	}
-	k, err := svc.RevokeKey(ctx, id)
-	if err != nil {
-		return err
-	}
-	if c.json {
-		return c.printJSON(k)
-	}
-	fmt.Fprintf(e.stdout, "Revoked key %s of account %d at %s. It no longer works.\n", k.ID, k.AccountID, mgmtTime(*k.RevokedAt))
-	return nil
 }
 
-func runKeysRotate(ctx context.Context, e env, args []string) error {
-	c := newMgmtCmd(e, "keys rotate", usageKeysRotate)
-	pos, err := c.parse(args, 1)
-	if err != nil {
-		return err
+func keysRotate(c *mgmtCmd) mgmtOp[account.NewKey] {
+	var ref string
+	return mgmtOp[account.NewKey]{
+		check: func(pos []string) error { ref = pos[0]; return nil },
+		call: func(ctx context.Context, svc *account.Service) (account.NewKey, error) {
+			id, err := mgmtKeyID(ctx, svc, ref)
+			if err != nil {
+				return account.NewKey{}, err
+			}
+			return svc.RotateKey(ctx, id)
+		},
+		text: func(c *mgmtCmd, nk account.NewKey) error {
+			mgmtPrintSecret(c.e.stdout, "Rotated", nk)
+			fmt.Fprintln(c.e.stdout, "The old secret no longer works; the key keeps its ID and this month's usage.")
+			return nil
+		},
 	}
-	svc, done, err := c.service(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	id, err := mgmtKeyID(ctx, svc, pos[0])
-	if err != nil {
-		return err
-	}
-	nk, err := svc.RotateKey(ctx, id)
-	if err != nil {
-		return err
-	}
-	if c.json {
-		return c.printJSON(nk)
-	}
-	mgmtPrintSecret(e.stdout, "Rotated", nk)
-	fmt.Fprintln(e.stdout, "The old secret no longer works; the key keeps its ID and this month's usage.")
-	return nil
 }
 
 // mgmtKeyID is the ID of the key that ref names, as 'keys list' shows

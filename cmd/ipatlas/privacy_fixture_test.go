@@ -12,9 +12,11 @@ import (
 
 // servePrivacyFixture serves every privacy list as its upstream lays it
 // out (the built-in snapshot's copies, and a Tor exit list in the Tor
-// Project's format) and makes it the default mirror of every command the
-// tests run, so that no `db fetch` or scheduled update reaches the
-// internet. It returns the server's Close.
+// Project's format) and names it in the process environment as the
+// mirror of every list (IPATLAS_X4BNET_URL, ...): the binaries some tests
+// build and run read it there, and the in-process commands through the
+// tests' getenv (fixtureEnv), so that no `db fetch` or scheduled update
+// reaches the internet. It returns the server's Close.
 func servePrivacyFixture() func() {
 	files := map[string][]byte{}
 	for _, l := range privacy.Lists {
@@ -35,11 +37,21 @@ func servePrivacyFixture() func() {
 		}
 		w.Write(b)
 	}))
-	defaultMirrors = privacy.Mirrors{X4BNet: s.URL + "/" + privacy.UpstreamX4BNet, IPRanges: s.URL + "/" + privacy.UpstreamIPRanges, Tor: s.URL + "/tor"}
-	// The binaries some tests build and run read the same mirrors from
-	// their environment.
-	os.Setenv("IPATLAS_X4BNET_URL", defaultMirrors.X4BNet)
-	os.Setenv("IPATLAS_IPRANGES_URL", defaultMirrors.IPRanges)
-	os.Setenv("IPATLAS_TOR_EXIT_URL", defaultMirrors.Tor)
+	os.Setenv("IPATLAS_X4BNET_URL", s.URL+"/"+privacy.UpstreamX4BNet)
+	os.Setenv("IPATLAS_IPRANGES_URL", s.URL+"/"+privacy.UpstreamIPRanges)
+	os.Setenv("IPATLAS_TOR_EXIT_URL", s.URL+"/tor")
 	return s.Close
+}
+
+// fixtureEnv is the value of k in the process environment when k names
+// one of the local servers TestMain starts in place of an upstream (the
+// privacy lists' mirrors, GeoNames' postal codes); the tests' getenv
+// functions fall back to it, so that a command a test runs in-process
+// fetches from them as the built binaries do.
+func fixtureEnv(k string) (string, bool) {
+	switch k {
+	case "IPATLAS_X4BNET_URL", "IPATLAS_IPRANGES_URL", "IPATLAS_TOR_EXIT_URL", "IPATLAS_POSTAL_URL":
+		return os.Getenv(k), true
+	}
+	return "", false
 }

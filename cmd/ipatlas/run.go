@@ -19,6 +19,12 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	arg0   string // how the program was started: os.Args[0]
+
+	// maxFeedShare is geo.Options.MaxFeedShare of the engines that serve
+	// and db info open; 0 is geo's bound. No setting changes it: the
+	// tests raise it, since their small dataset announces so little that
+	// any feed is a large share of it.
+	maxFeedShare float64
 }
 
 // selfCommand is how a printed hint runs this program again: "ipatlas",
@@ -52,7 +58,11 @@ var root = &command{subs: []*command{
 }}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	return env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}.run(ctx, args)
+}
+
+// run runs the command line args (the program's name first) in e.
+func (e env) run(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		e.arg0, args = args[0], args[1:]
 	}

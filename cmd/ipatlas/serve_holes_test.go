@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ipatlas/ipatlas/internal/serve"
 )
 
 // Both listeners of ipatlas serve refuse a request carrying
@@ -66,112 +67,11 @@ func TestServeRefusesAmbiguousFraming(t *testing.T) {
 	}
 }
 
-// fileToken is a token that meets the rule, as a person would put in
-// DATA-DIR/admin-token.
-const fileToken = "c0ffee-token-of-the-admin-file-tests"
-
-// The generated admin token's file is 0600 even when an empty file of
-// another mode was there; a token file others may read stops the start
-// with what to do.
-func TestAdminTokenFileMode(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	t.Run("empty file replaced", func(t *testing.T) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, adminTokenFile)
-		if err := os.WriteFile(path, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(path, 0o644) // whatever the umask
-		tok, err := resolveAdminToken(&serveConfig{DataDir: dir}, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkTokenFile(t, path, tok)
-		entries, _ := os.ReadDir(dir)
-		if len(entries) != 1 {
-			t.Errorf("the data dir holds %d files, want the token file alone", len(entries))
-		}
-		again, err := resolveAdminToken(&serveConfig{DataDir: dir}, log)
-		if err != nil || again != tok {
-			t.Errorf("second start: %q %v, want the same token", again, err)
-		}
-	})
-	t.Run("missing file created", func(t *testing.T) {
-		dir := t.TempDir()
-		tok, err := resolveAdminToken(&serveConfig{DataDir: dir}, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkTokenFile(t, filepath.Join(dir, adminTokenFile), tok)
-	})
-	for _, mode := range []os.FileMode{0o644, 0o640, 0o604, 0o620} {
-		t.Run(fmt.Sprintf("token in a %04o file", mode), func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, adminTokenFile)
-			if err := os.WriteFile(path, []byte("secret-token\n"), mode); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(path, mode); err != nil {
-				t.Fatal(err)
-			}
-			tok, err := resolveAdminToken(&serveConfig{DataDir: dir}, log)
-			if err == nil || tok != "" {
-				t.Fatalf("got %q, %v; want a refusal", tok, err)
-			}
-			for _, want := range []string{path, fmt.Sprintf("%04o", mode), "chmod 600"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not say %q", err, want)
-				}
-			}
-			if strings.Contains(err.Error(), "secret-token") {
-				t.Error("the error shows the token")
-			}
-			if b, _ := os.ReadFile(path); string(b) != "secret-token\n" {
-				t.Errorf("the file was changed to %q", b)
-			}
-		})
-	}
-	t.Run("token in a 0600 file", func(t *testing.T) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, adminTokenFile)
-		if err := os.WriteFile(path, []byte(" "+fileToken+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if tok, err := resolveAdminToken(&serveConfig{DataDir: dir}, log); err != nil || tok != fileToken {
-			t.Errorf("got %q, %v", tok, err)
-		}
-	})
-	t.Run("a flag needs no file", func(t *testing.T) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, adminTokenFile)
-		os.WriteFile(path, []byte("secret-token\n"), 0o644)
-		os.Chmod(path, 0o644)
-		if tok, err := resolveAdminToken(&serveConfig{DataDir: dir, AdminToken: "flag"}, log); err != nil || tok != "flag" {
-			t.Errorf("got %q, %v", tok, err)
-		}
-	})
-}
-
-func checkTokenFile(t *testing.T, path, tok string) {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o600 {
-		t.Errorf("token file mode %04o, want 0600", fi.Mode().Perm())
-	}
-	b, _ := os.ReadFile(path)
-	if len(tok) < 32 || strings.TrimSpace(string(b)) != tok {
-		t.Errorf("token %q, file %q", tok, b)
-	}
-}
-
 // ipatlas serve stops at a token file others may read, before it creates
 // the first account, and says how to fix it.
 func TestServeRefusesReadableTokenFile(t *testing.T) {
 	fx := newServeFixture(t)
-	path := filepath.Join(fx.dir, adminTokenFile)
+	path := filepath.Join(fx.dir, serve.AdminTokenFile)
 	if err := os.WriteFile(path, []byte("secret-token\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

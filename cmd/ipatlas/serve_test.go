@@ -21,10 +21,12 @@ import (
 	"time"
 
 	"github.com/ipatlas/ipatlas"
+	"github.com/ipatlas/ipatlas/internal/accountstore"
 	"github.com/ipatlas/ipatlas/internal/addrfile"
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/dataset/datasettest"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/serve"
 	"github.com/ipatlas/ipatlas/internal/sqlite"
 )
 
@@ -79,12 +81,20 @@ type serveRun struct {
 // listeners answer.
 func startServe(t *testing.T, env map[string]string, args ...string) *serveRun {
 	t.Helper()
+	return startServeIn(t, testEnv(withTestSource(env)), args...)
+}
+
+// startServeIn is startServe in e, whose output streams it replaces with
+// its own.
+func startServeIn(t *testing.T, e env, args ...string) *serveRun {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &serveRun{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	e.stdin, e.stdout, e.stderr = strings.NewReader(""), s.stdout, s.stderr
 	addrFile := filepath.Join(t.TempDir(), "addrs.json")
 	s.addrFile = addrFile
 	go func() {
-		s.done <- run(ctx, append([]string{"ipatlas", "serve", "--addr-file", addrFile}, args...), withTestSource(env), strings.NewReader(""), s.stdout, s.stderr)
+		s.done <- e.run(ctx, append([]string{"ipatlas", "serve", "--addr-file", addrFile}, args...))
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -416,7 +426,7 @@ const account1000 = 1000
 func checkCredits(t *testing.T, storePath string, accountID int64, want int64) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := openStore(ctx, "sqlite:"+storePath, storeOptions{})
+	st, err := accountstore.Open(ctx, "sqlite:"+storePath, accountstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +468,7 @@ func TestServeRestartAndAdminTokenFile(t *testing.T) {
 	if n := len(keyRe.FindAllString(s.stdout.String(), -1)); n != 1 {
 		t.Fatalf("first run printed %d keys", n)
 	}
-	tokPath := filepath.Join(fx.dir, adminTokenFile)
+	tokPath := filepath.Join(fx.dir, serve.AdminTokenFile)
 	fi, err := os.Stat(tokPath)
 	if err != nil {
 		t.Fatal(err)
@@ -785,23 +795,6 @@ func TestServeAddrFile(t *testing.T) {
 	}
 	if _, err := os.Stat(s.addrFile); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("after stop, the addr file: %v; want it removed", err)
-	}
-}
-
-func TestListenerURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"127.0.0.1:8080": "http://127.0.0.1:8080",
-		"0.0.0.0:8080":   "http://localhost:8080",
-		"[::]:8080":      "http://localhost:8080",
-		"[::1]:9090":     "http://[::1]:9090",
-	} {
-		a, err := net.ResolveTCPAddr("tcp", in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := listenerURL(a); got != want {
-			t.Errorf("listenerURL(%s) = %q, want %q", in, got, want)
-		}
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ipatlas/ipatlas/internal/tlstest"
 )
 
 // `ipatlas serve --tls-cert --tls-key` answers HTTPS on the public
@@ -19,19 +21,19 @@ func TestServeTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the test runs the binary")
 	}
-	ca := newTestCA(t)
+	ca := tlstest.NewCA(t)
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	c1, k1 := ca.pair(t, 100)
-	writeFile(t, certFile, c1)
-	writeFile(t, keyFile, k1)
+	c1, k1 := ca.Pair(t, 100)
+	tlstest.WriteFile(t, certFile, c1)
+	tlstest.WriteFile(t, keyFile, k1)
 	fx := newServeFixture(t)
 	srv := startChild(t, ipatlasBinary(t), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", fx.dir,
 		"--store", "sqlite:"+filepath.Join(t.TempDir(), "ipatlas.db"), "--no-fetch", "--tor-interval", "0", "--privacy-interval", "0",
 		"--tls-cert", certFile, "--tls-key", keyFile)
 	srv.waitLog(t, "https://"+srv.public+"/")
 
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}}
 	resp, err := hc.Get("https://" + srv.public + "/api/ping")
 	if err != nil {
 		t.Fatal(err)
@@ -53,12 +55,12 @@ func TestServeTLS(t *testing.T) {
 		t.Errorf("plain HTTP answered on the TLS listener")
 	}
 
-	c2, k2 := ca.pair(t, 200)
-	writeFile(t, certFile, c2)
-	writeFile(t, keyFile, k2)
+	c2, k2 := ca.Pair(t, 200)
+	tlstest.WriteFile(t, certFile, c2)
+	tlstest.WriteFile(t, keyFile, k2)
 	srv.cmd.Process.Signal(syscall.SIGHUP)
 	srv.waitLog(t, "why=SIGHUP")
-	if got := servedSerial(t, srv.public, ca.pool); got != 200 {
+	if got := tlstest.ServedSerial(t, srv.public, ca.Pool); got != 200 {
 		t.Errorf("after SIGHUP, serial %d, want 200", got)
 	}
 }

@@ -129,7 +129,16 @@ func newCLIEnv(t *testing.T, kv ...string) cliEnv {
 	return e
 }
 
-func (e cliEnv) getenv(k string) string { return e[k] }
+func (e cliEnv) getenv(k string) string {
+	if v, ok := e[k]; ok {
+		return v
+	}
+	if k == "IPATLAS_POSTAL_URL" {
+		return "" // as before: these tests fetch no postal codes
+	}
+	v, _ := fixtureEnv(k)
+	return v
+}
 
 type cliResult struct {
 	stdout, stderr string
@@ -386,13 +395,11 @@ func withTestSource(env map[string]string) func(string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}
-		switch k {
-		case "IPATLAS_SOURCE":
+		if k == "IPATLAS_SOURCE" {
 			return dataset.SourceNPM
-		case "IPATLAS_POSTAL_URL":
-			return os.Getenv(k)
 		}
-		return ""
+		v, _ := fixtureEnv(k)
+		return v
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -88,31 +87,6 @@ func (m *mgmtEnv) service() *account.Service {
 	return &account.Service{Store: st}
 }
 
-func TestOpenStore(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.db")
-	st, err := openStore(t.Context(), "sqlite:"+path, storeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Ping(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-
-	for _, dsn := range []string{"", "sqlite:", "/var/lib/ipatlas.db", "mysql://admin:hunter2@db/ipatlas", "redis:x"} {
-		_, err := openStore(t.Context(), dsn, storeOptions{})
-		if err == nil {
-			t.Fatalf("openStore(%q) succeeded", dsn)
-		}
-		if exitCode(err) != exitUsage {
-			t.Errorf("openStore(%q): exit code %d, want usage", dsn, exitCode(err))
-		}
-		if strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("openStore(%q) = %v: the error shows the password", dsn, err)
-		}
-	}
-}
-
 func TestFlagsAfterArguments(t *testing.T) {
 	var stderr bytes.Buffer
 	c := newMgmtCmd(env{getenv: func(string) string { return "" }, stdout: &bytes.Buffer{}, stderr: &stderr}, "credits add", "add")
@@ -124,18 +98,18 @@ func TestFlagsAfterArguments(t *testing.T) {
 		{"1", "-reason", "a b", "--", "-50"},
 	} {
 		*reason, c.json = "", false
-		pos, err := c.parse(args, 2)
+		pos, err := c.parse(args, 2, 2)
 		if err != nil || len(pos) != 2 || pos[0] != "1" || pos[1] != "-50" || *reason != "a b" {
 			t.Errorf("parse(%q) = %q, reason %q, %v; want [1 -50], reason \"a b\"", args, pos, *reason, err)
 		}
 	}
-	if _, err := c.parse([]string{"1", "2", "--nope"}, 2); exitCode(err) != exitUsage {
+	if _, err := c.parse([]string{"1", "2", "--nope"}, 2, 2); exitCode(err) != exitUsage {
 		t.Errorf("unknown flag: %v, want a usage error", err)
 	}
-	if _, err := c.parse([]string{"1"}, 2); exitCode(err) != exitUsage {
+	if _, err := c.parse([]string{"1"}, 2, 2); exitCode(err) != exitUsage {
 		t.Errorf("missing argument: %v, want a usage error", err)
 	}
-	if _, err := c.parse([]string{"-h"}, 2); !errors.Is(err, errHelp) {
+	if _, err := c.parse([]string{"-h"}, 2, 2); !errors.Is(err, errHelp) {
 		t.Errorf("-h: %v, want help", err)
 	}
 }
@@ -222,42 +196,21 @@ func TestServeStoreMigrateFalse(t *testing.T) {
 	}
 }
 
-// The options reach the PostgreSQL store: the pool's size, the refusal of
-// an unmigrated schema, and the timeout that bounds a call whose caller
-// set none (here, on a database behind a partition).
-func TestOpenStorePostgresOptions(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	schema := pgtest.NewSchema(t)
-	px := pgtest.NewProxy(t, dsn)
-	store := pgtest.WithSearchPath(t, px.DSN(t, dsn), schema)
-	ctx := context.Background() // no deadline: only the store's bounds a call
-
-	_, err := openStore(ctx, store, storeOptions{RequireMigrated: true})
-	if !errors.Is(err, postgres.ErrNotMigrated) {
-		t.Fatalf("RequireMigrated on a new schema: %v, want ErrNotMigrated", err)
+// A --store that names no store stops serve as a usage mistake, after
+// the dataset and the listeners and before any account, without showing
+// the DSN's password.
+func TestServeUnknownStoreIsUsage(t *testing.T) {
+	fx := newServeFixture(t)
+	var stdout, stderr bytes.Buffer
+	args := append([]string{"ipatlas", "serve"}, serveArgs(fx.dir, "unused", "--admin-token", "test-admin-token-for-the-serve-tests")...)
+	args = append(args, "--store", "mysql://admin:hunter2@db/ipatlas")
+	err := run(t.Context(), args, mapEnv(nil), strings.NewReader(""), &stdout, &stderr)
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), `unknown store kind "mysql"`) || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("serve returned %v (exit %d), want a usage error naming the kind alone", err, exitCode(err))
 	}
-	st, err := openStore(ctx, store, storeOptions{MaxConns: 3, Timeout: 500 * time.Millisecond, StatementTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	pg, ok := st.(*postgres.Store)
-	if !ok {
-		t.Fatalf("openStore(postgres://...) = %T", st)
-	}
-	if got := pg.Stat().MaxConns(); got != 3 {
-		t.Errorf("pool of %d connections, want 3", got)
-	}
-	if err := st.Ping(ctx); err != nil {
-		t.Fatal(err)
-	}
-	px.Cut(pgtest.Blackhole)
-	err = st.Ping(ctx)
-	px.Restore()
-	if !errors.Is(err, account.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Ping behind a partition: %v, want ErrUnavailable ended by the store's deadline", err)
-	}
-	if err := st.Ping(ctx); err != nil {
-		t.Fatalf("Ping after the partition: %v", err)
+	var out bytes.Buffer
+	printError(&out, err)
+	if !strings.Contains(out.String(), "see 'ipatlas serve --help'") {
+		t.Errorf("the error does not point to the help:\n%s", out.String())
 	}
 }

@@ -174,7 +174,7 @@ func TestServeUpdateSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := c.fetchOptions()
+	o := c.FetchOptions()
 	if o.Source != dataset.SourceMaxMind || o.MaxMindAccountID != "42" || o.MaxMindLicenseKey != "k" ||
 		strings.Join(o.MaxMindEditions, ",") != "GeoIP2-City,GeoIP2-ISP" || c.UpdateInterval != 0 {
 		t.Errorf("fetch options %+v, interval %s", o, c.UpdateInterval)

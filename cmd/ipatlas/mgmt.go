@@ -1,5 +1,11 @@
 package main
 
+// The management commands' runner: each subcommand of accounts, keys,
+// credits and store (and db migrate) declares its flags, the check of its
+// arguments, its call on the account service and how it prints the
+// result as text; mgmtSub does the rest, in the same order for every one:
+// parse, check, open the store, call, close, print JSON or text.
+
 import (
 	"context"
 	"encoding/json"
@@ -7,80 +13,106 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/account"
-	"github.com/ipatlas/ipatlas/internal/postgres"
-	"github.com/ipatlas/ipatlas/internal/sqlite"
+	"github.com/ipatlas/ipatlas/internal/accountstore"
 )
 
-// parseStoreDSN splits a --store value into its kind and target. Only the
-// scheme is ever echoed in errors: a PostgreSQL DSN may carry a password.
-func parseStoreDSN(dsn string) (kind, target string, err error) {
-	switch {
-	case strings.HasPrefix(dsn, "sqlite:"):
-		path := strings.TrimPrefix(dsn, "sqlite:")
-		if path == "" {
-			return "", "", errors.New(`--store sqlite: needs a path, as in "sqlite:/var/lib/ipatlas/ipatlas.db"`)
-		}
-		return "sqlite", path, nil
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return "postgres", dsn, nil
-	case dsn == "":
-		return "", "", errors.New("--store is empty; use sqlite:PATH")
-	}
-	scheme, _, ok := strings.Cut(dsn, ":")
-	if !ok || strings.ContainsAny(scheme, "/@") {
-		return "", "", errors.New(`--store: unknown store; use "sqlite:PATH"`)
-	}
-	return "", "", fmt.Errorf(`--store: unknown store kind %q; use "sqlite:PATH"`, scheme)
+// mgmtOp is a management subcommand as it declares itself.
+type mgmtOp[T any] struct {
+	// check reads the positional arguments (their number is the
+	// synopsis's, checked already) and the flags' values before the store
+	// opens, so that a mistake is a usage error that touches no store;
+	// nil when there is nothing to check.
+	check func(pos []string) error
+	// call is the work on the account service.
+	call func(ctx context.Context, svc *account.Service) (T, error)
+	// onDSN, in place of call, is work on the store the --store setting
+	// names (its schema, its files): no service is opened.
+	onDSN func(ctx context.Context, dsn string) (T, error)
+	// json is what --json prints; nil prints the result itself.
+	json func(v T) any
+	// text prints the result for a person.
+	text func(c *mgmtCmd, v T) error
 }
 
-// storeOptions are serve's store settings. The zero value is what the
-// management commands use: migrate if needed, the stores' defaults.
-type storeOptions struct {
-	// RequireMigrated refuses a store whose schema is behind this binary
-	// (serve --store-migrate=false) instead of migrating it; the error
-	// names 'ipatlas db migrate'.
-	RequireMigrated bool
-	// PostgreSQL only; zero takes postgres.Options' defaults.
-	MaxConns         int32
-	Timeout          time.Duration
-	StatementTimeout time.Duration
-	// Journal (serve, SQLite only) charges through the store's charge
-	// journal and takes its writer lock: a second serve on the same file
-	// fails, the management commands still share it.
-	Journal bool
-	Logger  *slog.Logger
+// mgmtLeaf is a management subcommand, made for the group it is in (its
+// flag set is named "GROUP NAME").
+type mgmtLeaf func(group string) *command
+
+// mgmtSub is a management subcommand: usage is its synopsis, its name
+// first, from which its positional arguments are counted; declare adds
+// its flags to c and returns what it does.
+func mgmtSub[T any](usage, summary string, declare func(c *mgmtCmd) mgmtOp[T]) mgmtLeaf {
+	name, args, _ := strings.Cut(usage, " ")
+	return func(group string) *command {
+		return &command{name: name, args: strings.TrimSpace(args), summary: summary,
+			run: func(ctx context.Context, e env, argv []string) error {
+				return runMgmt(ctx, newMgmtCmd(e, group+" "+name, usage), declare, argv)
+			}}
+	}
 }
 
-// openStore opens the account store a --store DSN names: "sqlite:PATH"
-// (created and migrated if needed) or "postgres://..." (migrated if
-// needed), unless opts.RequireMigrated. Every command that works on
-// accounts goes through here.
-func openStore(ctx context.Context, dsn string, opts storeOptions) (account.Store, error) {
-	kind, target, err := parseStoreDSN(dsn)
+// runMgmt runs one management subcommand: parse, check, open the store,
+// call, close the store, print.
+func runMgmt[T any](ctx context.Context, c *mgmtCmd, declare func(c *mgmtCmd) mgmtOp[T], args []string) error {
+	op := declare(c)
+	least, most := arity(c.usage)
+	pos, err := c.parse(args, least, most)
 	if err != nil {
-		return nil, &exitError{code: exitUsage, err: err}
+		return err
 	}
-	switch kind {
-	case "sqlite":
-		// The pool size and timeouts are PostgreSQL's: an embedded
-		// database has no connection to wait for or lose.
-		return sqlite.Open(ctx, target, sqlite.Options{RequireMigrated: opts.RequireMigrated, Journal: opts.Journal, Logger: opts.Logger})
-	case "postgres":
-		return postgres.Open(ctx, target, postgres.Options{
-			Migrate:          !opts.RequireMigrated,
-			MaxConns:         opts.MaxConns,
-			Timeout:          opts.Timeout,
-			StatementTimeout: opts.StatementTimeout,
-		})
+	if op.check != nil {
+		if err := op.check(pos); err != nil {
+			return err
+		}
 	}
-	return nil, fmt.Errorf("--store: unsupported store kind %q", kind)
+	var v T
+	if op.onDSN != nil {
+		dsn, err := c.storeDSN()
+		if err != nil {
+			return err
+		}
+		if v, err = op.onDSN(ctx, dsn); err != nil {
+			return err
+		}
+	} else {
+		svc, done, err := c.service(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if v, err = op.call(ctx, svc); err != nil {
+			return err
+		}
+	}
+	if c.json {
+		if op.json != nil {
+			return c.printJSON(op.json(v))
+		}
+		return c.printJSON(v)
+	}
+	return op.text(c, v)
+}
+
+// mgmtGroup is a command whose subcommands manage the store; their
+// failures get the exit codes of mgmtError, and the audit log names
+// their changes' actor "cli".
+func mgmtGroup(name, summary string, leaves ...mgmtLeaf) *command {
+	subs := make([]*command, len(leaves))
+	for i, l := range leaves {
+		s := l(name)
+		run := s.run
+		s.run = func(ctx context.Context, e env, args []string) error {
+			return mgmtError(run(account.WithActor(ctx, "cli"), e, args))
+		}
+		subs[i] = s
+	}
+	return &command{name: name, summary: summary, subs: subs}
 }
 
 // mgmtCmd is what the account, key and credit commands share: their flag
@@ -103,14 +135,8 @@ func newMgmtCmd(e env, name, usage string) *mgmtCmd {
 }
 
 // parse reads the flags wherever they are among the arguments and checks
-// the number of positional arguments.
-func (c *mgmtCmd) parse(args []string, positionals int) ([]string, error) {
-	return c.parseRange(args, positionals, positionals)
-}
-
-// parseRange is parse for a command taking from least to most positional
-// arguments.
-func (c *mgmtCmd) parseRange(args []string, least, most int) ([]string, error) {
+// that there are from least to most positional arguments.
+func (c *mgmtCmd) parse(args []string, least, most int) ([]string, error) {
 	pos, err := parseArgs(c.e, c.fs, args, func(w io.Writer) {
 		group, _, _ := strings.Cut(c.fs.Name(), " ")
 		fmt.Fprintf(w, "usage: ipatlas %s %s\n\nFlags:\n", group, c.usage)
@@ -150,8 +176,20 @@ func countArgs(names []string, least, most int, pos []string) string {
 // [ACCOUNT_ID] [--limit N]": every word after the command's name that is
 // neither a flag nor a flag's value, optional ones without their brackets.
 func positionals(synopsis string) []string {
+	names, _ := synopsisArgs(synopsis)
+	return names
+}
+
+// arity is how many positional arguments a synopsis takes: at least those
+// without brackets, at most all of them.
+func arity(synopsis string) (least, most int) {
+	names, optional := synopsisArgs(synopsis)
+	return len(names) - optional, len(names)
+}
+
+// synopsisArgs is positionals and how many of them are optional.
+func synopsisArgs(synopsis string) (names []string, optional int) {
 	words := strings.Fields(synopsis)
-	var names []string
 	for i := 1; i < len(words); i++ {
 		w := strings.Trim(words[i], "[]")
 		if strings.HasPrefix(w, "-") {
@@ -162,9 +200,12 @@ func positionals(synopsis string) []string {
 			}
 			continue
 		}
+		if strings.HasPrefix(words[i], "[") {
+			optional++
+		}
 		names = append(names, w)
 	}
-	return names
+	return names, optional
 }
 
 // storeDSN is --store, else IPATLAS_STORE, else the config file's, else
@@ -180,30 +221,11 @@ func (c *mgmtCmd) service(ctx context.Context) (*account.Service, func(), error)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := openStore(ctx, dsn, storeOptions{})
+	st, err := accountstore.Open(ctx, dsn, accountstore.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
 	return &account.Service{Store: st}, func() { st.Close() }, nil
-}
-
-// openAccount is the start of a command whose one argument is an
-// account ID: it parses the arguments and opens the store. The caller
-// closes it with the returned func.
-func (c *mgmtCmd) openAccount(ctx context.Context, args []string) (int64, *account.Service, func(), error) {
-	pos, err := c.parse(args, 1)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	id, err := mgmtAccountID(pos[0])
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	svc, done, err := c.service(ctx)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	return id, svc, done, nil
 }
 
 // printJSON writes v as indented JSON.
@@ -223,10 +245,10 @@ func mgmtError(err error) error {
 	switch {
 	case err == nil || errors.As(err, &ee):
 		return err
+	case errors.Is(err, accountstore.ErrDSN), errors.Is(err, account.ErrInvalid):
+		return &exitError{code: exitUsage, err: err}
 	case errors.Is(err, account.ErrNotFound):
 		return &exitError{code: exitNotFound, err: err}
-	case errors.Is(err, account.ErrInvalid):
-		return &exitError{code: exitUsage, err: err}
 	case errors.Is(err, account.ErrInsufficient):
 		return &exitError{code: exitQuota, err: err}
 	case errors.Is(err, account.ErrUnavailable):
@@ -242,26 +264,6 @@ func mgmtAccountID(s string) (int64, error) {
 		return 0, usageError(fmt.Sprintf("%q is not an account ID (a positive number)", s))
 	}
 	return id, nil
-}
-
-// mgmtGroup is a command whose subcommands manage the store; their
-// failures get the exit codes of mgmtError, and the audit log names
-// their changes' actor "cli".
-func mgmtGroup(name, summary string, subs ...*command) *command {
-	for _, s := range subs {
-		run := s.run
-		s.run = func(ctx context.Context, e env, args []string) error {
-			return mgmtError(run(account.WithActor(ctx, "cli"), e, args))
-		}
-	}
-	return &command{name: name, summary: summary, subs: subs}
-}
-
-// mgmtSub is a subcommand of a management group; usage is its synopsis,
-// its name first.
-func mgmtSub(usage, summary string, run func(ctx context.Context, e env, args []string) error) *command {
-	name, args, _ := strings.Cut(usage, " ")
-	return &command{name: name, args: strings.TrimSpace(args), summary: summary, run: run}
 }
 
 // mgmtTime is how the management commands' tables show a time.

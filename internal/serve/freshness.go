@@ -1,6 +1,6 @@
-package main
+package serve
 
-// serve's side of keeping the dataset fresh: the scheduled updates, the
+// Keeping the dataset fresh: the scheduled updates, the
 // warning about an old dataset, its age as a metric and in the admin API.
 
 import (
@@ -39,7 +39,7 @@ type freshness struct {
 	privacy *dataset.PrivacyUpdater
 }
 
-func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *freshness {
+func newFreshness(cfg *Config, engine *geo.Engine, log *slog.Logger) *freshness {
 	f := &freshness{engine: engine, dir: cfg.DataDir, log: log, now: time.Now, source: cfg.Source}
 	// The privacy lists are ipatlas's whoever manages the MMDB files, and
 	// the Tor flag needs its list whether or not the dataset is updated.
@@ -52,7 +52,7 @@ func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *fresh
 	}
 	if tor > 0 || lists > 0 {
 		f.privacy = dataset.NewPrivacyUpdater(dataset.PrivacyUpdaterOptions{
-			Fetch:       cfg.privacyOptions(),
+			Fetch:       cfg.PrivacyOptions(),
 			Interval:    lists,
 			TorInterval: tor,
 			Installed:   engine.ReloadPrivacy,
@@ -74,7 +74,7 @@ func newFreshness(cfg *serveConfig, engine *geo.Engine, log *slog.Logger) *fresh
 			"dir", cfg.DataDir)
 	default:
 		f.updater = dataset.NewUpdater(dataset.UpdaterOptions{
-			Fetch:    cfg.fetchOptions(),
+			Fetch:    cfg.FetchOptions(),
 			Interval: cfg.UpdateInterval,
 			// The watcher would reload too, after a second of quiet; this
 			// also covers a data dir it cannot watch.

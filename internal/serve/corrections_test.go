@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func TestFetchFeedsSlowFeedHoldsUpOnlyItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &corrections{engine: e, log: slog.New(slog.DiscardHandler), dataDir: dir, sources: sources,
-		client: outbound.NewClient(outbound.Options{Timeout: feedTimeout}), now: time.Now}
+		client: outbound.NewClient(outbound.Options{Timeout: 2 * time.Minute}), now: time.Now}
 	c.loadCopies()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
