@@ -92,12 +92,19 @@ func Open(ctx context.Context, dsn string, opts Options) (account.Store, error) 
 	return nil, fmt.Errorf("--store: unsupported store kind %q", kind)
 }
 
-// Redact hides a password in a store DSN, for logs and banners.
+// Redact hides a password in a store DSN, for logs and banners: a SQLite
+// path is shown as it is, a PostgreSQL URL with its password replaced,
+// and anything else, where a password could sit anywhere, not at all.
 func Redact(dsn string) string {
 	if strings.HasPrefix(dsn, "sqlite:") {
 		return dsn
 	}
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+	u, err := url.Parse(dsn)
+	if err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && u.Opaque == "" {
+		if q := u.Query(); q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
 		return u.Redacted()
 	}
 	return "(unparsed DSN, not shown)"

@@ -80,10 +80,15 @@ func TestOpenStorePostgresOptions(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for dsn, want := range map[string]string{
-		"sqlite:/var/lib/ipatlas.db":            "sqlite:/var/lib/ipatlas.db",
-		"postgres://admin:hunter2@db/ipatlas":   "postgres://admin:xxxxx@db/ipatlas",
-		"postgres://db/ipatlas?sslmode=require": "postgres://db/ipatlas?sslmode=require",
-		"postgres://admin:hunter2@db%zz":        "(unparsed DSN, not shown)",
+		"sqlite:/var/lib/ipatlas.db":             "sqlite:/var/lib/ipatlas.db",
+		"postgres://admin:hunter2@db/ipatlas":    "postgres://admin:xxxxx@db/ipatlas",
+		"postgres://db/ipatlas?sslmode=require":  "postgres://db/ipatlas?sslmode=require",
+		"postgres://admin:hunter2@db%zz":         "(unparsed DSN, not shown)",
+		"admin:hunter2@db":                       "(unparsed DSN, not shown)",
+		"postgres://db/ipatlas?password=hunter2": "postgres://db/ipatlas?password=xxxxx",
+		"postgres:admin:hunter2@db":              "(unparsed DSN, not shown)",
+		"mysql://admin:hunter2@db/ipatlas":       "(unparsed DSN, not shown)",
+		"host=db user=admin password=hunter2":    "(unparsed DSN, not shown)",
 	} {
 		if got := Redact(dsn); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", dsn, got, want)
