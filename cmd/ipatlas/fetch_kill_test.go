@@ -32,6 +32,7 @@ import (
 // throughout; the next fetch removes what the killed ones left behind and
 // installs the new versions, which the server then serves.
 func TestFetchKilled(t *testing.T) {
+	skipKillTestUnderRace(t)
 	if testing.Short() {
 		t.Skip("-short: the fetch-kill test runs fetches in child processes")
 	}
@@ -61,13 +62,8 @@ func TestFetchKilled(t *testing.T) {
 
 	// The new versions: 8.8.8.0/24 moves to another city and AS; the ASN
 	// data is large enough that compiling it takes a while (about a
-	// second: the window for kill point 2). The fetches are this test
-	// binary, which compiles ten times slower under the race detector: a
-	// tenth of the rows keeps the window the same.
-	rows := 40_000
-	if raceEnabled {
-		rows = 4_000
-	}
+	// second: the window for kill point 2).
+	const rows = 40_000
 	city2 := cityPackageWith(t, v2, "8.8.8.0/24", "Sunnyvale")
 	asn2 := bigASNPackage(t, v2, rows)
 	step("built the new packages")

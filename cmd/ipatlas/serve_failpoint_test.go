@@ -37,6 +37,7 @@ func failpointBinary(t *testing.T) string {
 // every success the clients saw, and at most the queries in flight more;
 // the ledger adds up to the balance.
 func TestServeKillAtFailpoints(t *testing.T) {
+	skipKillTestUnderRace(t)
 	if testing.Short() {
 		t.Skip("-short: runs the server in child processes, killing each several times")
 	}

@@ -157,6 +157,7 @@ func roomyKey(t *testing.T, admin, token, name string) (key string, accountID in
 }
 
 func TestServeKillAndRestart(t *testing.T) {
+	skipKillTestUnderRace(t)
 	if testing.Short() {
 		t.Skip("-short: the kill-and-restart test builds and runs the binary")
 	}

@@ -57,6 +57,7 @@ func getStatus(client *http.Client, url string) (int, string, error) {
 // the clients saw, plus at most the queries that failed (a commit whose
 // answer the cut lost).
 func TestServePostgresOutage(t *testing.T) {
+	skipKillTestUnderRace(t)
 	dsn := pgtest.DSN(t)
 	if testing.Short() {
 		t.Skip("-short: the outage test builds and runs the binary")

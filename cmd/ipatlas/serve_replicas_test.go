@@ -174,6 +174,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // the clients saw and at most those plus the requests that were in flight
 // on the killed replica.
 func TestServeReplicaKilled(t *testing.T) {
+	skipKillTestUnderRace(t)
 	dsn := pgtest.DSN(t)
 	if testing.Short() {
 		t.Skip("-short: the replica test builds and runs the binary")
