@@ -93,7 +93,7 @@ func TestLookupTSVAndTable(t *testing.T) {
 	head := strings.Split(lines[0], "\t")
 	row := strings.Split(lines[1], "\t")
 	bad := strings.Split(lines[2], "\t")
-	if len(head) != 21 || len(row) != 21 || len(bad) != 21 || head[20] != "error" {
+	if len(head) != 22 || len(row) != 22 || len(bad) != 22 || head[21] != "error" {
 		t.Fatalf("columns: %d %d %d", len(head), len(row), len(bad))
 	}
 	want := geotest.Nuremberg.Want(ipatlas.English)
@@ -102,10 +102,10 @@ func TestLookupTSVAndTable(t *testing.T) {
 		got[h] = row[i]
 	}
 	if got["ip"] != want.IP || got["district"] != want.District || got["zip_code"] != want.ZipCode || got["latitude"] != "49.4521" ||
-		got["route"] != "2a01:4f8::/32" || got["location_source"] != "dataset" || got["error"] != "" {
+		got["route"] != "2a01:4f8::/32" || got["network"] != "2a01:4f8::/32" || got["location_source"] != "dataset" || got["error"] != "" {
 		t.Errorf("row: %v", got)
 	}
-	if bad[0] != "10.0.0.1" || !strings.Contains(bad[20], "PrivateIP") {
+	if bad[0] != "10.0.0.1" || !strings.Contains(bad[21], "PrivateIP") {
 		t.Errorf("error row: %q", bad)
 	}
 

@@ -72,7 +72,8 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 		p, tor, known, pbits = e.privacyOf(pt, key, asn)
 		bits = max(bits, pbits)
 	}
-	_ = bits
+	dst = append(dst, `","network":"`...)
+	dst = networkOf(addr, key, bits).AppendTo(dst)
 	dst = append(dst, '"')
 	if pt != nil {
 		dst = appendPrivacy(append(dst, `,"privacy":`...), p, tor, known)

@@ -107,7 +107,7 @@ func LookupAnswerNetwork(loc Locator, addr netip.Addr) (Answer, netip.Prefix, er
 	if err != nil {
 		return Answer{}, netip.Prefix{}, err
 	}
-	return AnswerOf(en, zh), netip.Prefix{}, nil
+	return AnswerOf(en, zh), en.Network, nil
 }
 
 // LookupAnswer is loc's answer for addr in both languages: one lookup

@@ -286,7 +286,7 @@ func (e *Engine) Lookup(addr netip.Addr, lang ipatlas.Lang) (ipatlas.Record, err
 		rec.Privacy = &own.privacy
 		bits = max(bits, pbits)
 	}
-	_ = bits
+	rec.Network = networkOf(addr, key, bits)
 	return rec, nil
 }
 

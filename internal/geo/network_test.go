@@ -31,6 +31,9 @@ func answerAt(t *testing.T, e *geo.Engine, a netip.Addr) (fullAnswer, netip.Pref
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rec.Network != n {
+		t.Errorf("%s: the record's network %s, the answer's %s", a, rec.Network, n)
+	}
 	return fullAnswer{ans, rec.Route}, n
 }
 
