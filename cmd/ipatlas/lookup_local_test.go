@@ -243,3 +243,24 @@ func TestLookupLocalUsage(t *testing.T) {
 		}
 	}
 }
+
+// --fields network prints the network of the answer, in JSON and in
+// the tab-separated form.
+func TestLookupLocalNetworkField(t *testing.T) {
+	dir := fixtureDataDir(t)
+	out, stderr, err := runLocal(t, nil, "", "--data-dir", dir, "--json", "--fields", "network", geotest.Beijing.IP, geotest.MappedIP)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	want := `{"ip":"202.106.0.20","network":"202.106.0.0/20"}` + "\n" + `{"ip":"::ffff:8.8.8.8","network":"::ffff:8.8.8.0/120"}` + "\n"
+	if out != want {
+		t.Errorf("--json --fields network:\n%s\nwant\n%s", out, want)
+	}
+	out, stderr, err = runLocal(t, nil, "", "--data-dir", dir, "--fields", "network", geotest.Beijing.IP)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "network") || !strings.Contains(out, "202.106.0.0/20") {
+		t.Errorf("--fields network:\n%s", out)
+	}
+}
