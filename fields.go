@@ -39,6 +39,7 @@ const (
 	fieldZipCode
 	fieldAreaCode
 	fieldRoute
+	fieldNetwork
 	fieldPrivacy
 	fieldLocationSource
 	fieldAccuracyRadius
@@ -56,7 +57,7 @@ const (
 var recordKeys = []string{
 	"ip", "continent", "continent_code", "country", "country_code", "province",
 	"province_code", "city", "district", "isp", "asn", "latitude", "longitude", "time_zone",
-	"currency", "zip_code", "area_code", "route", "privacy", "location_source",
+	"currency", "zip_code", "area_code", "route", "network", "privacy", "location_source",
 	"accuracy_radius", "confidence", "hostname", "hostname_confirmed",
 }
 
@@ -163,6 +164,9 @@ func (s FieldSet) Apply(r Record) Record {
 	if p.Route != nil {
 		out.Route = *p.Route
 	}
+	if p.Network != nil {
+		out.Network = *p.Network
+	}
 	if p.HostnameConfirmed != nil {
 		out.HostnameConfirmed = *p.HostnameConfirmed
 	}
@@ -212,6 +216,7 @@ type PartialRecord struct {
 	ZipCode       *string       `json:"zip_code,omitempty"`
 	AreaCode      *string       `json:"area_code,omitempty"`
 	Route         *netip.Prefix `json:"route,omitempty"`
+	Network       *netip.Prefix `json:"network,omitempty"`
 	Privacy       *Privacy      `json:"privacy,omitempty"` // absent, as in a full record, when unknown
 	// LocationSource is Record.LocationSource.
 	LocationSource *string `json:"location_source,omitempty"`
@@ -259,6 +264,9 @@ func (s FieldSet) Partial(r *Record) *PartialRecord {
 	if s&fieldRoute != 0 {
 		p.Route = &r.Route
 	}
+	if s&fieldNetwork != 0 {
+		p.Network = &r.Network
+	}
 	if s&fieldPrivacy != 0 {
 		p.Privacy = r.Privacy
 	}
@@ -278,7 +286,7 @@ func (s FieldSet) Partial(r *Record) *PartialRecord {
 
 // Text is the record's field named by its JSON key, as text: strings as
 // they are, coordinates in the shortest decimal that reads back exactly,
-// the route in CIDR form. It is "" for an unset value, an unknown key, and
+// the route and the network in CIDR form. It is "" for an unset value, an unknown key, and
 // privacy, an object that each caller writes its own way.
 func (r *Record) Text(key string) string {
 	switch key {
@@ -327,6 +335,10 @@ func (r *Record) Text(key string) string {
 	case "route":
 		if r.Route.IsValid() {
 			return r.Route.String()
+		}
+	case "network":
+		if r.Network.IsValid() {
+			return r.Network.String()
 		}
 	case "hostname":
 		return r.Hostname

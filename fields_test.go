@@ -217,15 +217,16 @@ func TestParseFields(t *testing.T) {
 	}
 }
 
-// Text names every scalar field by its JSON key and writes coordinates
-// and the route as they read back.
+// Text names every scalar field by its JSON key and writes coordinates,
+// the route and the network as they read back.
 func TestRecordText(t *testing.T) {
 	lat, lon := 37.4225, -122.0841
 	r := ipatlas.Record{IP: "8.8.8.8", Continent: "North America", ContinentCode: "NA", Country: "United States",
 		CountryCode: "US", Province: "California", ProvinceCode: "CA", City: "Mountain View", District: "d", ISP: "Google LLC",
 		ASN: "AS15169", Latitude: &lat, Longitude: &lon, TimeZone: "America/Los_Angeles", Currency: "USD",
-		ZipCode: "94043", AreaCode: "1", Route: netip.MustParsePrefix("8.8.8.0/24"), Privacy: &ipatlas.Privacy{Hosting: true},
-		LocationSource: "dataset", AccuracyRadius: 20, Confidence: ipatlas.ConfidenceHigh, Hostname: "dns.google", HostnameConfirmed: new(false)}
+		ZipCode: "94043", AreaCode: "1", Route: netip.MustParsePrefix("8.8.8.0/24"), Network: netip.MustParsePrefix("8.8.8.0/25"),
+		Privacy: &ipatlas.Privacy{Hosting: true}, LocationSource: "dataset", AccuracyRadius: 20, Confidence: ipatlas.ConfidenceHigh,
+		Hostname: "dns.google", HostnameConfirmed: new(false)}
 	for _, k := range ipatlas.RecordFields() {
 		got := r.Text(k)
 		if k == "privacy" {
@@ -238,8 +239,8 @@ func TestRecordText(t *testing.T) {
 			t.Errorf("Text(%q) is empty", k)
 		}
 	}
-	if r.Text("latitude") != "37.4225" || r.Text("longitude") != "-122.0841" || r.Text("route") != "8.8.8.0/24" {
-		t.Errorf("coordinates and route: %q %q %q", r.Text("latitude"), r.Text("longitude"), r.Text("route"))
+	if r.Text("latitude") != "37.4225" || r.Text("longitude") != "-122.0841" || r.Text("route") != "8.8.8.0/24" || r.Text("network") != "8.8.8.0/25" {
+		t.Errorf("coordinates, route and network: %q %q %q %q", r.Text("latitude"), r.Text("longitude"), r.Text("route"), r.Text("network"))
 	}
 	var empty ipatlas.Record
 	if empty.Text("latitude") != "" || empty.Text("route") != "" || empty.Text("nope") != "" {

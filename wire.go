@@ -45,6 +45,12 @@ type Record struct {
 	// data records it ("8.8.8.0/24"); the zero Prefix, sent as "", when
 	// the data has none.
 	Route netip.Prefix `json:"route"`
+	// Network is the largest network that holds the address and over
+	// which the whole record is the same, the address aside: every field,
+	// in both languages, the privacy flags and the location source
+	// ("8.8.8.0/24", "::ffff:8.8.8.0/120" for an address queried in that
+	// form); the zero Prefix, sent as "", when unknown.
+	Network netip.Prefix `json:"network"`
 	// Privacy says what kind of network the address belongs to. It is nil
 	// (absent) when the service has no privacy data loaded: the flags are
 	// then unknown, not false.

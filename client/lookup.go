@@ -92,6 +92,7 @@ type wireRecord struct {
 	ZipCode        *string          `json:"zip_code"`
 	AreaCode       *string          `json:"area_code"`
 	Route          *string          `json:"route"`
+	Network        *string          `json:"network"`
 	Privacy        *ipatlas.Privacy `json:"privacy"`
 	LocationSource *string          `json:"location_source"`
 	AccuracyRadius *int             `json:"accuracy_radius"`
@@ -138,11 +139,16 @@ func (r *LookupResult) setData(raw json.RawMessage) error {
 	if w.Route != nil {
 		// A route this client cannot read is unknown, as an absent one.
 		rec.Route, _ = netip.ParsePrefix(*w.Route)
-		r.present |= 1 << 17
+		r.present |= 1 << slices.Index(recordKeys, "route")
+	}
+	if w.Network != nil {
+		// So is a network.
+		rec.Network, _ = netip.ParsePrefix(*w.Network)
+		r.present |= 1 << slices.Index(recordKeys, "network")
 	}
 	if w.Privacy != nil {
 		rec.Privacy = w.Privacy
-		r.present |= 1 << 18
+		r.present |= 1 << slices.Index(recordKeys, "privacy")
 	}
 	if w.LocationSource != nil {
 		rec.LocationSource = *w.LocationSource

@@ -39,7 +39,7 @@ const (
 	lookupFieldsHelp = `--fields city,country,... prints only those fields of the record (ip is
 always there). Names: ip, continent, continent_code, country, country_code,
 province, province_code, city, district, isp, asn, latitude, longitude, time_zone,
-currency, zip_code, area_code, route, privacy, location_source; hostname and
+currency, zip_code, area_code, route, network, privacy, location_source; hostname and
 hostname_confirmed only when named (they cost a DNS lookup, not a query).`
 
 	lookupInputHelp = `Addresses come from the arguments, "-" (standard input) and --file, in that

@@ -93,7 +93,7 @@ func TestLookupTSVAndTable(t *testing.T) {
 	head := strings.Split(lines[0], "\t")
 	row := strings.Split(lines[1], "\t")
 	bad := strings.Split(lines[2], "\t")
-	if len(head) != 23 || len(row) != 23 || len(bad) != 23 || head[22] != "error" {
+	if len(head) != 24 || len(row) != 24 || len(bad) != 24 || head[23] != "error" {
 		t.Fatalf("columns: %d %d %d", len(head), len(row), len(bad))
 	}
 	want := geotest.Nuremberg.Want(ipatlas.English)
@@ -102,11 +102,11 @@ func TestLookupTSVAndTable(t *testing.T) {
 		got[h] = row[i]
 	}
 	if got["ip"] != want.IP || got["district"] != want.District || got["zip_code"] != want.ZipCode || got["latitude"] != "49.4521" ||
-		got["route"] != "2a01:4f8::/32" || got["location_source"] != "dataset" || got["error"] != "" ||
+		got["route"] != "2a01:4f8::/32" || got["network"] != "2a01:4f8::/32" || got["location_source"] != "dataset" || got["error"] != "" ||
 		got["accuracy_radius"] != strconv.Itoa(want.AccuracyRadius) || got["confidence"] != "medium" {
 		t.Errorf("row: %v", got)
 	}
-	if bad[0] != "10.0.0.1" || !strings.Contains(bad[22], "PrivateIP") {
+	if bad[0] != "10.0.0.1" || !strings.Contains(bad[23], "PrivateIP") {
 		t.Errorf("error row: %q", bad)
 	}
 

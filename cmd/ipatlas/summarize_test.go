@@ -80,7 +80,7 @@ func TestLookupCSV(t *testing.T) {
 		t.Fatalf("%d rows for %d addresses:\n%s", len(rows), 2+n, r.stdout)
 	}
 	head := rows[0]
-	wantHead := append(append([]string{"input"}, ipatlas.RecordFields()[:18]...), "hosting", "vpn", "tor", "relay", "service", "location_source", "accuracy_radius", "confidence", "error_code", "error")
+	wantHead := append(append([]string{"input"}, ipatlas.RecordFields()[:19]...), "hosting", "vpn", "tor", "relay", "service", "location_source", "accuracy_radius", "confidence", "error_code", "error")
 	if !reflect.DeepEqual(head, wantHead) {
 		t.Fatalf("header %q\nwant %q", head, wantHead)
 	}

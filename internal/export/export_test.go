@@ -12,6 +12,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/geofeed"
+	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"github.com/ipatlas/ipatlas/internal/privacy"
 	"github.com/oschwald/maxminddb-golang/v2"
 	"go4.org/netipx"
@@ -168,6 +169,7 @@ func TestMMDBReadBack(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 
+	exported := exportedSpace(t)
 	var covered netipx.IPSetBuilder
 	n := 0
 	for res := range r.Networks() {
@@ -188,6 +190,7 @@ func TestMMDBReadBack(t *testing.T) {
 			if got != want {
 				t.Fatalf("%s (%s): the export answers\n%+v\nthe engine\n%+v", p, addr, got, want)
 			}
+			holdsNetwork(t, e, exported, p, addr)
 		}
 		covered.AddPrefix(p)
 		n++
@@ -234,6 +237,41 @@ func TestMMDBReadBack(t *testing.T) {
 			t.Errorf("the non-public %s is in the export", ip)
 		}
 	}
+}
+
+// exportedSpace is the space an export may hold: the public space but
+// 6to4's.
+func exportedSpace(t testing.TB) *netipx.IPSet {
+	var b netipx.IPSetBuilder
+	for _, p := range netaddr.Public() {
+		b.AddPrefix(p)
+	}
+	b.RemovePrefix(export.SixToFour)
+	s, err := b.IPSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// holdsNetwork checks that p, the export's network that holds addr,
+// holds the network of the engine's answer for addr: the export merges
+// networks of equal answers, never splits one. The engine's network may
+// reach into space the export leaves out (private, reserved, 6to4), which
+// cuts it there.
+func holdsNetwork(t testing.TB, e *geo.Engine, exported *netipx.IPSet, p netip.Prefix, addr netip.Addr) {
+	t.Helper()
+	_, n, err := e.AnswerNetwork(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Bits() <= n.Bits() && p.Contains(n.Addr()) {
+		return
+	}
+	if !exported.ContainsPrefix(n) && n.Contains(addr) && n.Bits() < p.Bits() && n.Contains(p.Addr()) {
+		return
+	}
+	t.Errorf("%s: the export's network %s does not hold the answer's network %s", addr, p, n)
 }
 
 // TestCSVRows checks the CSV rows of a walk: one per CIDR, the engine's

@@ -36,19 +36,21 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 	if lang != ipatlas.Chinese {
 		lang = ipatlas.English
 	}
-	key, as, route, city, source, err := e.parts(g, addr)
+	ps, err := e.parts(g, addr)
 	if err != nil {
 		return dst, err
 	}
+	key, as, route, city, source := ps.key, ps.as, ps.route, ps.city, ps.source
 	// An address's text is digits, hex letters, dots and colons: nothing
 	// JSON escapes.
 	dst = append(dst, `{"ip":"`...)
 	dst = addr.AppendTo(dst)
 	dst = append(dst, '"')
 	dst = appendParts(dst, city, as, lang)
-	// The route and the privacy object belong to the address, not to the
-	// parts: many networks share one ASN record, and the lists' ranges
-	// follow neither file's networks. They are the record's last members.
+	// The route, the network and the privacy object belong to the
+	// address, not to the parts: many networks share one ASN record, and
+	// the lists' ranges follow neither file's networks. They are the
+	// record's last members.
 	dst = append(dst, `"route":"`...)
 	var asn uint32
 	if as != nil {
@@ -57,9 +59,23 @@ func (e *Engine) AppendJSON(dst []byte, addr netip.Addr, lang ipatlas.Lang) ([]b
 			dst = route.AppendTo(dst)
 		}
 	}
+	// The privacy lists' ranges bound the network too: they are looked
+	// up before it is written, in its place before the privacy object.
+	pt := e.priv.Load()
+	var (
+		p          ipatlas.Privacy
+		tor, known bool
+		bits       = ps.bits
+	)
+	if pt != nil {
+		var pbits int
+		p, tor, known, pbits = e.privacyOf(pt, key, asn)
+		bits = max(bits, pbits)
+	}
+	dst = append(dst, `","network":"`...)
+	dst = networkOf(addr, key, bits).AppendTo(dst)
 	dst = append(dst, '"')
-	if pt := e.priv.Load(); pt != nil {
-		p, tor, known := e.privacyOf(pt, key, asn)
+	if pt != nil {
 		dst = appendPrivacy(append(dst, `,"privacy":`...), p, tor, known)
 	}
 	// Where the location comes from belongs to the address too: one

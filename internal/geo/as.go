@@ -308,7 +308,7 @@ func (g *generation) asCountry(prefixes []netip.Prefix) (string, error) {
 	fam = fam[:min(len(fam), countryPrefixes)]
 	weight := map[string]float64{}
 	for _, p := range fam {
-		city, err := g.city(p.Addr())
+		city, _, err := g.city(p.Addr())
 		if err != nil {
 			return "", err
 		}

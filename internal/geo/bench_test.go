@@ -190,3 +190,27 @@ func BenchmarkRealRecordPrivacy(b *testing.B) {
 	dir, addrs := realDir(b)
 	benchRecord(b, dir, addrs, geo.Options{BuiltinPrivacy: true})
 }
+
+// BenchmarkAppendJSON is the native answer's record as the server writes
+// it, with the privacy lists loaded.
+func BenchmarkAppendJSON(b *testing.B) {
+	dir, addrs := fixtureDir(b)
+	e, err := geo.Open(dir, privacyOptions(b, dir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	out := make([]byte, 0, 1024)
+	for _, a := range addrs {
+		if out, err = e.AppendJSON(out[:0], a, ipatlas.English); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if out, err = e.AppendJSON(out[:0], addrs[i&(len(addrs)-1)], ipatlas.English); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

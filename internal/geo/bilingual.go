@@ -95,6 +95,26 @@ type AnswerLocator interface {
 
 var _ AnswerLocator = (*Engine)(nil)
 
+// LookupAnswerNetwork is LookupAnswer with the network of the answer
+// (Engine.AnswerNetwork); from a Locator that is not the engine, the
+// network of its English record.
+func LookupAnswerNetwork(loc Locator, addr netip.Addr) (Answer, netip.Prefix, error) {
+	if nl, ok := loc.(interface {
+		AnswerNetwork(netip.Addr) (Answer, netip.Prefix, error)
+	}); ok {
+		return nl.AnswerNetwork(addr)
+	}
+	en, err := loc.Lookup(addr, ipatlas.English)
+	if err != nil {
+		return Answer{}, netip.Prefix{}, err
+	}
+	zh, err := loc.Lookup(addr, ipatlas.Chinese)
+	if err != nil {
+		return Answer{}, netip.Prefix{}, err
+	}
+	return AnswerOf(en, zh), en.Network, nil
+}
+
 // LookupAnswer is loc's answer for addr in both languages: one lookup
 // when loc is an AnswerLocator (the engine), else its records in English
 // and Chinese.
@@ -124,24 +144,46 @@ func (e *Engine) Answer(addr netip.Addr) (Answer, error) {
 		return Answer{}, ErrClosed
 	}
 	defer g.release()
-	key, as, _, city, source, err := e.parts(g, addr.WithZone(""))
+	a, _, err := e.answer(g, addr.WithZone(""))
+	return a, err
+}
+
+// AnswerNetwork is Answer with the network of addr's answer: the network
+// of its records (ipatlas.Record.Network), within which every address has
+// the same answer.
+func (e *Engine) AnswerNetwork(addr netip.Addr) (Answer, netip.Prefix, error) {
+	if !addr.IsValid() {
+		return Answer{}, netip.Prefix{}, errors.New("geo: invalid address")
+	}
+	g := e.acquire()
+	if g == nil {
+		return Answer{}, netip.Prefix{}, ErrClosed
+	}
+	defer g.release()
+	return e.answer(g, addr.WithZone(""))
+}
+
+func (e *Engine) answer(g *generation, addr netip.Addr) (Answer, netip.Prefix, error) {
+	ps, err := e.parts(g, addr)
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, netip.Prefix{}, err
 	}
-	a := Answer{Source: source}
-	if city != nil {
-		city.answer(&a)
+	a := Answer{Source: ps.source}
+	if ps.city != nil {
+		ps.city.answer(&a)
 	}
-	a.AccuracyRadius, a.Confidence = accuracyOf(city, source)
-	if as != nil {
-		a.ASN, a.ISP = as.number, as.isp
+	a.AccuracyRadius, a.Confidence = accuracyOf(ps.city, ps.source)
+	if ps.as != nil {
+		a.ASN, a.ISP = ps.as.number, ps.as.isp
 	}
+	bits := ps.bits
 	if pt := e.priv.Load(); pt != nil {
-		p, tor, known := e.privacyOf(pt, key, a.ASN)
+		p, tor, known, pbits := e.privacyOf(pt, ps.key, a.ASN)
 		a.PrivacyKnown, a.Hosting, a.VPN, a.Relay, a.Service = true, p.Hosting, p.VPN, p.Relay, p.Service
 		a.TorKnown, a.Tor = known, known && tor
+		bits = max(bits, pbits)
 	}
-	return a, nil
+	return a, networkOf(addr, ps.key, bits), nil
 }
 
 // answer copies the city part into a, in both languages.

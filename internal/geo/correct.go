@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"strings"
@@ -166,6 +167,72 @@ func (o *overlay) lookup(addr netip.Addr, asn uint32) *localValue {
 		}
 	}
 	return nil
+}
+
+// lookupNet is lookup that also bounds a network around addr: given bits,
+// the length of a network around addr within which asn is the same, it
+// returns the length of the largest network within it over which the
+// answer of every layer consulted is the same. That is within the prefix
+// that answered in each layer, and clear of every more specific prefix of
+// it (of the whole layer, where no prefix holds addr), which would answer
+// in its place.
+func (o *overlay) lookupNet(addr netip.Addr, asn uint32, bits int) (*localValue, int) {
+	for _, t := range o.layers {
+		if t == nil {
+			continue
+		}
+		lpm, v, ok := t.LookupPrefixLPM(netip.PrefixFrom(addr, addr.BitLen()))
+		if ok {
+			bits = max(bits, lpm.Bits())
+		}
+		bits = clearOf(t, addr, bits)
+		if ok && v.allows(asn) {
+			return v, bits
+		}
+	}
+	return nil, bits
+}
+
+// clearOf is the length of the largest network around addr, no larger
+// than the one of length bits, that overlaps no prefix of t except those
+// that hold addr.
+func clearOf(t *bart.Table[*localValue], addr netip.Addr, bits int) int {
+	for {
+		p, _ := addr.Prefix(bits)
+		if !t.OverlapsPrefix(p) {
+			return bits
+		}
+		next := bits
+		for q := range t.Subnets(p) {
+			if !q.Contains(addr) {
+				// The longest network around addr that q leaves out:
+				// one bit longer than the bits addr and q share.
+				next = commonBits(addr, q.Addr()) + 1
+				break
+			}
+		}
+		if next == bits {
+			return bits
+		}
+		bits = next
+	}
+}
+
+// commonBits is the number of leading bits a and b, of one family, share.
+func commonBits(a, b netip.Addr) int {
+	x, y := a.As16(), b.As16()
+	n := 0
+	for i := range x {
+		if d := x[i] ^ y[i]; d != 0 {
+			n += bits.LeadingZeros8(d)
+			break
+		}
+		n += 8
+	}
+	if a.Is4() {
+		n -= 96
+	}
+	return n
 }
 
 // localState is the engine's corrections: their inputs and the layers

@@ -249,12 +249,13 @@ func (e *Engine) Lookup(addr netip.Addr, lang ipatlas.Lang) (ipatlas.Record, err
 	if lang != ipatlas.Chinese {
 		lang = ipatlas.English
 	}
-	key, as, route, city, source, err := e.parts(g, addr)
+	ps, err := e.parts(g, addr)
 	if err != nil {
 		return ipatlas.Record{}, err
 	}
-	rec.LocationSource = source
-	rec.AccuracyRadius, rec.Confidence = accuracyOf(city, source)
+	key, as, route, city := ps.key, ps.as, ps.route, ps.city
+	rec.LocationSource = ps.source
+	rec.AccuracyRadius, rec.Confidence = accuracyOf(city, ps.source)
 	pt := e.priv.Load()
 	// The coordinates and the privacy object share one allocation: a
 	// record owns them, so no caller can write into a shared table.
@@ -275,63 +276,99 @@ func (e *Engine) Lookup(addr netip.Addr, lang ipatlas.Lang) (ipatlas.Record, err
 		rec.ASN, rec.ISP, asn = as.asn, as.isp, as.number
 		rec.Route = route
 	}
+	bits := ps.bits
 	if pt != nil {
 		var known bool
-		own.privacy, own.tor, known = e.privacyOf(pt, key, asn)
+		var pbits int
+		own.privacy, own.tor, known, pbits = e.privacyOf(pt, key, asn)
 		if known {
 			own.privacy.Tor = &own.tor
 		}
 		rec.Privacy = &own.privacy
+		bits = max(bits, pbits)
 	}
+	rec.Network = networkOf(addr, key, bits)
 	return rec, nil
 }
 
-// parts are what every lookup of addr (without a zone) is made of: the
-// address the data is searched by (its embedded IPv4 address where it has
-// one), its ASN part and route, and its city part and where that comes
-// from (cityOf). Each of Lookup, AppendJSON and Answer writes them in its
-// own form.
-func (e *Engine) parts(g *generation, addr netip.Addr) (key netip.Addr, as *asnData, route netip.Prefix, city *cityData, source string, err error) {
-	key = netaddr.Embedded(addr).Unmap()
-	if as, route, err = g.asn(key); err != nil {
-		return key, nil, route, nil, "", err
+// parts are what every lookup of addr (without a zone) is made of. Each
+// of Lookup, AppendJSON and Answer writes them in its own form.
+type parts struct {
+	// key is the address the data is searched by: addr's embedded IPv4
+	// address where it has one.
+	key netip.Addr
+	// as is the ASN part and route its network; city is the city part
+	// and source where it comes from (cityOf).
+	as     *asnData
+	route  netip.Prefix
+	city   *cityData
+	source string
+	// bits is the length, in key's family, of the largest network around
+	// key within every network the parts were looked up in: the ASN
+	// files', the correction layers' and the city files' that answered
+	// or were passed over. Every address of it has the same parts; the
+	// privacy lists bound it further (privacyOf).
+	bits int
+}
+
+func (e *Engine) parts(g *generation, addr netip.Addr) (ps parts, err error) {
+	ps.key = netaddr.Embedded(addr).Unmap()
+	if ps.as, ps.route, ps.bits, err = g.asn(ps.key); err != nil {
+		return ps, err
 	}
-	city, source, err = e.cityOf(g, key, as)
-	return key, as, route, city, source, err
+	ps.city, ps.source, ps.bits, err = e.cityOf(g, ps.key, ps.as, ps.bits)
+	return ps, err
 }
 
 // cityOf returns the city part of addr (in the AS of as, nil when none)
 // and where it comes from (Record.LocationSource): the first correction
 // layer that places the address, else the dataset; nil and "" when
-// neither has it.
-func (e *Engine) cityOf(g *generation, addr netip.Addr, as *asnData) (*cityData, string, error) {
+// neither has it. bits, the length of a network around addr within which
+// the AS is the same, comes back bounded by every layer and file
+// consulted (parts.bits).
+func (e *Engine) cityOf(g *generation, addr netip.Addr, as *asnData, bits int) (*cityData, string, int, error) {
 	if o := e.local.Load(); o != nil {
 		var asn uint32
 		if as != nil {
 			asn = as.number
 		}
-		if v := o.lookup(addr, asn); v != nil {
-			return v.city, v.source, nil
+		var v *localValue
+		if v, bits = o.lookupNet(addr, asn, bits); v != nil {
+			return v.city, v.source, bits, nil
 		}
 	}
-	city, err := g.city(addr)
+	city, cbits, err := g.city(addr)
+	bits = max(bits, cbits)
 	if err != nil || city == nil {
-		return nil, "", err
+		return nil, "", bits, err
 	}
-	return city, SourceDataset, nil
+	return city, SourceDataset, bits, nil
 }
 
 // privacyOf is the privacy object of addr (in AS asn) from the lists pt,
 // without its Tor flag, and the flag apart: known only while the exit list
-// is fresh enough to tell.
-func (e *Engine) privacyOf(pt *privacy.Table, addr netip.Addr, asn uint32) (p ipatlas.Privacy, tor, torKnown bool) {
-	f, service := pt.Lookup(addr, asn)
+// is fresh enough to tell; and the length of the largest network around
+// addr whose addresses the lists answer alike (privacy.Table.LookupNet).
+func (e *Engine) privacyOf(pt *privacy.Table, addr netip.Addr, asn uint32) (p ipatlas.Privacy, tor, torKnown bool, bits int) {
+	f, service, bits := pt.LookupNet(addr, asn)
 	p = ipatlas.Privacy{Hosting: f&privacy.Hosting != 0, VPN: f&privacy.VPN != 0,
 		Relay: f&privacy.Relay != 0, Service: service}
 	if at := pt.TorFetched(); !at.IsZero() && e.now().Sub(at) <= e.torAge {
-		return p, f&privacy.Tor != 0, true
+		return p, f&privacy.Tor != 0, true, bits
 	}
-	return p, false, false
+	return p, false, false, bits
+}
+
+// networkOf is the network of prefix length bits around key, the address
+// addr is looked up by, written in addr's family: an IPv6 address that
+// embeds an IPv4 address holds it in its last 32 bits, after a /96.
+func networkOf(addr, key netip.Addr, bits int) netip.Prefix {
+	if addr.Is6() && key.Is4() {
+		bits += 96
+		key = addr
+	}
+	p, _ := key.Prefix(bits)
+	return p
 }
 
 // owned is the part of a record that its pointers point into.
@@ -745,13 +782,14 @@ func (g *generation) release() error {
 }
 
 // city returns the composed city part for addr from the first city source
-// that has a record for it, or nil.
-func (g *generation) city(addr netip.Addr) (*cityData, error) {
+// that has a record for it, or nil; and the length of the network around
+// addr within the network of every file it was looked up in.
+func (g *generation) city(addr netip.Addr) (*cityData, int, error) {
 	list := g.city6
 	if addr.Is4() {
 		list = g.city4
 	}
-	return lookupPart(addr, list, g.cityCache, func(s *source, res maxminddb.Result) (cityData, error) {
+	v, _, bits, err := lookupPartNet(addr, list, g.cityCache, func(s *source, res maxminddb.Result) (cityData, error) {
 		d, err := s.decodeCity(res)
 		if err != nil {
 			return cityData{}, err
@@ -762,11 +800,12 @@ func (g *generation) city(addr netip.Addr) (*cityData, error) {
 		d.postal = strings.Clone(s.postal.code(res.Offset()))
 		return compose(d, &g.countries), nil
 	})
+	return v, bits, err
 }
 
 // asn does for the ASN part what city does for the city part, and also
 // returns the network of the ASN data that holds addr: its route.
-func (g *generation) asn(addr netip.Addr) (*asnData, netip.Prefix, error) {
+func (g *generation) asn(addr netip.Addr) (*asnData, netip.Prefix, int, error) {
 	list := g.asn6
 	if addr.Is4() {
 		list = g.asn4
@@ -776,39 +815,44 @@ func (g *generation) asn(addr netip.Addr) (*asnData, netip.Prefix, error) {
 	})
 }
 
-// lookupPart looks addr up in each source of list in turn and returns the
-// part from the first that has a record for it, or nil. Many networks
-// share one record, so the part built from a record is cached by the
-// record's offset; build runs only on a miss.
-func lookupPart[T any](addr netip.Addr, list []*source, c *cache[T], build func(*source, maxminddb.Result) (T, error)) (*T, error) {
-	v, _, err := lookupPartNet(addr, list, c, build)
-	return v, err
-}
-
-// lookupPartNet is lookupPart that also returns the network of the record
-// found.
-func lookupPartNet[T any](addr netip.Addr, list []*source, c *cache[T], build func(*source, maxminddb.Result) (T, error)) (*T, netip.Prefix, error) {
+// lookupPartNet looks addr up in each source of list in turn and returns
+// the part from the first that has a record for it, or nil, and the
+// network of that record. Many networks share one record, so the part
+// built from a record is cached by the record's offset; build runs only
+// on a miss.
+//
+// bits is the length of the network around addr within the network of
+// every source looked up: the record's, and the empty networks of the
+// sources passed over. Every address of it gets the same part.
+func lookupPartNet[T any](addr netip.Addr, list []*source, c *cache[T], build func(*source, maxminddb.Result) (T, error)) (_ *T, _ netip.Prefix, bits int, _ error) {
 	for _, s := range list {
 		res := s.r.Lookup(addr)
 		if err := res.Err(); err != nil {
-			return nil, netip.Prefix{}, fmt.Errorf("geo: looking up %s in %s: %w", addr, s.info.File, err)
+			return nil, netip.Prefix{}, bits, fmt.Errorf("geo: looking up %s in %s: %w", addr, s.info.File, err)
 		}
+		p := res.Prefix()
+		if addr.Is4() && !p.Addr().Is4() {
+			// An IPv6 tree whose IPv4 part is one empty or data node
+			// above ::/96: the whole IPv4 space.
+			p = netip.Prefix{}
+		}
+		bits = max(bits, p.Bits())
 		if !res.Found() {
 			continue
 		}
 		off := res.Offset()
 		if e := c.get(s.id, off); e != nil {
-			return &e.v, res.Prefix(), nil
+			return &e.v, p, bits, nil
 		}
 		v, err := build(s, res)
 		if err != nil {
-			return nil, netip.Prefix{}, fmt.Errorf("geo: decoding the record of %s in %s: %w", addr, s.info.File, err)
+			return nil, netip.Prefix{}, bits, fmt.Errorf("geo: decoding the record of %s in %s: %w", addr, s.info.File, err)
 		}
 		e := &entry[T]{src: s.id, off: off, v: v}
 		c.put(e)
-		return &e.v, res.Prefix(), nil
+		return &e.v, p, bits, nil
 	}
-	return nil, netip.Prefix{}, nil
+	return nil, netip.Prefix{}, bits, nil
 }
 
 // openReader opens one file, turning any failure, even a panic in the

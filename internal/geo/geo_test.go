@@ -67,7 +67,7 @@ func show(r ipatlas.Record) string {
 		"ip=" + r.IP, "continent=" + r.Continent + "/" + r.ContinentCode, "country=" + r.Country + "/" + r.CountryCode,
 		"province=" + r.Province + "/" + r.ProvinceCode, "city=" + r.City, "district=" + r.District, "isp=" + r.ISP, "asn=" + r.ASN,
 		"lat=" + lat, "lon=" + lon, "tz=" + r.TimeZone, "currency=" + r.Currency, "zip=" + r.ZipCode, "area=" + r.AreaCode,
-		"route=" + r.Route.String(), "privacy=" + showPrivacy(r.Privacy), "source=" + r.LocationSource,
+		"route=" + r.Route.String(), "network=" + r.Network.String(), "privacy=" + showPrivacy(r.Privacy), "source=" + r.LocationSource,
 	}, " ")
 }
 
@@ -154,6 +154,9 @@ func TestEmbeddedIPv4IsLookedUpByIt(t *testing.T) {
 			got := lookup(t, e, ip, lang)
 			want := geotest.MountainView.Want(lang)
 			want.IP = netip.MustParseAddr(ip).String()
+			// The network is written in the address's own family: the
+			// IPv4 network's bits after the /96 that embeds it.
+			want.Network = netip.PrefixFrom(netip.MustParseAddr(ip), 96+want.Network.Bits()).Masked()
 			sameRecord(t, got, want)
 		}
 	}
@@ -179,6 +182,18 @@ func TestUncoveredAddressHasOnlyIP(t *testing.T) {
 	e, _ := openFixture(t, geo.Options{})
 	for _, ip := range []string{geotest.UncoveredIP, "2c0f:f248::1"} {
 		got := lookup(t, e, ip, ipatlas.Chinese)
+		// The network of an empty answer is where the data says nothing:
+		// it holds the address and none of the places'.
+		n := got.Network
+		if !n.Contains(netip.MustParseAddr(ip)) {
+			t.Errorf("%s: network %s does not hold it", ip, n)
+		}
+		for _, k := range geotest.Places {
+			if n.Overlaps(netip.MustParsePrefix(k.Network)) {
+				t.Errorf("%s: network %s overlaps %s's %s", ip, n, k.Label, k.Network)
+			}
+		}
+		got.Network = netip.Prefix{}
 		sameRecord(t, got, ipatlas.Record{IP: ip})
 	}
 }
@@ -294,7 +309,7 @@ func TestGeoIP2Schema(t *testing.T) {
 		IP: "1.0.16.1", Continent: "Asia", ContinentCode: "AS", Country: "Japan", CountryCode: "JP",
 		Province: "Tokyo", ProvinceCode: "13", City: "Tokyo", District: "Chiyoda", ISP: "ARTERIA Networks", ASN: "AS2519",
 		Latitude: &lat, Longitude: &lon, TimeZone: "Asia/Tokyo", Currency: "JPY", ZipCode: "100-0001", AreaCode: "81",
-		Route: netip.MustParsePrefix("1.0.16.0/20"), LocationSource: "dataset",
+		Route: netip.MustParsePrefix("1.0.16.0/20"), Network: netip.MustParsePrefix("1.0.16.0/20"), LocationSource: "dataset",
 		AccuracyRadius: accuracy.CityRadius[accuracy.GroupAsia], Confidence: ipatlas.ConfidenceMedium,
 	}
 	sameRecord(t, lookup(t, e, "1.0.16.1", ipatlas.English), tokyo)
@@ -508,7 +523,8 @@ func TestAllowEmptyThenReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	sameRecord(t, lookup(t, e, "8.8.8.8", ipatlas.English), ipatlas.Record{IP: "8.8.8.8"})
+	// No data: one empty answer for the whole IPv4 space.
+	sameRecord(t, lookup(t, e, "8.8.8.8", ipatlas.English), ipatlas.Record{IP: "8.8.8.8", Network: netip.MustParsePrefix("0.0.0.0/0")})
 	if err := e.Reload(); !errors.Is(err, geo.ErrNoData) {
 		t.Errorf("Reload of an empty dir: %v, want ErrNoData", err)
 	}

@@ -18,8 +18,10 @@
 //     the truth lay for 85% of such answers), and its confidence level in
 //     ipatlas's keys;
 //   - traits: the AS's number and name (its name also as isp and
-//     organization, the data having no other ISP names), never network;
-//     the anonymizer and hosting flags from the privacy lists, present
+//     organization, the data having no other ISP names); network, the
+//     answer's network (geo.Engine.AnswerNetwork), in the web service's
+//     answer only: a file's reader has it from the file's tree; the
+//     anonymizer and hosting flags from the privacy lists, present
 //     only when true, as MaxMind writes them (is_public_proxy and
 //     is_residential_proxy have no list behind them).
 //
@@ -31,8 +33,9 @@
 // tag says so, and only for what one of them cannot hold:
 //
 //   - mmdb:"-": the web service's alone. traits.ip_address is the address
-//     asked about (a file's reader fills it from its lookup), maxmind the
-//     caller's account (a file has none).
+//     asked about and traits.network its network (a file's reader fills
+//     both from its lookup), maxmind the caller's account (a file has
+//     none).
 //   - json:"-" with an mmdb tag: the file's alone. The AS again at the top
 //     level, as GeoLite2-ASN has it, so that one file serves both kinds of
 //     proxy config; and "ipatlas", what GeoIP2 has no key for. The web
@@ -138,6 +141,7 @@ type Traits struct {
 	ISP                string `json:"isp,omitempty"`
 	Organization       string `json:"organization,omitempty"`
 	IPAddress          string `json:"ip_address" mmdb:"-"`
+	Network            string `json:"network,omitempty" mmdb:"-"`
 	IsAnonymous        bool   `json:"is_anonymous,omitempty"`
 	IsAnonymousVPN     bool   `json:"is_anonymous_vpn,omitempty"`
 	IsHostingProvider  bool   `json:"is_hosting_provider,omitempty"`

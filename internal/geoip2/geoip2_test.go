@@ -241,6 +241,7 @@ func sameTree(t *testing.T, label string, web, file map[string]any) {
 	delete(web, "maxmind")
 	if tr, ok := web["traits"].(map[string]any); ok {
 		delete(tr, "ip_address")
+		delete(tr, "network")
 		if len(tr) == 0 {
 			delete(web, "traits")
 		}

@@ -3,6 +3,7 @@ package netaddr
 import (
 	"cmp"
 	"encoding/binary"
+	"math/bits"
 	"net/netip"
 )
 
@@ -51,4 +52,35 @@ func (x U128) Prev() U128 {
 		return U128{Hi: x.Hi - 1, Lo: ^uint64(0)}
 	}
 	return U128{Hi: x.Hi, Lo: x.Lo - 1}
+}
+
+// BlockBits is the prefix length of the largest CIDR block that holds x
+// and lies within [first, last] (first <= x <= last), in a family of
+// width bits (32 for IPv4 in Lo, 128 for IPv6): the block of x's first
+// len-n bits, for the smallest such length.
+func BlockBits(x, first, last U128, width int) int {
+	// A block of 2^h addresses holding x starts at or after first when
+	// x and first agree above bit h, or first's low h bits are zero; it
+	// ends at or before last likewise, with last's low h bits all ones.
+	lo := max(x.xor(first).bitLen()-1, first.trailingZeros())
+	hi := max(x.xor(last).bitLen()-1, last.not().trailingZeros())
+	return width - min(lo, hi, width)
+}
+
+func (x U128) xor(y U128) U128 { return U128{Hi: x.Hi ^ y.Hi, Lo: x.Lo ^ y.Lo} }
+
+func (x U128) not() U128 { return U128{Hi: ^x.Hi, Lo: ^x.Lo} }
+
+func (x U128) bitLen() int {
+	if x.Hi != 0 {
+		return 64 + bits.Len64(x.Hi)
+	}
+	return bits.Len64(x.Lo)
+}
+
+func (x U128) trailingZeros() int {
+	if x.Lo != 0 {
+		return bits.TrailingZeros64(x.Lo)
+	}
+	return 64 + bits.TrailingZeros64(x.Hi)
 }

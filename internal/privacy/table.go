@@ -286,6 +286,54 @@ func (t *Table) Lookup(a netip.Addr, asn uint32) (Flags, string) {
 	return t.result(v, asn)
 }
 
+// LookupNet is Lookup that also returns the prefix length (in a's family,
+// an IPv4-mapped address counting as IPv4) of the largest CIDR around a
+// whose addresses all lie in a's interval: the lists give every address
+// of it the same flags and service. The AS lists follow the AS's
+// networks, which the caller bounds.
+func (t *Table) LookupNet(a netip.Addr, asn uint32) (Flags, string, int) {
+	if a.Is4() || a.Is4In6() {
+		b := a.Unmap().As4()
+		x := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		i := int(t.v4idx[x>>16])
+		if t.v4one[x>>16] == noOne {
+			lo, hi := i+1, int(t.v4idx[x>>16+1])+1
+			for lo < hi {
+				m := int(uint(lo+hi) >> 1)
+				if t.v4[m] <= x {
+					lo = m + 1
+				} else {
+					hi = m
+				}
+			}
+			i = lo - 1
+		}
+		last := uint64(1)<<32 - 1
+		if i+1 < len(t.v4) {
+			last = uint64(t.v4[i+1]) - 1
+		}
+		f, service := t.result(t.v4val[i], asn)
+		return f, service, netaddr.BlockBits(netaddr.U128{Lo: uint64(x)}, netaddr.U128{Lo: uint64(t.v4[i])}, netaddr.U128{Lo: last}, 32)
+	}
+	x := netaddr.U128Of(a)
+	lo, hi := int(t.v6idx[x.Hi>>48])+1, int(t.v6idx[x.Hi>>48+1])+1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.v6[m].Cmp(x) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := lo - 1
+	last := netaddr.MaxU128
+	if i+1 < len(t.v6) {
+		last = t.v6[i+1].Prev()
+	}
+	f, service := t.result(t.v6val[i], asn)
+	return f, service, netaddr.BlockBits(x, t.v6[i], last, 128)
+}
+
 func (t *Table) result(v uint16, asn uint32) (Flags, string) {
 	at := &t.attrs[v]
 	f := at.flags

@@ -113,9 +113,12 @@ func TestBatchMixedItemsInOrder(t *testing.T) {
 	add(geotest.MappedIP, want{rec: func(l ipatlas.Lang) ipatlas.Record {
 		r := geotest.MountainView.Want(l)
 		r.IP = geotest.MappedIP
+		r.Network = netip.MustParsePrefix("::ffff:8.8.8.0/120")
 		return r
 	}})
-	add(geotest.UncoveredIP, want{rec: func(ipatlas.Lang) ipatlas.Record { return ipatlas.Record{IP: geotest.UncoveredIP} }})
+	add(geotest.UncoveredIP, want{rec: func(ipatlas.Lang) ipatlas.Record {
+		return ipatlas.Record{IP: geotest.UncoveredIP, Network: netip.MustParsePrefix(geotest.UncoveredNetwork)}
+	}})
 	add(" "+geotest.Beijing.IP+"\n", want{rec: geotest.Beijing.Want, repeat: true})
 	add(geotest.MountainView.IP, want{rec: geotest.MountainView.Want, repeat: true}) // a repeat costs nothing more
 	add("8.8.8.0/24", want{code: ipatlas.CodeInvalidIP,
@@ -257,8 +260,8 @@ func TestBatchRefusedAsAWhole(t *testing.T) {
 		{name: "ips of numbers", q: req{body: `{"ips":[8]}`}, code: ipatlas.CodeInvalidRequest,
 			en: `Invalid request: field "ips" must be a string, not number`},
 		{name: "unknown field", q: req{body: `{"ips":["8.8.8.8"],"fields":["city","town"]}`}, code: ipatlas.CodeInvalidRequest,
-			en: `Invalid request: unknown field "town" in "fields"; the record's fields are ip, continent, continent_code, country, country_code, province, province_code, city, district, isp, asn, latitude, longitude, time_zone, currency, zip_code, area_code, route, privacy, location_source, accuracy_radius, confidence, hostname, hostname_confirmed`,
-			zh: `无效的请求："fields" 中有未知字段 "town"；可用字段：ip, continent, continent_code, country, country_code, province, province_code, city, district, isp, asn, latitude, longitude, time_zone, currency, zip_code, area_code, route, privacy, location_source, accuracy_radius, confidence, hostname, hostname_confirmed`},
+			en: `Invalid request: unknown field "town" in "fields"; the record's fields are ip, continent, continent_code, country, country_code, province, province_code, city, district, isp, asn, latitude, longitude, time_zone, currency, zip_code, area_code, route, network, privacy, location_source, accuracy_radius, confidence, hostname, hostname_confirmed`,
+			zh: `无效的请求："fields" 中有未知字段 "town"；可用字段：ip, continent, continent_code, country, country_code, province, province_code, city, district, isp, asn, latitude, longitude, time_zone, currency, zip_code, area_code, route, network, privacy, location_source, accuracy_radius, confidence, hostname, hostname_confirmed`},
 		{name: "unsupported lang", q: req{body: `{"ips":["8.8.8.8"],"lang":"fr"}`}, code: ipatlas.CodeInvalidRequest,
 			en: `Invalid request: lang "fr" is not supported; use "en" or "zh"`},
 		{name: "duplicate key", q: req{body: `{"ips":["8.8.8.8"],"IPS":["10.0.0.1"]}`}, code: ipatlas.CodeInvalidRequest,

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	mrand "math/rand/v2"
 	"net/netip"
 	"os"
@@ -109,6 +110,12 @@ func TestMaxMindMatchesExport(t *testing.T) {
 			t.Errorf("%s: ip_address %v", a, traits["ip_address"])
 		}
 		delete(traits, "ip_address")
+		// The answer's network, which the file's reader gives from its
+		// tree (TestExportNetworksHoldTheAnswers).
+		if n, err := netip.ParsePrefix(fmt.Sprint(traits["network"])); err != nil || !n.Contains(a) {
+			t.Errorf("%s: network %v", a, traits["network"])
+		}
+		delete(traits, "network")
 		if len(traits) == 0 {
 			delete(web, "traits")
 		}

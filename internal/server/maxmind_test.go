@@ -66,7 +66,7 @@ func TestMaxMindShape(t *testing.T) {
 		Country:           &maxmindCountry{IsInEuropeanUnion: true, ISOCode: "DE", Names: maxmindNames{EN: "Germany", ZH: "德国"}},
 		RegisteredCountry: &maxmindCountry{IsInEuropeanUnion: true, ISOCode: "DE", Names: maxmindNames{EN: "Germany", ZH: "德国"}},
 		Postal:            &maxmindPostal{Code: nb.ZipCode},
-		Traits:            maxmindTraits{IPAddress: nb.IP, ASN: 24940, ASOrganization: nb.ISP, ISP: nb.ISP, Organization: nb.ISP},
+		Traits:            maxmindTraits{IPAddress: nb.IP, Network: nb.Network, ASN: 24940, ASOrganization: nb.ISP, ISP: nb.ISP, Organization: nb.ISP},
 		MaxMind:           maxmindAccount{QueriesRemaining: 99},
 	}
 	if city.City == nil || city.City.Names.EN != want.City.Names.EN || city.City.Names.ZH == "" ||
@@ -81,8 +81,8 @@ func TestMaxMindShape(t *testing.T) {
 		int(l.AccuracyRadius) != accuracy.CityRadius[accuracy.GroupEurope] {
 		t.Errorf("location: %+v", city.Location)
 	}
-	if strings.Contains(r.Body.String(), `"network"`) || strings.Contains(r.Body.String(), "geoname_id") {
-		t.Errorf("never sent: network, geoname_id: %s", r.Body)
+	if strings.Contains(r.Body.String(), "geoname_id") {
+		t.Errorf("never sent: geoname_id: %s", r.Body)
 	}
 	if r.Header().Get("Ratelimit-Remaining") != "99" {
 		t.Errorf("quota headers: %v", r.Header())
@@ -100,7 +100,7 @@ func TestMaxMindShape(t *testing.T) {
 			t.Errorf("country answers %s: %s", absent, r.Body)
 		}
 	}
-	if string(country["traits"]) != `{"ip_address":"8.8.8.8"}` || string(country["country"]) != `{"iso_code":"US","names":{"en":"United States","zh-CN":"美国"}}` ||
+	if string(country["traits"]) != `{"ip_address":"8.8.8.8","network":"8.8.8.0/24"}` || string(country["country"]) != `{"iso_code":"US","names":{"en":"United States","zh-CN":"美国"}}` ||
 		string(country["maxmind"]) != `{"queries_remaining":98}` {
 		t.Errorf("country, 8.8.8.8: %s", r.Body)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
@@ -92,10 +93,11 @@ func TestQuerySuccess(t *testing.T) {
 		{"mapped", geotest.MappedIP, "", ipatlas.English, func(l ipatlas.Lang) ipatlas.Record {
 			r := geotest.MountainView.Want(l)
 			r.IP = geotest.MappedIP
+			r.Network = netip.MustParsePrefix("::ffff:8.8.8.0/120")
 			return r
 		}},
 		{"uncovered", geotest.UncoveredIP, "zh", ipatlas.Chinese, func(ipatlas.Lang) ipatlas.Record {
-			return ipatlas.Record{IP: geotest.UncoveredIP}
+			return ipatlas.Record{IP: geotest.UncoveredIP, Network: netip.MustParsePrefix(geotest.UncoveredNetwork)}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

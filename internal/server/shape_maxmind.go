@@ -72,7 +72,7 @@ func (s *api) maxmindResolver(ctx context.Context, p maxmindProduct) resolver {
 		if it.fail != nil {
 			return failed(it)
 		}
-		a, err := geo.LookupAnswer(s.deps.Geo, it.addr)
+		a, network, err := geo.LookupAnswerNetwork(s.deps.Geo, it.addr)
 		if err != nil {
 			return resolved{fail: s.lookupFailed(ctx, err)}
 		}
@@ -82,6 +82,9 @@ func (s *api) maxmindResolver(ctx context.Context, p maxmindProduct) resolver {
 				en: "the data has no record of " + it.addr.String(), zh: "数据中没有 " + it.addr.String() + " 的记录"}}
 		}
 		m.Traits.IPAddress = it.addr.WithZone("").String()
+		if network.IsValid() {
+			m.Traits.Network = network.String()
+		}
 		return resolved{v: m}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"slices"
 	"testing"
@@ -65,7 +66,9 @@ func TestServerLookupBatch(t *testing.T) {
 		}
 	}
 	ips = append(ips, geotest.UncoveredIP)
-	wants = append(wants, want{rec: func(ipatlas.Lang) ipatlas.Record { return ipatlas.Record{IP: geotest.UncoveredIP} }})
+	wants = append(wants, want{rec: func(ipatlas.Lang) ipatlas.Record {
+		return ipatlas.Record{IP: geotest.UncoveredIP, Network: netip.MustParsePrefix(geotest.UncoveredNetwork)}
+	}})
 	distinct := int64(len(geotest.Places) + 1)
 
 	for n, lang := range []ipatlas.Lang{ipatlas.English, ipatlas.Chinese} {

@@ -153,8 +153,10 @@ const (
 	MappedIP = "::ffff:8.8.8.8"
 	NAT64IP  = "64:ff9b::808:808"
 	// UncoveredIP is public but in no network of the fixture: its record
-	// has only IP set.
-	UncoveredIP = "1.1.1.1"
+	// has only IP set, and the network where the fixture has nothing,
+	// UncoveredNetwork.
+	UncoveredIP      = "1.1.1.1"
+	UncoveredNetwork = "0.0.0.0/5"
 )
 
 // Want is the record the engine answers for k in lang. Names that depend
@@ -185,6 +187,9 @@ func (k Known) Want(lang ipatlas.Lang) ipatlas.Record {
 		// The fixture's ASN network is the place's network.
 		r.Route = netip.MustParsePrefix(k.Network)
 	}
+	// The answer is the same over the place's network, and differs
+	// outside it; privacy lists may cut it smaller.
+	r.Network = netip.MustParsePrefix(k.Network)
 	if k.HasLocation {
 		lat, lon := k.Latitude, k.Longitude
 		r.Latitude, r.Longitude = &lat, &lon
