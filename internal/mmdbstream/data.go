@@ -1,0 +1,111 @@
+package mmdbstream
+
+import (
+	"bufio"
+	"bytes"
+	"hash/maphash"
+	"io"
+
+	"github.com/maxmind/mmdbwriter/mmdbtype"
+)
+
+// written is where a value of the data section was written, and how many
+// bytes it took there.
+type written struct {
+	off, size uint32
+}
+
+// dataWriter writes the data section to a file as values arrive. A value
+// inside a record (a map's key or value, an array's element) that was
+// written before is written as a pointer to it where the pointer is the
+// shorter, as mmdbwriter does: values are known by a 128-bit hash of
+// their encoding, so that the index costs a few dozen bytes a value
+// however large the value.
+type dataWriter struct {
+	w     *bufio.Writer
+	off   int64
+	index map[[2]uint64]written
+	seeds [2]maphash.Seed
+	key   keyWriter
+}
+
+func newDataWriter(w io.Writer) *dataWriter {
+	return &dataWriter{
+		w:     bufio.NewWriterSize(w, 1<<20),
+		index: map[[2]uint64]written{},
+		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+	}
+}
+
+func (d *dataWriter) Write(p []byte) (int, error) {
+	n, err := d.w.Write(p)
+	d.off += int64(n)
+	return n, err
+}
+
+func (d *dataWriter) WriteByte(c byte) error {
+	if err := d.w.WriteByte(c); err != nil {
+		return err
+	}
+	d.off++
+	return nil
+}
+
+func (d *dataWriter) WriteString(s string) (int, error) {
+	n, err := d.w.WriteString(s)
+	d.off += int64(n)
+	return n, err
+}
+
+// WriteOrWritePointer writes v, or a pointer to its earlier copy where
+// that is shorter than v's first writing.
+func (d *dataWriter) WriteOrWritePointer(v mmdbtype.DataType) (int64, error) {
+	enc, err := d.key.encode(v)
+	if err != nil {
+		return 0, err
+	}
+	// A pointer takes at least two bytes: a value of two or fewer is
+	// never pointed to, and needs no place in the index.
+	if len(enc) <= 2 {
+		n, err := d.Write(enc)
+		return int64(n), err
+	}
+	k := d.hash(enc)
+	w, ok := d.index[k]
+	if ok && int64(w.size) > mmdbtype.Pointer(w.off).WrittenSize() {
+		return mmdbtype.Pointer(w.off).WriteTo(d)
+	}
+	off := d.off
+	n, err := v.WriteTo(d)
+	if err != nil || ok {
+		return n, err
+	}
+	if off > maxOffset {
+		return n, errTooLarge
+	}
+	d.index[k] = written{off: uint32(off), size: uint32(n)}
+	return n, nil
+}
+
+func (d *dataWriter) hash(b []byte) [2]uint64 {
+	return [2]uint64{maphash.Bytes(d.seeds[0], b), maphash.Bytes(d.seeds[1], b)}
+}
+
+// keyWriter encodes a value whole, without pointers: the bytes that
+// stand for it in the index.
+type keyWriter struct {
+	bytes.Buffer
+}
+
+func (k *keyWriter) WriteOrWritePointer(v mmdbtype.DataType) (int64, error) {
+	return v.WriteTo(k)
+}
+
+// encode is v's encoding, valid until the next call.
+func (k *keyWriter) encode(v mmdbtype.DataType) ([]byte, error) {
+	k.Reset()
+	if _, err := v.WriteTo(k); err != nil {
+		return nil, err
+	}
+	return k.Bytes(), nil
+}
