@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -107,6 +108,13 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 	}
 	defer engine.Close()
 
+	// The export streams: what it holds is the engine's tables, its
+	// caches and the records' index, not the file. A soft limit keeps the
+	// collector from letting garbage grow the heap to twice that (unless
+	// the user set GOMEMLIMIT).
+	if e.getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(exportMemoryLimit))
+	}
 	start := time.Now()
 	progress := countBar(e.stderr, "exporting")
 	var st export.Stats
@@ -119,7 +127,10 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 		if err != nil {
 			return err
 		}
-		st, err = export.WriteMMDB(w, engine, export.MMDBOptions{DatabaseType: *dbType, Description: desc, Progress: progress})
+		// The tree and the records wait beside the file, on the disk
+		// that is to hold it, rather than in a /tmp that may be memory.
+		st, err = export.WriteMMDB(w, engine, export.MMDBOptions{DatabaseType: *dbType, Description: desc, Progress: progress,
+			TempDir: filepath.Dir(out)})
 		return err
 	})
 	if err != nil {
@@ -136,6 +147,10 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 	}
 	return nil
 }
+
+// exportMemoryLimit is the export's soft memory limit
+// (runtime/debug.SetMemoryLimit).
+const exportMemoryLimit = 640 << 20
 
 // openConfiguredEngine opens the data dir's dataset with the corrections a
 // server with these settings answers from, and the built-in privacy
