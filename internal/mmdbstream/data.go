@@ -9,22 +9,23 @@ import (
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 )
 
-// written is where a value of the data section was written, and how many
-// bytes it took there.
-type written struct {
-	off, size uint32
+// hashKey is a value's 96-bit hash: a collision among the few million
+// values of a file is as likely as none at all (about 2^-54).
+type hashKey struct {
+	a uint64
+	b uint32
 }
 
 // dataWriter writes the data section to a file as values arrive. A value
 // inside a record (a map's key or value, an array's element) that was
 // written before is written as a pointer to it where the pointer is the
-// shorter, as mmdbwriter does: values are known by a 128-bit hash of
-// their encoding, so that the index costs a few dozen bytes a value
-// however large the value.
+// shorter, as mmdbwriter does: values are known by a 96-bit hash of
+// their encoding, so that the index costs 16 bytes a value (and the map's
+// slack) however large the value.
 type dataWriter struct {
 	w     *bufio.Writer
 	off   int64
-	index map[[2]uint64]written
+	index map[hashKey]uint32 // offsets
 	seeds [2]maphash.Seed
 	key   keyWriter
 }
@@ -32,7 +33,7 @@ type dataWriter struct {
 func newDataWriter(w io.Writer) *dataWriter {
 	return &dataWriter{
 		w:     bufio.NewWriterSize(w, 1<<20),
-		index: map[[2]uint64]written{},
+		index: map[hashKey]uint32{},
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 	}
 }
@@ -71,24 +72,26 @@ func (d *dataWriter) WriteOrWritePointer(v mmdbtype.DataType) (int64, error) {
 		return int64(n), err
 	}
 	k := d.hash(enc)
-	w, ok := d.index[k]
-	if ok && int64(w.size) > mmdbtype.Pointer(w.off).WrittenSize() {
-		return mmdbtype.Pointer(w.off).WriteTo(d)
+	// The pointer is used where it is shorter than the value whole (its
+	// first writing may be shorter still, where it holds pointers).
+	off, ok := d.index[k]
+	if ok && int64(len(enc)) > mmdbtype.Pointer(off).WrittenSize() {
+		return mmdbtype.Pointer(off).WriteTo(d)
 	}
-	off := d.off
+	at := d.off
 	n, err := v.WriteTo(d)
 	if err != nil || ok {
 		return n, err
 	}
-	if off > maxOffset {
+	if at > maxOffset {
 		return n, errTooLarge
 	}
-	d.index[k] = written{off: uint32(off), size: uint32(n)}
+	d.index[k] = uint32(at)
 	return n, nil
 }
 
-func (d *dataWriter) hash(b []byte) [2]uint64 {
-	return [2]uint64{maphash.Bytes(d.seeds[0], b), maphash.Bytes(d.seeds[1], b)}
+func (d *dataWriter) hash(b []byte) hashKey {
+	return hashKey{maphash.Bytes(d.seeds[0], b), uint32(maphash.Bytes(d.seeds[1], b))}
 }
 
 // keyWriter encodes a value whole, without pointers: the bytes that

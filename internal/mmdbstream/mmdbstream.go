@@ -2,9 +2,9 @@
 // https://maxmind.github.io/MaxMind-DB/) from networks given in address
 // order, in memory that does not grow with the file: the search tree is
 // built along the path of the latest network, and a node leaves memory for
-// a temporary file once the networks have passed it; each record is
-// written to the data section once, when it first arrives, and later
-// networks refer to it by its offset. Finish assembles the file: the
+// a temporary file once the networks have passed it; each record goes to
+// the data section (another temporary file) when the caller writes it,
+// and networks refer to it by its offset. Finish assembles the file: the
 // tree, the data section, the metadata.
 //
 // The file is the one mmdbwriter (github.com/maxmind/mmdbwriter) writes
@@ -77,14 +77,13 @@ type Writer struct {
 
 	dataFile *os.File
 	data     *dataWriter
-	records  map[[2]uint64]uint32 // a record's hash: its offset
 	Stats    Stats
 }
 
 // Stats count what was written.
 type Stats struct {
 	Networks int // prefixes inserted (the aliases not counted)
-	Records  int // distinct records in the data section
+	Records  int // records written (Data)
 	Nodes    int // nodes of the search tree, once Finish has run
 }
 
@@ -128,7 +127,7 @@ func New(opts Options) (*Writer, error) {
 	if opts.BuildTime.IsZero() {
 		opts.BuildTime = time.Now()
 	}
-	w := &Writer{opts: opts, recordSize: rs, records: map[[2]uint64]uint32{}, aliases: ipv4Aliases}
+	w := &Writer{opts: opts, recordSize: rs, aliases: ipv4Aliases}
 	var err error
 	if w.tree, err = os.CreateTemp(opts.TempDir, "mmdbstream-tree-*"); err != nil {
 		return nil, fmt.Errorf("mmdbstream: %w", err)
@@ -162,17 +161,12 @@ func (w *Writer) Close() error {
 	return errors.Join(errs...)
 }
 
-// Data writes v to the data section, once: a value equal to one written
-// before (by its encoding's 128-bit hash) is that record.
+// Data writes v to the data section and returns it as a record for
+// Insert. Each call writes v anew: a caller that inserts one value for
+// many networks keeps its Record (the writer holds no index of the
+// records, which would grow with the file). Two halves of a network
+// merge only where they have the same Record.
 func (w *Writer) Data(v mmdbtype.DataType) (Record, error) {
-	enc, err := w.data.key.encode(v)
-	if err != nil {
-		return Record{}, fmt.Errorf("mmdbstream: %w", err)
-	}
-	k := w.data.hash(enc)
-	if off, ok := w.records[k]; ok {
-		return Record{off}, nil
-	}
 	off := w.data.off
 	if off > maxOffset {
 		return Record{}, errTooLarge
@@ -180,7 +174,6 @@ func (w *Writer) Data(v mmdbtype.DataType) (Record, error) {
 	if _, err := v.WriteTo(w.data); err != nil {
 		return Record{}, fmt.Errorf("mmdbstream: %w", err)
 	}
-	w.records[k] = uint32(off)
 	w.Stats.Records++
 	return Record{uint32(off)}, nil
 }
