@@ -156,11 +156,12 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 	progress := countBar(e.stderr, "exporting")
 	var st export.Stats
 	if list {
+		lo.Context = ctx
 		return exportList(e, engine, out, *format, *setFlag, lo, progress, start)
 	}
 	err = writeAtomically(out, e.stdout, func(w io.Writer) error {
 		if *format == "csv" {
-			st, err = exportCSV(w, engine, progress)
+			st, err = exportCSV(ctx, w, engine, progress)
 			return err
 		}
 		desc, err := exportDescription(ls.dataDir, engine)
@@ -170,7 +171,7 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 		// The tree and the records wait beside the file, on the disk
 		// that is to hold it, rather than in a /tmp that may be memory.
 		st, err = export.WriteMMDB(w, engine, export.MMDBOptions{DatabaseType: *dbType, Description: desc, Progress: progress,
-			TempDir: filepath.Dir(out)})
+			Context: ctx, TempDir: filepath.Dir(out)})
 		return err
 	})
 	if err != nil {
@@ -321,7 +322,7 @@ func writeAtomically(name string, stdout io.Writer, write func(io.Writer) error)
 }
 
 // exportCSV writes one row per CIDR, each cell as lookup --csv writes it.
-func exportCSV(w io.Writer, engine *geo.Engine, progress func(done, total int)) (export.Stats, error) {
+func exportCSV(ctx context.Context, w io.Writer, engine *geo.Engine, progress func(done, total int)) (export.Stats, error) {
 	cw := csv.NewWriter(w)
 	var st export.Stats
 	if err := cw.Write(export.CSVHeader); err != nil {
@@ -331,7 +332,7 @@ func exportCSV(w io.Writer, engine *geo.Engine, progress func(done, total int)) 
 	// its records.
 	seen := map[[2]uint64]struct{}{}
 	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-	err := export.Walk(engine, export.Options{Progress: progress}, func(r netipx.IPRange, a *export.Answer) error {
+	err := export.Walk(engine, export.Options{Progress: progress, Context: ctx}, func(r netipx.IPRange, a *export.Answer) error {
 		st.Networks++
 		seen[[2]uint64{maphash.Comparable(seeds[0], *a), maphash.Comparable(seeds[1], *a)}] = struct{}{}
 		for _, p := range r.Prefixes() {

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/netip"
@@ -23,6 +24,7 @@ type ListOptions struct {
 	// Family is 4 or 6 for one address family, 0 for both.
 	Family   int
 	Progress func(done, total int)
+	Context  context.Context // stops the walk (Options.Context)
 }
 
 // ListStats count a list's networks.
@@ -87,7 +89,7 @@ func CountryPrefixes(e *geo.Engine, opts ListOptions, fn func(p netip.Prefix) er
 		have = false
 		return nil
 	}
-	err := Walk(e, Options{Skip: skip, Progress: opts.Progress}, func(r netipx.IPRange, a *Answer) error {
+	err := Walk(e, Options{Skip: skip, Progress: opts.Progress, Context: opts.Context}, func(r netipx.IPRange, a *Answer) error {
 		if a.CountryCode == "" || len(want) > 0 && !want[a.CountryCode] {
 			return nil
 		}

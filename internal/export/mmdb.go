@@ -1,6 +1,7 @@
 package export
 
 import (
+	"context"
 	"hash/maphash"
 	"io"
 	"net/netip"
@@ -35,6 +36,7 @@ type MMDBOptions struct {
 	Description  map[string]string // by language: the sources' attribution
 	BuildTime    time.Time         // the zero time means now
 	Progress     func(done, total int)
+	Context      context.Context // stops the walk (Options.Context)
 	// TempDir holds the search tree and the records until the file is
 	// written out (about the file's size); "" means os.TempDir.
 	TempDir string
@@ -57,7 +59,7 @@ func WriteMMDB(w io.Writer, e *geo.Engine, opts MMDBOptions) (Stats, error) {
 		return Stats{}, err
 	}
 	defer f.Close()
-	err = Walk(e, Options{Skip: []netip.Prefix{SixToFour}, Progress: opts.Progress}, f.Insert)
+	err = Walk(e, Options{Skip: []netip.Prefix{SixToFour}, Progress: opts.Progress, Context: opts.Context}, f.Insert)
 	if err != nil {
 		return f.st, err
 	}
