@@ -37,8 +37,8 @@ func countryOf(t *testing.T, db *maxminddb.Reader, a netip.Addr) string {
 // the same engine agree on every address of a sample, both ways: an
 // address in the list has one of its countries in the MMDB, and an
 // address the MMDB gives one of them is in the list. The sample is the
-// first and last address of every network of both and the addresses
-// beside them, and random ones. The list is the fewest CIDRs: the ones
+// first and last address of every CIDR of the list, of one in 20 of the
+// MMDB's networks, the addresses beside them, and random ones. The list is the fewest CIDRs: the ones
 // of the set it covers, in order.
 func TestCountryListsAgreeWithMMDB(t *testing.T) {
 	e := fixtureEngine(t)
@@ -52,17 +52,21 @@ func TestCountryListsAgreeWithMMDB(t *testing.T) {
 	}
 	defer db.Close()
 
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 3))
 	var base []netip.Addr
 	around := func(p netip.Prefix) {
 		first, last := p.Masked().Addr(), netipx.PrefixLastIP(p)
 		base = append(base, first, last, first.Prev(), last.Next())
 	}
+	// Of the MMDB's networks (175 thousand), one in 20 at random: the
+	// lists' own boundaries, below, are where a difference would show.
 	for res := range db.Networks() {
-		around(res.Prefix())
+		if r.IntN(20) == 0 {
+			around(res.Prefix())
+		}
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 3))
 	for range 2000 {
 		var b [16]byte
 		for i := range b {
