@@ -13,8 +13,10 @@ import (
 	"hash/maphash"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -29,6 +31,7 @@ import (
 )
 
 const dbExportHelp = `usage: ipatlas db export [--format mmdb|csv] [--data-dir DIR] [--overrides FILE] [--geofeed FEED] FILE
+       ipatlas db export --format cidr|nft|ipset [--country CC,CC...] [--family 4|6] [--set NAME] FILE
 
 Writes what ipatlas answers for every public address, from the data dir,
 with the corrections a server with the same settings applies (the
@@ -46,15 +49,36 @@ list only while it is fresh).
         is_anonymous), and under "ipatlas" the district, currency,
         area code, every flag and where the location comes from; names in
         "en" and "zh-CN". The metadata carries the sources' attribution.
-  csv   one row per network (CIDR) with a header; FILE "-" is standard
-        output. A cell a spreadsheet would run as a formula is prefixed
-        with ', as 'lookup --csv' does.
+  csv   one row per network (CIDR) with a header. A cell a spreadsheet
+        would run as a formula is prefixed with ', as 'lookup --csv' does.
 
-The file is written beside FILE and renamed into place when complete.
+Country lists, for firewalls: the networks whose answer's country is one
+of --country (every network with a country without it), after the same
+corrections, adjacent ones merged into the fewest CIDRs, IPv4 then IPv6.
+  cidr  one CIDR a line.
+  nft   an nftables script for 'nft -f FILE': table inet ipatlas with the
+        sets NAME_v4 and NAME_v6 (flags interval), their elements
+        replaced in one transaction. A rule of yours in the same table
+        refers to them: ip saddr @NAME_v4 drop.
+  ipset a file for 'ipset restore': the sets NAME-v4 (hash:net family
+        inet) and NAME-v6 (inet6), each filled as a new set and swapped
+        in, with a maxelem of four times the list or more.
+
+The export streams: it holds the tables and caches of the dataset, not
+the file (under 1 GiB for the default dataset; a soft memory limit of
+640 MiB unless GOMEMLIMIT is set), and writes the MMDB's search tree and
+records to temporary files beside FILE until it assembles them. FILE "-"
+is standard output, except for an MMDB; a file is written beside its
+place and renamed into place when complete. A progress bar shows on a
+terminal.
 
 Flags (each also read from its environment variable, then the config file;
 see 'ipatlas --help'):
-  --format FORMAT      mmdb or csv (default mmdb)
+  --format FORMAT      mmdb, csv, cidr, nft or ipset (default mmdb)
+  --country CC,CC...   the lists' countries, ISO 3166-1 alpha-2 codes
+                       (default every country)
+  --family 4|6         the lists' address family (default both)
+  --set NAME           the nft and ipset lists' set name (default ipatlas)
   --config FILE        config file (IPATLAS_CONFIG)
   --data-dir DIR       data directory (IPATLAS_DATA_DIR; default
                        $XDG_DATA_HOME/ipatlas or ~/.local/share/ipatlas)
@@ -73,17 +97,31 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 	configFlag := fs.String("config", "", "config file")
 	overridesFlag := fs.String("overrides", "", "overrides file")
 	dbType := fs.String("database-type", export.DatabaseType, "database_type")
+	countryFlag := fs.String("country", "", "the lists' countries")
+	familyFlag := fs.String("family", "", "the lists' address family, 4 or 6")
+	setFlag := fs.String("set", "ipatlas", "the nft and ipset lists' set name")
 	var feedFlags feedFlag
 	fs.Var(&feedFlags, "geofeed", "a published RFC 8805 feed: \"URL [AS...]\", or none")
 	pos, err := parseArgs(e, fs, args, func(w io.Writer) { io.WriteString(w, dbExportHelp) })
 	if err != nil {
 		return err
 	}
+	list := slices.Contains(export.ListFormats, *format)
+	var lo export.ListOptions
 	switch {
 	case len(pos) != 1:
 		return usageError(fmt.Sprintf("db export takes one FILE, got %d arguments", len(pos)))
-	case *format != "mmdb" && *format != "csv":
-		return usageError(fmt.Sprintf("db export: --format %q: want mmdb or csv", *format))
+	case *format != "mmdb" && *format != "csv" && !list:
+		return usageError(fmt.Sprintf("db export: --format %q: want mmdb, csv, cidr, nft or ipset", *format))
+	case !list && (*countryFlag != "" || *familyFlag != "" || *setFlag != "ipatlas"):
+		return usageError("db export: --country, --family and --set are for the lists: --format cidr, nft or ipset")
+	case list:
+		if lo, err = listOptions(*countryFlag, *familyFlag); err != nil {
+			return usageError("db export: " + err.Error())
+		}
+		if *format != "cidr" && !export.ValidSetName(*setFlag) {
+			return usageError(fmt.Sprintf("db export: --set %q: want up to 24 letters, digits, _ or -, starting with a letter", *setFlag))
+		}
 	case *format == "mmdb" && pos[0] == "-":
 		return usageError("db export: an MMDB is written to a file, not to standard output")
 	case strings.TrimSpace(*dbType) == "":
@@ -107,19 +145,33 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 	}
 	defer engine.Close()
 
+	// The export streams: what it holds is the engine's tables, its
+	// caches and the records' index, not the file. A soft limit keeps the
+	// collector from letting garbage grow the heap to twice that (unless
+	// the user set GOMEMLIMIT).
+	if e.getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(exportMemoryLimit))
+	}
 	start := time.Now()
 	progress := countBar(e.stderr, "exporting")
 	var st export.Stats
+	if list {
+		lo.Context = ctx
+		return exportList(e, engine, out, *format, *setFlag, lo, progress, start)
+	}
 	err = writeAtomically(out, e.stdout, func(w io.Writer) error {
 		if *format == "csv" {
-			st, err = exportCSV(w, engine, progress)
+			st, err = exportCSV(ctx, w, engine, progress)
 			return err
 		}
 		desc, err := exportDescription(ls.dataDir, engine)
 		if err != nil {
 			return err
 		}
-		st, err = export.WriteMMDB(w, engine, export.MMDBOptions{DatabaseType: *dbType, Description: desc, Progress: progress})
+		// The tree and the records wait beside the file, on the disk
+		// that is to hold it, rather than in a /tmp that may be memory.
+		st, err = export.WriteMMDB(w, engine, export.MMDBOptions{DatabaseType: *dbType, Description: desc, Progress: progress,
+			Context: ctx, TempDir: filepath.Dir(out)})
 		return err
 	})
 	if err != nil {
@@ -136,6 +188,79 @@ func runDBExport(ctx context.Context, e env, args []string) error {
 	}
 	return nil
 }
+
+// listOptions reads --country and --family.
+func listOptions(countries, family string) (export.ListOptions, error) {
+	var lo export.ListOptions
+	for c := range strings.SplitSeq(countries, ",") {
+		c = strings.ToUpper(strings.TrimSpace(c))
+		switch {
+		case c == "" && countries == "":
+			continue
+		case len(c) != 2 || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z':
+			return lo, fmt.Errorf("--country %q: want ISO 3166-1 alpha-2 codes separated by commas, such as CN,RU", countries)
+		}
+		if !slices.Contains(lo.Countries, c) {
+			lo.Countries = append(lo.Countries, c)
+		}
+	}
+	switch family {
+	case "":
+	case "4", "6":
+		lo.Family = int(family[0] - '0')
+	default:
+		return lo, fmt.Errorf("--family %q: want 4 or 6", family)
+	}
+	return lo, nil
+}
+
+// exportList writes a country list: the walk streams, the list's CIDRs
+// (far fewer than the networks) are held so that an ipset's maxelem
+// knows their number.
+func exportList(e env, engine *geo.Engine, out, format, set string, lo export.ListOptions, progress func(done, total int), start time.Time) error {
+	lo.Progress = progress
+	var l export.List
+	if lo.Family != 6 {
+		l.V4 = []netip.Prefix{}
+	}
+	if lo.Family != 4 {
+		l.V6 = []netip.Prefix{}
+	}
+	st, err := export.CountryPrefixes(engine, lo, func(p netip.Prefix) error {
+		if p.Addr().Is4() {
+			l.V4 = append(l.V4, p)
+		} else {
+			l.V6 = append(l.V6, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("db export: %w", err)
+	}
+	what := "every country"
+	if len(lo.Countries) > 0 {
+		what = strings.Join(lo.Countries, ", ")
+	}
+	l.Set = set
+	l.Comment = fmt.Sprintf("ipatlas db export --format %s: the networks of %s, from ipatlas' answers of %s", format, what, time.Now().UTC().Format(time.DateOnly))
+	err = writeAtomically(out, e.stdout, func(w io.Writer) error { return export.WriteList(w, format, l) })
+	if err != nil {
+		return fmt.Errorf("db export: %w", err)
+	}
+	for _, c := range st.Missing(lo.Countries) {
+		fmt.Fprintf(e.stderr, "db export: no network answers the country %s\n", c)
+	}
+	if out != "-" {
+		fmt.Fprintf(e.stderr, "wrote %s: %s CIDRs of %s (IPv4: %s, %s addresses; IPv6: %s) in %s\n", out,
+			groupThousands(st.V4+st.V6), what, groupThousands(st.V4), groupThousands(int(st.V4Addrs)), groupThousands(st.V6),
+			time.Since(start).Round(100*time.Millisecond))
+	}
+	return nil
+}
+
+// exportMemoryLimit is the export's soft memory limit
+// (runtime/debug.SetMemoryLimit).
+const exportMemoryLimit = 640 << 20
 
 // openConfiguredEngine opens the data dir's dataset with the corrections a
 // server with these settings answers from, and the built-in privacy
@@ -197,7 +322,7 @@ func writeAtomically(name string, stdout io.Writer, write func(io.Writer) error)
 }
 
 // exportCSV writes one row per CIDR, each cell as lookup --csv writes it.
-func exportCSV(w io.Writer, engine *geo.Engine, progress func(done, total int)) (export.Stats, error) {
+func exportCSV(ctx context.Context, w io.Writer, engine *geo.Engine, progress func(done, total int)) (export.Stats, error) {
 	cw := csv.NewWriter(w)
 	var st export.Stats
 	if err := cw.Write(export.CSVHeader); err != nil {
@@ -207,7 +332,7 @@ func exportCSV(w io.Writer, engine *geo.Engine, progress func(done, total int)) 
 	// its records.
 	seen := map[[2]uint64]struct{}{}
 	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-	err := export.Walk(engine, export.Options{Progress: progress}, func(r netipx.IPRange, a *export.Answer) error {
+	err := export.Walk(engine, export.Options{Progress: progress, Context: ctx}, func(r netipx.IPRange, a *export.Answer) error {
 		st.Networks++
 		seen[[2]uint64{maphash.Comparable(seeds[0], *a), maphash.Comparable(seeds[1], *a)}] = struct{}{}
 		for _, p := range r.Prefixes() {

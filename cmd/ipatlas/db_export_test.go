@@ -360,3 +360,86 @@ func freePort(t *testing.T) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// TestDBExportLists writes the country lists: the CIDR list is the
+// engine's networks of the country, the nft script passes Debian's
+// nft -c (check mode), the ipset file fills and swaps its sets; a bad
+// --country, --family or --set is a usage error.
+func TestDBExportLists(t *testing.T) {
+	fx := newExportFixture(t)
+	args := []string{"db", "export", "--data-dir", fx.dir, "--overrides", fx.overrides, "--geofeed", "none"}
+
+	stdout, stderr, err := runDBTest(t, nil, append(args, "--format", "cidr", "--country", "jp,cn", "-")...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var cidrs []netip.Prefix
+	for line := range strings.Lines(stdout) {
+		p, err := netip.ParsePrefix(strings.TrimSpace(line))
+		if err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		cidrs = append(cidrs, p)
+	}
+	// The override's Tokyo network and Beijing are in it, Mountain View
+	// is not.
+	in := func(ip string) bool {
+		for _, p := range cidrs {
+			if p.Contains(netip.MustParseAddr(ip)) {
+				return true
+			}
+		}
+		return false
+	}
+	if !in("198.51.99.7") || !in(geotest.Beijing.IP) || in(geotest.MountainView.IP) {
+		t.Errorf("the list of JP and CN: %v", cidrs)
+	}
+	for _, p := range cidrs {
+		if cc, _ := fx.want(t, p.Addr().String()); cc != "JP" && cc != "CN" {
+			t.Errorf("%s is in the list, its country is %q", p, cc)
+		}
+	}
+
+	nft := filepath.Join(t.TempDir(), "countries.nft")
+	if _, stderr, err := runDBTest(t, nil, append(args, "--format", "nft", "--country", "CN", "--set", "china", nft)...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	} else if !strings.Contains(stderr, "wrote "+nft) {
+		t.Errorf("stderr %q", stderr)
+	}
+	b, err := os.ReadFile(nft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"add set inet ipatlas china_v4 { type ipv4_addr; flags interval; }", "add set inet ipatlas china_v6 {"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the nft script lacks %q:\n%s", want, b)
+		}
+	}
+	if bin, err := exec.LookPath("nft"); err != nil {
+		t.Log("nft is not installed (Debian package nftables; .ci/run installs it): its check is skipped")
+	} else if out, err := exec.Command(bin, "-c", "-f", nft).CombinedOutput(); err != nil {
+		t.Errorf("nft -c -f: %v\n%s\n%s", err, out, b)
+	}
+
+	stdout, stderr, err = runDBTest(t, nil, append(args, "--format", "ipset", "--country", "US", "--family", "4", "-")...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "create ipatlas-v4 hash:net family inet ") || !strings.Contains(stdout, "swap ipatlas-v4-new ipatlas-v4\n") ||
+		strings.Contains(stdout, "ipatlas-v6") || !strings.Contains(stdout, "add ipatlas-v4-new 8.8.8.0/") {
+		t.Errorf("the ipset file of US's IPv4:\n%s", stdout)
+	}
+
+	for _, bad := range [][]string{
+		{"--format", "cidr", "--country", "CHN", "-"},
+		{"--format", "cidr", "--country", "CN,", "-"},
+		{"--format", "cidr", "--family", "5", "-"},
+		{"--format", "nft", "--set", "no space", "-"},
+		{"--format", "mmdb", "--country", "CN", "x.mmdb"},
+		{"--format", "csv", "--family", "4", "-"},
+	} {
+		if _, _, err := runDBTest(t, nil, append(args, bad...)...); exitCode(err) != exitUsage {
+			t.Errorf("%q: %v, want a usage error", bad, err)
+		}
+	}
+}

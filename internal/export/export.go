@@ -13,6 +13,7 @@
 package export
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 
@@ -41,6 +42,9 @@ type Options struct {
 	// Progress, when not nil, is told how many of total pieces are done,
 	// now and then and at the end.
 	Progress func(done, total int)
+	// Context, when not nil, stops the walk with its error once done
+	// (an interrupted export).
+	Context context.Context
 }
 
 // Walk calls fn, in address order, with every public network (a range;
@@ -48,6 +52,9 @@ type Options struct {
 // something (an answer that is not geo.Answer.Empty), and its answer;
 // adjacent networks with equal answers are one range.
 func Walk(e *geo.Engine, opts Options, fn func(r netipx.IPRange, a *Answer) error) error {
+	if opts.Context != nil && opts.Context.Err() != nil {
+		return opts.Context.Err()
+	}
 	ps, err := e.Pieces()
 	if err != nil {
 		return err
@@ -78,8 +85,13 @@ func Walk(e *geo.Engine, opts Options, fn func(r netipx.IPRange, a *Answer) erro
 	j := 0
 	for first, last := range ps.All() {
 		done++
-		if opts.Progress != nil && done%65536 == 0 {
-			opts.Progress(done, total)
+		if done%65536 == 0 {
+			if opts.Context != nil && opts.Context.Err() != nil {
+				return opts.Context.Err()
+			}
+			if opts.Progress != nil {
+				opts.Progress(done, total)
+			}
 		}
 		// The public ranges are in address order, as the pieces are.
 		for j < len(pub) && pub[j].To().Less(first) {

@@ -2,6 +2,8 @@ package export_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -301,5 +303,21 @@ func TestCSVRows(t *testing.T) {
 	}
 	if rows == 0 {
 		t.Fatal("no rows")
+	}
+}
+
+// TestMMDBInterrupted: an export whose context ends stops with its error
+// and leaves no temporary file.
+func TestMMDBInterrupted(t *testing.T) {
+	e := fixtureEngine(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	tmp := t.TempDir()
+	_, err := export.WriteMMDB(&bytes.Buffer{}, e, export.MMDBOptions{Context: ctx, TempDir: tmp})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("WriteMMDB: %v, want context.Canceled", err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

@@ -1,18 +1,15 @@
 package export
 
 import (
-	"encoding/binary"
-	"errors"
+	"context"
 	"hash/maphash"
 	"io"
 	"net/netip"
-	"reflect"
 	"time"
 
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geoip2"
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
+	"github.com/ipatlas/ipatlas/internal/mmdbstream"
 	"go4.org/netipx"
 )
 
@@ -28,7 +25,7 @@ const DatabaseType = "GeoIP2-City"
 var Languages = []string{"en", "zh-CN"}
 
 // SixToFour is 6to4's prefix, which an MMDB answers by the IPv4 address
-// inside (mmdbwriter aliases it to the IPv4 tree, as MaxMind's files do),
+// inside (the file aliases it to the IPv4 tree, as MaxMind's files do),
 // while the engine looks it up as the IPv6 address it is: an export
 // leaves the engine's answers for it out.
 var SixToFour = netip.MustParsePrefix("2002::/16")
@@ -39,6 +36,10 @@ type MMDBOptions struct {
 	Description  map[string]string // by language: the sources' attribution
 	BuildTime    time.Time         // the zero time means now
 	Progress     func(done, total int)
+	Context      context.Context // stops the walk (Options.Context)
+	// TempDir holds the search tree and the records until the file is
+	// written out (about the file's size); "" means os.TempDir.
+	TempDir string
 }
 
 // Stats describe an export.
@@ -49,34 +50,36 @@ type Stats struct {
 }
 
 // WriteMMDB writes the engine's answers for every public address to w
-// as an MMDB in GeoIP2 City's layout (see MMDB).
+// as an MMDB in GeoIP2 City's layout (see MMDB). Its memory does not
+// grow with the file: the networks stream into the file's tree in
+// address order, and each record is written out once.
 func WriteMMDB(w io.Writer, e *geo.Engine, opts MMDBOptions) (Stats, error) {
 	f, err := NewMMDB(opts)
 	if err != nil {
 		return Stats{}, err
 	}
-	err = Walk(e, Options{Skip: []netip.Prefix{SixToFour}, Progress: opts.Progress}, f.Insert)
+	defer f.Close()
+	err = Walk(e, Options{Skip: []netip.Prefix{SixToFour}, Progress: opts.Progress, Context: opts.Context}, f.Insert)
 	if err != nil {
 		return f.st, err
 	}
 	return f.Finish(w)
 }
 
-// MMDB is an export file being built: networks and their answers, held
-// in memory until Finish. Each answer's record is its GeoIP2 model
-// (geoip2.New, Insights' members) as geoip2.MMDBEncoder writes it: what
-// the MaxMind web shape answers for an address of the network, without
-// the address and the account, with the AS also at the top level and
-// ipatlas's own keys. An answer that says nothing (geo.Answer.Empty) has
-// no record.
+// MMDB is an export file being built (mmdbstream): networks, inserted
+// in address order, and their answers. Each answer's record is its GeoIP2
+// model (geoip2.New, Insights' members) as geoip2.MMDBEncoder writes it:
+// what the MaxMind web shape answers for an address of the network,
+// without the address and the account, with the AS also at the top level
+// and ipatlas's own keys. An answer that says nothing (geo.Answer.Empty)
+// has no record. Close removes its temporary files.
 type MMDB struct {
-	tree *mmdbwriter.Tree
-	keys *identityKeys
-	enc  *geoip2.MMDBEncoder
+	w   *mmdbstream.Writer
+	enc *geoip2.MMDBEncoder
 	// records are found by a 128-bit hash of their answer rather than by
 	// the answer itself, a few hundred bytes each: a million of them
 	// would hold more memory than the file they make.
-	records map[[2]uint64]mmdbtype.Map
+	records map[[2]uint64]mmdbstream.Record
 	seeds   [2]maphash.Seed
 	st      Stats
 }
@@ -87,30 +90,23 @@ func NewMMDB(opts MMDBOptions) (*MMDB, error) {
 	if dbType == "" {
 		dbType = DatabaseType
 	}
-	built := opts.BuildTime
-	if built.IsZero() {
-		built = time.Now()
-	}
-	keys := &identityKeys{ids: map[uintptr]uint64{}}
-	tree, err := mmdbwriter.New(mmdbwriter.Options{
-		DatabaseType:            dbType,
-		Description:             opts.Description,
-		Languages:               Languages,
-		BuildEpoch:              built.Unix(),
-		IPVersion:               6,
-		RecordSize:              28,
-		IncludeReservedNetworks: true, // the walk keeps to netaddr's public space
-		KeyGenerator:            keys,
+	w, err := mmdbstream.New(mmdbstream.Options{
+		DatabaseType: dbType,
+		Description:  opts.Description,
+		Languages:    Languages,
+		BuildTime:    opts.BuildTime,
+		RecordSize:   28,
+		TempDir:      opts.TempDir,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &MMDB{tree: tree, keys: keys, enc: geoip2.NewMMDBEncoder(), records: map[[2]uint64]mmdbtype.Map{},
+	return &MMDB{w: w, enc: geoip2.NewMMDBEncoder(), records: map[[2]uint64]mmdbstream.Record{},
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}, nil
 }
 
 // Insert adds the network r with answer a; an answer that says nothing
-// is left out. r must not overlap a network inserted before.
+// is left out. r must come after the networks inserted before it.
 func (f *MMDB) Insert(r netipx.IPRange, a *Answer) error {
 	m := geoip2.New((*geo.Answer)(a), geoip2.InsightsService)
 	if m == nil {
@@ -120,16 +116,20 @@ func (f *MMDB) Insert(r netipx.IPRange, a *Answer) error {
 	k := [2]uint64{maphash.Comparable(f.seeds[0], *a), maphash.Comparable(f.seeds[1], *a)}
 	rec, ok := f.records[k]
 	if !ok {
-		var err error
-		if rec, err = f.enc.Encode(m); err != nil {
+		v, err := f.enc.Encode(m)
+		if err != nil {
+			return err
+		}
+		// Written out now, the record's parts need not be shared.
+		f.enc.Reset()
+		if rec, err = f.w.Data(v); err != nil {
 			return err
 		}
 		f.records[k] = rec
-		f.keys.add(rec)
 	}
 	for _, p := range r.Prefixes() {
 		f.st.Prefixes++
-		if err := f.tree.Insert(netipx.PrefixIPNet(p), rec); err != nil {
+		if err := f.w.Insert(p, rec); err != nil {
 			return err
 		}
 	}
@@ -140,32 +140,8 @@ func (f *MMDB) Insert(r netipx.IPRange, a *Answer) error {
 func (f *MMDB) Finish(w io.Writer) (Stats, error) {
 	f.st.Records = len(f.records)
 	clear(f.records)
-	_, err := f.tree.WriteTo(w)
-	return f.st, err
+	return f.st, f.w.Finish(w)
 }
 
-// identityKeys tells the writer's records apart by identity: every
-// distinct answer is one map, built once, so hashing its contents on each
-// of millions of inserts would only repeat what the answers' equality
-// already did.
-type identityKeys struct {
-	ids map[uintptr]uint64
-	buf [8]byte
-}
-
-func (k *identityKeys) add(m mmdbtype.Map) {
-	k.ids[reflect.ValueOf(m).Pointer()] = uint64(len(k.ids) + 1)
-}
-
-func (k *identityKeys) Key(v mmdbtype.DataType) ([]byte, error) {
-	m, ok := v.(mmdbtype.Map)
-	if !ok {
-		return nil, errors.New("export: a record that is not a map")
-	}
-	id, ok := k.ids[reflect.ValueOf(m).Pointer()]
-	if !ok {
-		return nil, errors.New("export: a record that was not built by the export")
-	}
-	binary.BigEndian.PutUint64(k.buf[:], id)
-	return k.buf[:], nil
-}
+// Close removes the file's temporary files.
+func (f *MMDB) Close() error { return f.w.Close() }

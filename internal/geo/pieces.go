@@ -16,16 +16,16 @@ import (
 // pieces and looking up the first address of each is how the whole of
 // what the engine answers is written out (ipatlas db export).
 type Pieces struct {
-	v4 []uint64 // starts, ascending, v4[0] == 0; a piece ends before the next start, the last at 2^32-1
+	v4 []uint32 // starts, ascending, v4[0] == 0; a piece ends before the next start, the last at 2^32-1
 	v6 []netaddr.U128
 }
 
-func v4num(a netip.Addr) uint64 {
+func v4num(a netip.Addr) uint32 {
 	b := a.As4()
-	return uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
-func v4addr(x uint64) netip.Addr {
+func v4addr(x uint32) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
 }
 
@@ -43,16 +43,24 @@ func (e *Engine) Pieces() (*Pieces, error) {
 		return nil, ErrClosed
 	}
 	defer g.release()
-	ps := &Pieces{v4: []uint64{0}, v6: []netaddr.U128{{}}}
+	ps := &Pieces{v4: []uint32{0}, v6: []netaddr.U128{{}}}
+	// A source's networks come in address order, each often starting
+	// where the one before ends: a start equal to the last boundary
+	// added is not added again, which halves the tables built (they are
+	// most of an export's memory).
 	add := func(first, last netip.Addr) {
 		if first.Is4() {
-			ps.v4 = append(ps.v4, v4num(first))
-			if end := v4num(last) + 1; end < 1<<32 {
-				ps.v4 = append(ps.v4, end)
+			if x := v4num(first); ps.v4[len(ps.v4)-1] != x {
+				ps.v4 = append(ps.v4, x)
+			}
+			if end := uint64(v4num(last)) + 1; end < 1<<32 {
+				ps.v4 = append(ps.v4, uint32(end))
 			}
 			return
 		}
-		ps.v6 = append(ps.v6, netaddr.U128Of(first))
+		if x := netaddr.U128Of(first); ps.v6[len(ps.v6)-1] != x {
+			ps.v6 = append(ps.v6, x)
+		}
 		if end := netaddr.U128Of(last); end != netaddr.MaxU128 {
 			ps.v6 = append(ps.v6, end.Next())
 		}
@@ -100,10 +108,12 @@ func (e *Engine) Pieces() (*Pieces, error) {
 			}
 		}
 	}
+	// Copies of the exact size let the tables built, which grew by
+	// appending, go.
 	slices.Sort(ps.v4)
-	ps.v4 = slices.Clip(slices.Compact(ps.v4))
+	ps.v4 = slices.Clone(slices.Compact(ps.v4))
 	slices.SortFunc(ps.v6, netaddr.U128.Cmp)
-	ps.v6 = slices.Clip(slices.Compact(ps.v6))
+	ps.v6 = slices.Clone(slices.Compact(ps.v6))
 	return ps, nil
 }
 
@@ -116,7 +126,7 @@ func (ps *Pieces) Len() int { return len(ps.v4) + len(ps.v6) }
 func (ps *Pieces) All() iter.Seq2[netip.Addr, netip.Addr] {
 	return func(yield func(netip.Addr, netip.Addr) bool) {
 		for i, x := range ps.v4 {
-			end := uint64(1<<32 - 1)
+			end := uint32(1<<32 - 1)
 			if i+1 < len(ps.v4) {
 				end = ps.v4[i+1] - 1
 			}

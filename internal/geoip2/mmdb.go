@@ -55,6 +55,14 @@ func NewMMDBEncoder() *MMDBEncoder {
 	return &MMDBEncoder{parts: map[string]part{}, fields: map[reflect.Type][]field{}}
 }
 
+// Reset forgets the parts shared so far: a writer that writes each record
+// out as it comes, rather than holding them all, resets the encoder after
+// each, so that its memory does not grow with the records.
+func (e *MMDBEncoder) Reset() {
+	clear(e.parts)
+	e.last = 0
+}
+
 // Encode is m as an MMDB record. The record itself is new; its parts may
 // be shared with the records encoded before.
 func (e *MMDBEncoder) Encode(m *Model) (mmdbtype.Map, error) {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,11 +56,14 @@ func TestMaxMindMatchesExport(t *testing.T) {
 	}
 
 	// The export's records of the sample's addresses, each its own
-	// network, as the export writes any network.
-	f, err := export.NewMMDB(export.MMDBOptions{})
+	// network, as the export writes any network: in address order.
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	addrs = slices.Compact(addrs)
+	f, err := export.NewMMDB(export.MMDBOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	for _, a := range addrs {
 		ans, err := export.Lookup(engine, a)
 		if err != nil {
