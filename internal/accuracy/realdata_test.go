@@ -38,10 +38,7 @@ type accuracySample struct {
 // answers CityRadius is fitted on.
 func accuracySamples(t *testing.T) []accuracySample {
 	t.Helper()
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: the model is fitted on the real dataset")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	f, err := os.Open(accuracyTruth)
 	if err != nil {

@@ -1,11 +1,11 @@
 package dataset_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
@@ -13,10 +13,7 @@ import (
 // real registry. CI runs it after such a fetch with
 // IPATLAS_TEST_DATA_DIR=<that dir>.
 func TestRealDataDir(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to check the real data")
-	}
+	dir := realdata.Dir(t)
 	m, err := dataset.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)

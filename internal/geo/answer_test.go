@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/netip"
-	"os"
 	"sync"
 	"testing"
 
@@ -116,10 +115,7 @@ func TestAppendJSONMatchesLookup(t *testing.T) {
 // The same on the real dataset, when there is one: its names hold every
 // kind of character the fixture may miss.
 func TestRealAppendJSONMatchesLookup(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	addrs := randomPublicIPv4(2000)
 	checkAppendJSON(t, dir, addrs)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -88,10 +87,7 @@ func TestAS(t *testing.T) {
 
 // TestRealAS checks the index over the real ASN data.
 func TestRealAS(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	e, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
 	"github.com/ipatlas/ipatlas/internal/privacy"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
@@ -52,10 +53,7 @@ func fixtureDir(b *testing.B) (string, []netip.Addr) {
 }
 
 func realDir(b *testing.B) (string, []netip.Addr) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		b.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to benchmark the real dataset")
-	}
+	dir := realdata.Dir(b)
 	return dir, randomPublicIPv4(1 << 16)
 }
 

@@ -2,7 +2,6 @@ package geo_test
 
 import (
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
 	"github.com/ipatlas/ipatlas/internal/privacy"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // recordsOnly is a Locator that is not an AnswerLocator: LookupAnswer
@@ -88,10 +88,7 @@ func TestAnswerMatchesRecords(t *testing.T) {
 
 // The same on the real dataset, when there is one, IPv4 and IPv6.
 func TestRealAnswerMatchesRecords(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to test the real dataset")
-	}
+	dir := realdata.Dir(t)
 	e, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true})
 	if err != nil {
 		t.Fatal(err)

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // TestRealCacheHitRates measures, on the real dataset, how often the
@@ -32,10 +32,7 @@ import (
 //	IPATLAS_TEST_DATA_DIR=DIR go test -run '^$' -bench RealCacheHitRates -benchtime 1x -v ./internal/geo/
 func BenchmarkRealCacheHitRates(b *testing.B) {
 	t := b
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to measure the caches' hit rates")
-	}
+	dir := realdata.Dir(t)
 	e, err := Open(dir, Options{CacheEntries: -1, ASNCacheEntries: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,10 +83,7 @@ func (c *cnTally) report(t *testing.T, what string) {
 // data: IPATLAS_TEST_DATA_DIR names a data dir filled by `ipatlas db
 // fetch`.
 func TestRealDataChina(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to measure China's answers")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	e, err := geo.Open(dir, geo.Options{})
 	if err != nil {

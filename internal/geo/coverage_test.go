@@ -11,6 +11,7 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/geo/geotest"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // TestCoverage measures how complete the answers of the real dataset are,
@@ -22,10 +23,7 @@ import (
 // repeats a run. `ipatlas db coverage` prints the same report. The test
 // fails when a measure misses its goal.
 func TestCoverage(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to measure the real dataset's coverage")
-	}
+	dir := realdata.Dir(t)
 	seed := rand.Uint64()
 	if s := os.Getenv("IPATLAS_COVERAGE_SEED"); s != "" {
 		var err error

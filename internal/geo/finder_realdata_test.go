@@ -21,10 +21,7 @@ import (
 //
 //	IPATLAS_TEST_DATA_DIR=DIR go test -run TestRealServingBuildsNoFinder -v ./internal/geo/
 func TestRealServingBuildsNoFinder(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch`")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	if os.Getenv("GEO_FINDER_CHILD") != "1" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRealServingBuildsNoFinder$", "-test.v")

@@ -33,10 +33,7 @@ var residentialASes = []uint32{7922, 20115, 7018, 701, 3320, 3215, 2856, 3352, 4
 // the lists, none may carry any flag.
 func TestRealFlagsAgainstSources(t *testing.T) {
 	realdata.Whole(t)
-	data := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if data == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
-	}
+	data := realdata.Dir(t)
 	// The engine reads the real files from a directory of links, so that
 	// the Tor list is written next to them, never into the real data dir.
 	dir := t.TempDir()

@@ -557,10 +557,7 @@ func TestClosedEngine(t *testing.T) {
 }
 
 func TestRealData(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to test the real dataset")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	e, err := geo.Open(dir, geo.Options{})
 	if err != nil {

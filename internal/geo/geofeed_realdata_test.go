@@ -21,6 +21,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/geofeed"
 	"github.com/ipatlas/ipatlas/internal/names"
 	"github.com/ipatlas/ipatlas/internal/names/fold"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 	"github.com/ulikunitz/xz"
 )
 
@@ -41,10 +42,7 @@ const (
 // test holds to GeoNames' postal points of that place name (within 30
 // km; for the countries GeoNames covers and the names it spells alike).
 func TestUnseenFeedGoal(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: this test needs the real dataset")
-	}
+	dir := realdata.Dir(t)
 	body, err := os.ReadFile(netflixFeed)
 	if err != nil {
 		t.Skipf("no Netflix feed beside the repository (../shared/data/geofeeds, laid by CI): %v", err)

@@ -2,12 +2,12 @@ package geo_test
 
 import (
 	"net/netip"
-	"os"
 	"testing"
 	"unicode"
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // Markers for a field of namedPlace without one value to pin.
@@ -65,10 +65,7 @@ var namedPlaces = []struct {
 // TestNamedPlaces looks up well-known addresses of the real dataset in
 // both languages.
 func TestNamedPlaces(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to test named places of the real dataset")
-	}
+	dir := realdata.Dir(t)
 	e, err := geo.Open(dir, geo.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package geo_test
 
 import (
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/ipatlas/ipatlas/internal/geo"
@@ -16,10 +15,7 @@ import (
 //	IPATLAS_TEST_DATA_DIR=~/.cache/ipatlas-ci/data go test -run TestRealNetwork -v ./internal/geo/
 func TestRealNetwork(t *testing.T) {
 	realdata.Whole(t)
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to test the real dataset (.ci/run does)")
-	}
+	dir := realdata.Dir(t)
 	e, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true})
 	if err != nil {
 		t.Fatal(err)

@@ -89,10 +89,7 @@ func postalSample(t *testing.T, e *Engine, v4, v6 int) []ipatlas.Record {
 // realDataEngine opens the real dataset, or skips.
 func realDataEngine(t *testing.T) (*Engine, string) {
 	t.Helper()
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to measure the real dataset's postal and province codes")
-	}
+	dir := realdata.Dir(t)
 	e, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)

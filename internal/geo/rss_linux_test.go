@@ -21,6 +21,7 @@ import (
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
 	"github.com/ipatlas/ipatlas/internal/netaddr"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // rssBudget is what serving the default dataset may add to the process's
@@ -51,10 +52,7 @@ const rssBudget = 200 << 20
 // The lookups draw their addresses as they go: a list of them held by the
 // test would count in the heap and in the GC's headroom.
 func TestRSS(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to measure memory")
-	}
+	dir := realdata.Dir(t)
 	if raceEnabled {
 		t.Skip("built with -race, whose shadow memory multiplies RSS: the budget is checked without it (.ci/run runs `go test -run TestRSS ./internal/geo/`)")
 	}

@@ -448,10 +448,7 @@ func FuzzZoneIndex(f *testing.F) {
 // dataset against the finder path, record by record, and logs its build
 // time and size.
 func TestRealZoneIndex(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	files, err := mmdbFiles(dir)
 	if err != nil {
@@ -475,10 +472,7 @@ func TestRealZoneIndex(t *testing.T) {
 // addresses (one in eight IPv6), with the zone indexes beside the files
 // and without them (the finders then built).
 func TestRealZoneIndexHeap(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	if child := os.Getenv("GEO_ZONE_HEAP_DIR"); child != "" {
 		zoneHeapChild(t, child)

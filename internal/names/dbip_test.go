@@ -35,10 +35,7 @@ func isCityOf(city string, pi uint8) bool {
 // IPATLAS_DBIP_MISSES=file also writes every (province, city) pair without
 // a city area code to file, most networks first, to find new spellings.
 func TestDBIPCoverage(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: no real DB-IP city data to measure the China tables against")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	type pair struct{ province, city string }
 	networks := map[pair]int{}

@@ -3,7 +3,6 @@ package names
 import (
 	"cmp"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -22,10 +21,7 @@ import (
 //
 //	IPATLAS_TEST_DATA_DIR=/path/to/data go test -run TestDBIPDistrictByName -v ./internal/names
 func TestDBIPDistrictByName(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: no real DB-IP city data to measure the districts against")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	type place struct {
 		province, city string

@@ -23,10 +23,7 @@ import (
 //
 //	IPATLAS_TEST_DATA_DIR=/path/to/data go test -run TestDBIPSubdivisionCoverage -v ./internal/names
 func TestDBIPSubdivisionCoverage(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: no real DB-IP city data to measure the subdivision table against")
-	}
+	dir := realdata.Dir(t)
 	realdata.Whole(t)
 	type record struct {
 		Country string `maxminddb:"country_code"`

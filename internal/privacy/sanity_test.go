@@ -18,6 +18,7 @@ import (
 
 	"github.com/ipatlas/ipatlas/internal/dataset"
 	"github.com/ipatlas/ipatlas/internal/privacy"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 )
 
 // snapshotBody is the snapshot's copy of a list.
@@ -215,10 +216,7 @@ func TestCoverage(t *testing.T) {
 // TestAnnouncedSpace: AnnouncedIPv4 and AnnouncedIPv6 are within 10% of
 // what the real ASN data routes.
 func TestAnnouncedSpace(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch`")
-	}
+	dir := realdata.Dir(t)
 	db, err := maxminddb.Open(filepath.Join(dir, dataset.ASNFile))
 	if err != nil {
 		t.Skipf("no ASN data in the data dir: %v", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipatlas/ipatlas"
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 	"github.com/ipatlas/ipatlas/internal/score"
 )
 
@@ -20,10 +21,7 @@ const atlasTruth = "../../../shared/data/truth/atlas-2023.csv"
 // are known to reach: a broken lookup, a truth read askew (latitude for
 // longitude) or a distance miscomputed falls far below them.
 func TestRealScore(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: this test needs the real dataset")
-	}
+	dir := realdata.Dir(t)
 	f, err := os.Open(atlasTruth)
 	if err != nil {
 		t.Fatalf("the truth beside the repository (../shared/data/truth, laid by CI): %v", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net/netip"
-	"os"
 	"reflect"
 	"slices"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/ipatlas/ipatlas/internal/account"
 	"github.com/ipatlas/ipatlas/internal/export"
 	"github.com/ipatlas/ipatlas/internal/geo"
+	"github.com/ipatlas/ipatlas/internal/realdata"
 	"github.com/oschwald/maxminddb-golang/v2"
 	"go4.org/netipx"
 )
@@ -28,10 +28,7 @@ import (
 // keys); and an address the shape answers IP_ADDRESS_NOT_FOUND has no
 // record in the file.
 func TestMaxMindMatchesExport(t *testing.T) {
-	dir := os.Getenv("IPATLAS_TEST_DATA_DIR")
-	if dir == "" {
-		t.Skip("IPATLAS_TEST_DATA_DIR is not set: set it to a data dir filled by `ipatlas db fetch` to test the real dataset (.ci/run does)")
-	}
+	dir := realdata.Dir(t)
 	e := realEnv(t, dir)
 	// The privacy lists built in, so that flags are compared too.
 	engine, err := geo.Open(dir, geo.Options{BuiltinPrivacy: true})
