@@ -253,37 +253,8 @@ func combine(stack []span) attr {
 // addresses are looked up as IPv4), and Hosting also when asn, the AS
 // announcing the address (0 when unknown), is on a datacenter AS list.
 func (t *Table) Lookup(a netip.Addr, asn uint32) (Flags, string) {
-	var v uint16
-	if a.Is4() || a.Is4In6() {
-		b := a.Unmap().As4()
-		x := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-		if v = t.v4one[x>>16]; v != noOne {
-			return t.result(v, asn)
-		}
-		lo, hi := int(t.v4idx[x>>16])+1, int(t.v4idx[x>>16+1])+1
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			if t.v4[m] <= x {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
-		v = t.v4val[lo-1]
-	} else {
-		x := netaddr.U128Of(a)
-		lo, hi := int(t.v6idx[x.Hi>>48])+1, int(t.v6idx[x.Hi>>48+1])+1
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			if t.v6[m].Cmp(x) <= 0 {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
-		v = t.v6val[lo-1]
-	}
-	return t.result(v, asn)
+	f, service, _ := t.LookupNet(a, asn)
+	return f, service
 }
 
 // LookupNet is Lookup that also returns the prefix length (in a's family,
